@@ -1,0 +1,38 @@
+# Two commands set everything up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+SECRET_KEY_FILE := var/secret_key
+
+.PHONY: run test venv migrate clean
+
+# The venv is rebuilt when requirements.txt changes.
+$(VENV)/.installed: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+# A local secret key, made once and kept out of git (var/ is ignored).
+$(SECRET_KEY_FILE):
+	mkdir -p var
+	$(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
+	chmod 600 $@
+
+migrate: venv $(SECRET_KEY_FILE)
+	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(PY) manage.py migrate --noinput
+	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(PY) manage.py collectstatic --noinput --verbosity 0
+
+run: migrate
+	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(VENV)/bin/gunicorn config.wsgi \
+		--bind $(HOST):$(PORT) --workers 2 --threads 4 --access-logfile -
+
+test: venv
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,174 @@
+"""Django settings for the resume agent service.
+
+Everything that differs between a laptop and a deployment comes from the
+environment; the defaults are safe for a local `make run`.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"  # databases, secret key, file cache: never committed
+VAR_DIR.mkdir(exist_ok=True)
+
+TESTING = "pytest" in sys.modules
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+
+# The secret key signs admin sessions and CSRF tokens. `make run` creates one in
+# var/secret_key and passes it in; a deployment must set DJANGO_SECRET_KEY.
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if DEBUG or TESTING:
+        SECRET_KEY = "insecure-key-for-debug-and-tests-only"
+    else:
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off (make run sets one for you)."
+        )
+
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "django_q",
+    "sessions_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    # Serves the admin's static files under gunicorn/uvicorn, no web server needed.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+# --- Database -----------------------------------------------------------------
+# Default: one embedded SQLite file under var/. The PRAGMAs every connection
+# gets (secure_delete, journal mode, ...) are set in sessions_app.db_signals.
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'sessions.db'}"),
+        conn_max_age=0,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["OPTIONS"] = {
+        # The web server and the django-q2 cluster write to the same file.
+        # IMMEDIATE takes the write lock at BEGIN, so a transaction that reads
+        # and then writes never fails on a lock upgrade (which no busy timeout
+        # can wait out); `timeout` is the busy timeout in seconds.
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
+    # Tests run on a real file (not :memory:) so they can scan its bytes.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_sessions.db")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# --- Language and time --------------------------------------------------------
+LANGUAGE_CODE = "zh-hant"  # user-facing messages default to Traditional Chinese
+LANGUAGES = [("zh-hant", "繁體中文"), ("en", "English")]
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+
+# --- Cache --------------------------------------------------------------------
+# A file cache is shared by every worker process, so DRF throttling counts
+# requests per client across workers (the default in-process cache does not).
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(VAR_DIR / ("test_cache" if TESTING else "cache")),
+    }
+}
+
+# --- Retention ----------------------------------------------------------------
+SESSION_TTL_HOURS = float(os.environ.get("SESSION_TTL_HOURS", "24"))
+SESSION_MAX_AGE_HOURS = float(os.environ.get("SESSION_MAX_AGE_HOURS", "168"))
+
+# --- Logging --------------------------------------------------------------------
+# Our code never logs resume text, messages, model output or tokens; see
+# docs/DATA_INVENTORY.md for the library loggers and their levels.
+LOG_LEVEL = os.environ.get("DJANGO_LOG_LEVEL", "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+}
+
+# --- django-q2 ------------------------------------------------------------------
+# The ORM broker keeps the queue in this same database: no extra server.
+# Tasks never carry personal data (the purge task takes no arguments); the
+# stored history is kept short and failed tasks are not retried forever.
+Q_CLUSTER = {
+    "name": "resume-agent",
+    "orm": "default",
+    "workers": 1,
+    "timeout": 300,
+    "retry": 360,
+    "max_attempts": 1,
+    "save_limit": 50,
+    "ack_failures": True,
+    "catch_up": False,
+    "sync": TESTING,
+}

@@ -1,0 +1,85 @@
+"""Storage for ADK sessions, their events and ADK's scoped state.
+
+The layout mirrors ADK's own SQLite session store (sessions, events,
+app_states, user_states) so the two can be compared side by side, with two
+additions: a surrogate key, so an event row points at one session row and is
+removed with it by a cascading delete, and a revision counter, so a writer
+holding a stale copy of a session is detected exactly instead of by
+comparing rounded timestamps.
+"""
+
+import uuid
+
+from django.db import models
+
+
+def new_session_id() -> str:
+    return str(uuid.uuid4())
+
+
+class AgentSession(models.Model):
+    app_name = models.CharField(max_length=128)
+    # ADK's user id. For sessions made by the API this is the owner id derived
+    # from the session token (never the token itself).
+    user_id = models.CharField(max_length=128)
+    # ADK lets callers choose any string; the API always uses a UUID4.
+    session_id = models.CharField(max_length=128, default=new_session_id)
+    # Session-scoped state only; `app:` and `user:` keys live in the tables
+    # below and `temp:` keys are never stored.
+    state = models.JSONField(default=dict)
+    created_at = models.DateTimeField()
+    # Last activity: the TTL is counted from here, so it is indexed.
+    updated_at = models.DateTimeField(db_index=True)
+    # Bumped by every appended event; ADK's Session carries it back to us as
+    # its storage marker, which is how a stale writer is told apart.
+    revision = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["app_name", "user_id", "session_id"], name="unique_session_per_owner"
+            )
+        ]
+        indexes = [models.Index(fields=["session_id"], name="session_id_idx")]
+
+    def __str__(self) -> str:
+        return f"session {self.session_id[:8]}"
+
+
+class SessionEvent(models.Model):
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events")
+    event_id = models.CharField(max_length=128)
+    invocation_id = models.CharField(max_length=256, blank=True, default="")
+    author = models.CharField(max_length=256, blank=True, default="")
+    # ADK's float timestamp, kept exact for `after_timestamp` filtering.
+    timestamp = models.FloatField()
+    # The whole ADK Event as JSON (Event.model_dump_json), as ADK stores it.
+    event_data = models.TextField()
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "timestamp"], name="event_session_time_idx")]
+
+    def __str__(self) -> str:
+        return f"event {self.event_id[:8]}"
+
+
+class AppState(models.Model):
+    """ADK `app:` state, shared by every session of an app."""
+
+    app_name = models.CharField(max_length=128, unique=True)
+    state = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+class UserState(models.Model):
+    """ADK `user:` state, shared by the sessions of one owner in one app."""
+
+    app_name = models.CharField(max_length=128)
+    user_id = models.CharField(max_length=128)
+    state = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["app_name", "user_id"], name="unique_user_state")
+        ]
