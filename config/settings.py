@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_q",
     "sessions_app",
 ]
@@ -171,4 +172,46 @@ Q_CLUSTER = {
     "ack_failures": True,
     "catch_up": False,
     "sync": TESTING,
+}
+
+# --- Agent ----------------------------------------------------------------------
+# The model is chosen in agent.model_selection (Gemini with GOOGLE_API_KEY,
+# otherwise the offline model). A turn longer than this answers 504.
+AGENT_TURN_TIMEOUT_SECONDS = float(os.environ.get("AGENT_TURN_TIMEOUT_SECONDS", "60"))
+
+# --- API --------------------------------------------------------------------------
+RESUME_MAX_CHARS = int(os.environ.get("RESUME_MAX_CHARS", "50000"))
+MESSAGE_MAX_CHARS = int(os.environ.get("MESSAGE_MAX_CHARS", "4000"))
+# Bodies are parsed by DRF, which ignores DATA_UPLOAD_MAX_MEMORY_SIZE; the
+# API's own parser enforces this limit (413). 6 bytes per character covers
+# the largest resume even when every character is JSON-escaped (\uXXXX).
+API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(RESUME_MAX_CHARS * 6 + 1024)))
+
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["sessions_app.api.parsers.LimitedJSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "sessions_app.api.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_RATES": {
+        "session_create": os.environ.get("SESSION_CREATE_RATE", "30/hour"),
+    },
+    # Number of reverse proxies in front of the service, so throttling sees the
+    # client's address; 0 (default) trusts only REMOTE_ADDR.
+    "NUM_PROXIES": int(os.environ.get("NUM_PROXIES", "0")),
+    "COMPACT_JSON": False,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Resume agent API",
+    "DESCRIPTION": "Paste a resume, talk with an agent about it. Only the holder of the session"
+    " token can read or delete a session; every miss is the same 404.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI's files come from the drf-spectacular-sidecar package, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }

@@ -33,6 +33,9 @@ class AgentSession(models.Model):
     # Bumped by every appended event; ADK's Session carries it back to us as
     # its storage marker, which is how a stale writer is told apart.
     revision = models.PositiveBigIntegerField(default=0)
+    # Set while a conversation turn runs, so a second concurrent turn on the
+    # same session is refused (409) instead of interleaving its events.
+    turn_started_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -1,0 +1,36 @@
+"""The session token as a DRF authentication class.
+
+It only says *who asks* (the owner id derived from the token); whether that
+owner may see a session is decided by the one lookup in `selectors`.
+"""
+
+from django.utils.translation import gettext_lazy as _
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+
+from ..ownership import TOKEN_HEADER, owner_id_for
+
+
+class SessionOwner:
+    """The caller: whoever holds a token. Not a Django user."""
+
+    is_authenticated = True
+
+    def __init__(self, owner_id: str):
+        self.owner_id = owner_id
+
+
+class SessionTokenAuthentication(BaseAuthentication):
+    www_authenticate_realm = "resume-sessions"
+
+    def authenticate(self, request):
+        token = request.headers.get(TOKEN_HEADER)
+        if token is None:
+            raise exceptions.NotAuthenticated(_("需要 X-Session-Token 標頭"))
+        # Any value, well-formed or not, becomes an owner id: a wrong token is
+        # told apart from a right one only by the session lookup.
+        return SessionOwner(owner_id_for(token)), None
+
+    def authenticate_header(self, request):
+        # Without a WWW-Authenticate value DRF would turn 401 into 403.
+        return f'{TOKEN_HEADER} realm="{self.www_authenticate_realm}"'

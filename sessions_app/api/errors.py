@@ -1,0 +1,66 @@
+"""How the API answers errors: JSON always, one identical 404 for every miss."""
+
+import logging
+import traceback
+
+from django.http import Http404, HttpResponse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from ..turns import ModelFailure, TurnInProgress
+
+logger = logging.getLogger(__name__)
+
+
+class SessionNotFound(exceptions.NotFound):
+    """Missing, someone else's, expired, deleted or malformed: the caller can't tell which."""
+
+
+def session_not_found_response() -> HttpResponse:
+    """The one 404 answer, byte for byte the same whatever the reason.
+
+    Built here rather than by DRF's renderer so that the API views and the
+    project's 404 handler (paths no view matches) send the same bytes.
+    """
+    body = '{"detail": "%s"}' % _("找不到這個 session，可能已過期或被刪除")
+    return HttpResponse(body.encode("utf-8"), status=404, content_type="application/json")
+
+
+_MODEL_FAILURE_MESSAGES = {
+    "timeout": gettext_noop("模型回應逾時，請稍後再試；這次的訊息沒有被保存"),
+    "quota": gettext_noop("模型服務目前額度不足，請稍後再試；這次的訊息沒有被保存"),
+    "upstream": gettext_noop("模型服務暫時無法使用，請稍後再試；這次的訊息沒有被保存"),
+    "bad_response": gettext_noop("模型回應無法處理，請再試一次；這次的訊息沒有被保存"),
+}
+
+
+def api_exception_handler(exc, context):
+    if isinstance(exc, (SessionNotFound, Http404, exceptions.NotFound)):
+        return session_not_found_response()
+    if isinstance(exc, TurnInProgress):
+        return Response(
+            {"detail": _("這個 session 正在處理上一則訊息，請等它完成後再送出")},
+            status=status.HTTP_409_CONFLICT,
+        )
+    if isinstance(exc, ModelFailure):
+        response = Response({"detail": _(_MODEL_FAILURE_MESSAGES[exc.reason])}, status=exc.status)
+        if exc.retry_after:
+            response["Retry-After"] = str(exc.retry_after)
+        return response
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        # An unexpected error: answer JSON, log where it happened but not the
+        # exception's message, which may quote a resume or a message.
+        logger.error(
+            "unhandled %s in API view\n%s",
+            type(exc).__name__,
+            "".join(traceback.format_tb(exc.__traceback__)),
+        )
+        response = Response(
+            {"detail": _("伺服器發生錯誤，資料沒有遺失，請稍後再試")},
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    return response

@@ -1,0 +1,123 @@
+"""The session API. Views only translate HTTP to service calls and back."""
+
+from django.utils.decorators import method_decorator
+from django.views.decorators.debug import sensitive_post_parameters
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import selectors, services, turns
+from ..models import AgentSession
+from .authentication import SessionTokenAuthentication
+from .errors import SessionNotFound
+from .serializers import (
+    Conversation,
+    CreateSessionRequest,
+    CreateSessionResponse,
+    ErrorResponse,
+    MessageRequest,
+    MessageResponse,
+    SessionMetadata,
+)
+from .throttles import SessionCreateThrottle
+
+NOT_FOUND = OpenApiResponse(ErrorResponse, description="Unknown, expired, deleted or not yours")
+NO_TOKEN = OpenApiResponse(ErrorResponse, description="X-Session-Token header missing")
+# Debug error pages must not show what people send us.
+hide_posted_text = method_decorator(sensitive_post_parameters("resume_text", "message"), name="dispatch")
+
+
+@hide_posted_text
+class SessionCreateView(APIView):
+    authentication_classes = []
+    permission_classes = []
+    throttle_classes = [SessionCreateThrottle]
+
+    @extend_schema(
+        request=CreateSessionRequest,
+        responses={201: CreateSessionResponse, 400: ErrorResponse, 429: ErrorResponse},
+        summary="Start a session with a resume; returns the session token once",
+    )
+    def post(self, request):
+        payload = CreateSessionRequest(data=request.data)
+        payload.is_valid(raise_exception=True)
+        created = services.create_session(payload.validated_data["resume_text"])
+        body = {
+            "session_id": created.session.session_id,
+            "token": created.token,
+            "expires_at": services.metadata(created.session)["expires_at"],
+        }
+        return Response(CreateSessionResponse(body).data, status=status.HTTP_201_CREATED)
+
+
+class OwnedSessionView(APIView):
+    """Base for every view that names a session: the token's owner, or one 404."""
+
+    authentication_classes = [SessionTokenAuthentication]
+    permission_classes = []
+
+    def owned_session(self, session_id: str) -> AgentSession:
+        session = selectors.owned_live_session(session_id, self.request.user.owner_id)
+        if session is None:
+            raise SessionNotFound
+        return session
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if response.status_code == status.HTTP_404_NOT_FOUND:
+            # `Allow` lists the view's methods; the 404 must look the same everywhere.
+            del response["Allow"]
+        return response
+
+
+class SessionDetailView(OwnedSessionView):
+    @extend_schema(responses={200: SessionMetadata, 401: NO_TOKEN, 404: NOT_FOUND}, summary="Session metadata")
+    def get(self, request, session_id):
+        session = self.owned_session(session_id)
+        return Response(SessionMetadata(services.metadata(session)).data)
+
+    @extend_schema(responses={204: None, 401: NO_TOKEN, 404: NOT_FOUND}, summary="Delete the session for good")
+    def delete(self, request, session_id):
+        if not services.delete_owned_session(session_id, request.user.owner_id):
+            raise SessionNotFound
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@hide_posted_text
+class SessionMessagesView(OwnedSessionView):
+    @extend_schema(responses={200: Conversation, 401: NO_TOKEN, 404: NOT_FOUND}, summary="The conversation so far")
+    def get(self, request, session_id):
+        session = self.owned_session(session_id)
+        body = {"session_id": session.session_id, "messages": services.conversation(session)}
+        return Response(Conversation(body).data)
+
+    @extend_schema(
+        request=MessageRequest,
+        responses={
+            200: MessageResponse,
+            400: ErrorResponse,
+            401: NO_TOKEN,
+            404: NOT_FOUND,
+            409: OpenApiResponse(ErrorResponse, description="Another turn on this session is running"),
+            502: OpenApiResponse(ErrorResponse, description="The model gave a bad answer"),
+            503: OpenApiResponse(ErrorResponse, description="The model is unavailable (see Retry-After)"),
+            504: OpenApiResponse(ErrorResponse, description="The model timed out"),
+        },
+        summary="Send a message; the agent answers",
+    )
+    def post(self, request, session_id):
+        session = self.owned_session(session_id)
+        payload = MessageRequest(data=request.data)
+        payload.is_valid(raise_exception=True)
+        result = turns.run_turn(session, payload.validated_data["message"])
+        return Response(MessageResponse(result).data)
+
+
+class SessionExportView(OwnedSessionView):
+    @extend_schema(responses={200: dict, 401: NO_TOKEN, 404: NOT_FOUND}, summary="Everything stored about the session")
+    def get(self, request, session_id):
+        session = self.owned_session(session_id)
+        response = Response(services.export(session))
+        response["Content-Disposition"] = f'attachment; filename="session-{session.session_id}.json"'
+        return response

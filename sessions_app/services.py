@@ -1,0 +1,111 @@
+"""What the API does with sessions: create, describe, export and delete them.
+
+Views stay thin and call these; every function takes a session already
+checked by `selectors.owned_live_session`, except `create_session`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import datetime as dt
+
+from asgiref.sync import async_to_sync
+from django.db import transaction
+from google.adk.events.event import Event
+
+from agent import APP_NAME
+
+from . import retention
+from .models import AgentSession, UserState
+from .ownership import new_token, owner_id_for
+from .store import DjangoSessionService
+
+
+@dataclass
+class NewSession:
+    session: AgentSession
+    token: str  # handed to the client once, never stored
+
+
+def create_session(resume_text: str) -> NewSession:
+    token = new_token()
+    adk_session = async_to_sync(DjangoSessionService().create_session)(
+        app_name=APP_NAME,
+        user_id=owner_id_for(token),
+        state={"resume_text": resume_text, "plan_versions": [], "suspicious_flags": []},
+    )
+    session = AgentSession.objects.get(
+        app_name=APP_NAME, user_id=adk_session.user_id, session_id=adk_session.id
+    )
+    return NewSession(session=session, token=token)
+
+
+def delete_owned_session(session_id: str, owner_id: str) -> bool:
+    """Deletes the owner's session (live or expired) and what only it needed.
+
+    Returns True only when a live session was deleted: an expired one is
+    erased too, but for the caller it was already gone.
+    """
+    with transaction.atomic():
+        sessions = AgentSession.objects.filter(
+            app_name=APP_NAME, session_id=session_id, user_id=owner_id
+        )
+        was_live = retention.live(sessions).exists()
+        deleted, _ = sessions.delete()
+        if deleted:
+            _delete_orphaned_user_state(owner_id)
+    return bool(deleted) and was_live
+
+
+def _delete_orphaned_user_state(owner_id: str) -> None:
+    # ADK `user:` state belongs to an owner, not a session; with no session
+    # of that owner left, nothing needs it.
+    if not AgentSession.objects.filter(app_name=APP_NAME, user_id=owner_id).exists():
+        UserState.objects.filter(app_name=APP_NAME, user_id=owner_id).delete()
+
+
+def session_events(session: AgentSession) -> list[Event]:
+    data = session.events.order_by("pk").values_list("event_data", flat=True)
+    return [Event.model_validate_json(item) for item in data]
+
+
+def conversation(session: AgentSession) -> list[dict]:
+    """The user's and the agent's texts, in order (tool calls and results left out)."""
+    messages = []
+    for event in session_events(session):
+        if event.content is None or not event.content.parts:
+            continue
+        text = "".join(part.text for part in event.content.parts if part.text and not part.thought)
+        if not text:
+            continue
+        messages.append(
+            {
+                "role": "user" if event.author == "user" else "agent",
+                "text": text,
+                "timestamp": dt.datetime.fromtimestamp(event.timestamp, tz=dt.timezone.utc),
+            }
+        )
+    return messages
+
+
+def metadata(session: AgentSession) -> dict:
+    return {
+        "session_id": session.session_id,
+        "created_at": session.created_at,
+        "last_activity_at": session.updated_at,
+        "expires_at": retention.expires_at(session.created_at, session.updated_at),
+        "turns": sum(1 for message in conversation(session) if message["role"] == "user"),
+        "plan_versions": len(session.state.get("plan_versions", [])),
+    }
+
+
+def export(session: AgentSession) -> dict:
+    """Everything stored about the session, for the person to take with them."""
+    return {
+        **metadata(session),
+        "resume_text": session.state.get("resume_text", ""),
+        "conversation": conversation(session),
+        "plan_versions": session.state.get("plan_versions", []),
+        "suspicious_flags": session.state.get("suspicious_flags", []),
+        "events": [event.model_dump(mode="json", exclude_none=True) for event in session_events(session)],
+    }
