@@ -13,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"  # databases, secret key, file cache: never committed
-VAR_DIR.mkdir(exist_ok=True)
+(VAR_DIR / "static").mkdir(parents=True, exist_ok=True)
 
 TESTING = "pytest" in sys.modules
 
@@ -109,8 +109,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
     }
-    # Tests run on a real file (not :memory:) so they can scan its bytes.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_sessions.db")}
+    # Tests run on a real file (not :memory:) so they can scan its bytes; one
+    # file per test process, so two test runs never share (or lock) a file.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test_sessions_{os.getpid()}.db")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -7,5 +7,7 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Resume sessions"
 
     def ready(self) -> None:
-        # Importing registers the connection_created receiver and the system check.
+        # Importing registers the connection_created receiver, the system check
+        # and the OpenAPI description of the token header.
         from . import sqlite  # noqa: F401
+        from .api import schema  # noqa: F401

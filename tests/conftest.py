@@ -1,4 +1,7 @@
+import os
+
 import pytest
+from django.conf import settings
 from django.db import connection
 
 
@@ -11,9 +14,11 @@ def db_path():
 @pytest.fixture(autouse=True)
 def _clear_cache():
     # Throttle counters live in the (file) cache; each test starts clean.
-    from django.core.cache import cache
+    # (The agent tests also run without Django: `-p no:django`.)
+    if settings.configured:
+        from django.core.cache import cache
 
-    cache.clear()
+        cache.clear()
     yield
 
 
@@ -24,3 +29,48 @@ def vacuum_after(db_path):
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA secure_delete=ON")
         cursor.execute("VACUUM")
+
+
+# Tests never call a real model: without a key the agent uses the offline model.
+os.environ.pop("GOOGLE_API_KEY", None)
+os.environ.pop("GOOGLE_GENAI_USE_VERTEXAI", None)
+
+
+@pytest.fixture
+def api():
+    from rest_framework.test import APIClient
+
+    return APIClient()
+
+
+@pytest.fixture
+def new_session(api):
+    """Creates a session through the API; returns (session_id, token)."""
+    from .privacy import fixture_resume
+
+    def create(resume_text: str | None = None) -> tuple[str, str]:
+        response = api.post("/agent/sessions", {"resume_text": resume_text or fixture_resume()}, format="json")
+        assert response.status_code == 201, response.content
+        return response.json()["session_id"], response.json()["token"]
+
+    return create
+
+
+@pytest.fixture
+def scripted_model(monkeypatch):
+    """Makes the API's Runner use a ScriptedLlm with the given steps; returns the model."""
+    from google.adk.runners import Runner
+
+    from agent import APP_NAME, build_agent
+    from sessions_app import turns
+    from sessions_app.store import DjangoSessionService
+
+    from .scripted_llm import ScriptedLlm
+
+    def install(*steps) -> ScriptedLlm:
+        model = ScriptedLlm(steps=list(steps))
+        runner = Runner(app_name=APP_NAME, agent=build_agent(model), session_service=DjangoSessionService())
+        monkeypatch.setattr(turns, "get_runner", lambda: runner)
+        return model
+
+    return install

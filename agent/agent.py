@@ -1,0 +1,25 @@
+"""The resume agent: one LlmAgent with three tools and a state-driven instruction."""
+
+from __future__ import annotations
+
+from google.adk.agents import LlmAgent
+from google.adk.models.base_llm import BaseLlm
+
+from .model_selection import select_model
+from .prompt import instruction_provider
+from .tools import flag_suspicious_text, save_plan, verify_claims
+
+APP_NAME = "resume_agent"
+
+
+def build_agent(model: str | BaseLlm | None = None) -> LlmAgent:
+    """A fresh agent; `model` defaults to select_model() (Gemini or offline)."""
+    return LlmAgent(
+        name="resume_agent",
+        model=model if model is not None else select_model(),
+        description="Career coach that analyses one resume and keeps a versioned job-search plan.",
+        # A callable, not a template string: ADK would otherwise substitute
+        # {braces} found in the resume text (see prompt.py).
+        instruction=instruction_provider,
+        tools=[verify_claims, save_plan, flag_suspicious_text],
+    )

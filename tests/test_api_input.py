@@ -1,0 +1,103 @@
+"""Bad input gets a clear 4xx JSON answer, never a 500, and never costs stored data."""
+
+import json
+
+import pytest
+
+from sessions_app.api.throttles import SessionCreateThrottle
+
+pytestmark = pytest.mark.django_db
+
+BAD_TEXT_VALUES = [
+    ("empty", ""),
+    ("whitespace only", "   \n\t "),
+    ("number", 42),
+    ("list", ["a"]),
+    ("object", {"text": "a"}),
+    ("null", None),
+    ("bool", True),
+    ("NUL byte", "Lin\x00Yu"),
+]
+
+
+@pytest.mark.parametrize("name,value", BAD_TEXT_VALUES, ids=[name for name, _ in BAD_TEXT_VALUES])
+def test_bad_resume_text_is_a_field_error(api, name, value):
+    response = api.post("/agent/sessions", {"resume_text": value}, format="json")
+    assert response.status_code == 400
+    assert "resume_text" in response.json()
+
+
+def test_missing_field_and_wrong_body_shapes(api):
+    assert "resume_text" in api.post("/agent/sessions", {}, format="json").json()
+    for body in ("[]", '"text"', "3"):
+        response = api.post("/agent/sessions", body, content_type="application/json")
+        assert response.status_code == 400, body
+        assert response["Content-Type"] == "application/json"
+
+
+def test_invalid_json_is_400_json(api):
+    response = api.post("/agent/sessions", '{"resume_text": "Lin', content_type="application/json")
+    assert response.status_code == 400
+    assert "detail" in response.json()
+
+
+def test_wrong_content_type_is_415_json(api):
+    response = api.post("/agent/sessions", "resume_text=Lin", content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 415
+    assert "detail" in response.json()
+
+
+def test_text_over_the_limit_is_a_field_error(api, settings):
+    response = api.post("/agent/sessions", {"resume_text": "字" * (settings.RESUME_MAX_CHARS + 1)}, format="json")
+    assert response.status_code == 400
+    assert "resume_text" in response.json()
+    at_limit = api.post("/agent/sessions", {"resume_text": "字" * settings.RESUME_MAX_CHARS}, format="json")
+    assert at_limit.status_code == 201
+
+
+def test_body_over_the_size_limit_is_413(api, settings):
+    body = json.dumps({"resume_text": "a" * (settings.API_MAX_BODY_BYTES + 10)})
+    response = api.post("/agent/sessions", body, content_type="application/json")
+    assert response.status_code == 413
+    assert "detail" in response.json()
+
+
+def test_bad_messages_keep_the_conversation(api, new_session):
+    session_id, token = new_session()
+    url = f"/agent/sessions/{session_id}/messages"
+    headers = {"HTTP_X_SESSION_TOKEN": token}
+    assert api.post(url, {"message": "first"}, format="json", **headers).status_code == 200
+    before = api.get(url, **headers).json()
+    for value in ["", "  ", None, 7, ["x"], "a\x00b", "x" * 5000]:
+        response = api.post(url, {"message": value}, format="json", **headers)
+        assert response.status_code == 400, value
+        assert "message" in response.json()
+    assert api.post(url, "{not json", content_type="application/json", **headers).status_code == 400
+    assert api.get(url, **headers).json() == before
+
+
+def test_session_creation_is_throttled_per_client(api, monkeypatch):
+    monkeypatch.setattr(SessionCreateThrottle, "THROTTLE_RATES", {"session_create": "2/min"})
+    for _ in range(2):
+        assert api.post("/agent/sessions", {"resume_text": "Lin"}, format="json").status_code == 201
+    throttled = api.post("/agent/sessions", {"resume_text": "Lin"}, format="json")
+    assert throttled.status_code == 429
+    assert "detail" in throttled.json()
+    assert int(throttled["Retry-After"]) > 0
+    # Another client address has its own budget.
+    other = api.post("/agent/sessions", {"resume_text": "Lin"}, format="json", REMOTE_ADDR="10.9.8.7")
+    assert other.status_code == 201
+
+
+def test_openapi_schema_declares_the_token_header(api):
+    response = api.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    schema = response.json()
+    assert schema["components"]["securitySchemes"]["SessionToken"] == {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Session-Token",
+        "description": "The token returned once by POST /agent/sessions.",
+    }
+    assert {"/agent/sessions", "/agent/sessions/{session_id}/messages"} <= set(schema["paths"])
+    assert api.get("/api/docs/").status_code == 200
