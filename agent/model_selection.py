@@ -40,3 +40,16 @@ def model_label(model: str | BaseLlm) -> str:
     if is_offline(model):
         return f"{model.model} (offline: no GOOGLE_API_KEY)"
     return model.model if isinstance(model, BaseLlm) else str(model)
+
+
+def log_model_choice(logger) -> None:
+    """The one start-up line that says which model answers (never the key)."""
+    model = select_model()
+    if is_offline(model):
+        logger.warning(
+            "agent model: %s. No GOOGLE_API_KEY (or Vertex AI settings) found: replies come from"
+            " the deterministic offline model, not from Gemini.",
+            model_label(model),
+        )
+    else:
+        logger.info("agent model: %s (Gemini via google-genai)", model_label(model))

@@ -1,16 +1,14 @@
-"""
-ASGI config for config project.
+"""ASGI entry point (uvicorn config.asgi:application)."""
 
-It exposes the ASGI callable as a module-level variable named ``application``.
-
-For more information on this file, see
-https://docs.djangoproject.com/en/5.2/howto/deployment/asgi/
-"""
-
+import logging
 import os
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings')
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 application = get_asgi_application()
+
+from agent.model_selection import log_model_choice  # noqa: E402  (needs Django set up)
+
+log_model_choice(logging.getLogger("config.startup"))

@@ -156,6 +156,13 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # These libraries log whole prompts and responses (the resume is in the
+    # system instruction) at DEBUG, so they stay at INFO or above whatever
+    # DJANGO_LOG_LEVEL says.
+    "loggers": {
+        name: {"level": "INFO" if LOG_LEVEL == "DEBUG" else LOG_LEVEL}
+        for name in ("google_adk", "google_genai", "google.genai", "httpx", "httpcore")
+    },
 }
 
 # --- django-q2 ------------------------------------------------------------------
