@@ -29,7 +29,7 @@ migrate: venv $(SECRET_KEY_FILE)
 
 run: migrate
 	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(VENV)/bin/gunicorn config.wsgi \
-		--bind $(HOST):$(PORT) --workers 2 --threads 4 --access-logfile -
+		--bind $(HOST):$(PORT) --workers 2 --threads 4 --preload --access-logfile -
 
 test: venv
 	$(PY) -m pytest
