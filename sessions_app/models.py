@@ -86,3 +86,25 @@ class UserState(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["app_name", "user_id"], name="unique_user_state")
         ]
+
+
+class DeletionAudit(models.Model):
+    """One row per deletion or purge: what went and why, never whose or what it said."""
+
+    class Trigger(models.TextChoices):
+        API = "api", "API (owner)"
+        TTL = "ttl", "TTL purge (scheduled)"
+        ADMIN = "admin", "Admin"
+        COMMAND = "command", "Management command"
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    sessions_deleted = models.PositiveIntegerField()
+    events_deleted = models.PositiveIntegerField()
+    duration_ms = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.get_trigger_display()}: {self.sessions_deleted} sessions"

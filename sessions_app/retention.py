@@ -8,8 +8,12 @@ API treats an expired session as gone at once; the purge removes it later.
 from __future__ import annotations
 
 import datetime as dt
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -34,3 +38,64 @@ def expired_q(now: dt.datetime | None = None, ttl_hours: float | None = None) ->
 
 def live(sessions: QuerySet, now: dt.datetime | None = None) -> QuerySet:
     return sessions.exclude(expired_q(now))
+
+
+@dataclass
+class PurgeResult:
+    sessions: int = 0
+    events: int = 0
+    user_states: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    dry_run: bool = False
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def purge_expired(
+    *,
+    now: dt.datetime | None = None,
+    ttl_hours: float | None = None,
+    batch_size: int | None = None,
+    dry_run: bool = False,
+    trigger: str = "command",
+    progress: Callable[[PurgeResult], None] | None = None,
+) -> PurgeResult:
+    """Deletes every expired session with its events and orphaned per-owner state.
+
+    The command, the scheduled task and the admin all call this. It works in
+    batches, each its own short transaction followed by a short pause, so a
+    large purge never holds SQLite's write lock for long and API requests
+    keep being served in between. `now` is fixed at the start, so sessions
+    that expire while it runs wait for the next purge.
+    """
+    from .erasure import Erased, erase_sessions, record
+    from .models import AgentSession, SessionEvent
+
+    now = now or timezone.now()
+    batch_size = batch_size or settings.PURGE_BATCH_SIZE
+    started = time.monotonic()
+    expired = AgentSession.objects.filter(expired_q(now, ttl_hours))
+    if dry_run:
+        return PurgeResult(
+            sessions=expired.count(),
+            events=SessionEvent.objects.filter(session__in=expired).count(),
+            seconds=time.monotonic() - started,
+            dry_run=True,
+        )
+    result, total = PurgeResult(), Erased()
+    while True:
+        with transaction.atomic():
+            batch = list(expired.order_by("pk").values_list("pk", flat=True)[:batch_size])
+            if not batch:
+                break
+            total += erase_sessions(AgentSession.objects.filter(pk__in=batch))
+        result.batches += 1
+        result.sessions, result.events, result.user_states = total.sessions, total.events, total.user_states
+        if progress:
+            progress(result)
+        time.sleep(settings.PURGE_BATCH_PAUSE_SECONDS)  # let waiting writers take the lock
+    record(trigger, total, started)
+    result.seconds = time.monotonic() - started
+    return result

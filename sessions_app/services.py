@@ -16,7 +16,8 @@ from google.adk.events.event import Event
 from agent import APP_NAME
 
 from . import retention
-from .models import AgentSession, UserState
+from .erasure import erase_and_record
+from .models import AgentSession, DeletionAudit
 from .ownership import new_token, owner_id_for
 from .store import DjangoSessionService
 
@@ -51,17 +52,8 @@ def delete_owned_session(session_id: str, owner_id: str) -> bool:
             app_name=APP_NAME, session_id=session_id, user_id=owner_id
         )
         was_live = retention.live(sessions).exists()
-        deleted, _ = sessions.delete()
-        if deleted:
-            _delete_orphaned_user_state(owner_id)
-    return bool(deleted) and was_live
-
-
-def _delete_orphaned_user_state(owner_id: str) -> None:
-    # ADK `user:` state belongs to an owner, not a session; with no session
-    # of that owner left, nothing needs it.
-    if not AgentSession.objects.filter(app_name=APP_NAME, user_id=owner_id).exists():
-        UserState.objects.filter(app_name=APP_NAME, user_id=owner_id).delete()
+        erased = erase_and_record(sessions, DeletionAudit.Trigger.API)
+    return bool(erased.sessions) and was_live
 
 
 def session_events(session: AgentSession) -> list[Event]:

@@ -19,7 +19,7 @@ import time
 from typing import Any, Optional
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -73,14 +73,19 @@ def _user_state(app_name: str, user_id: str) -> dict:
     return row or {}
 
 
+# The state rows are locked (where the database can) so two sessions writing
+# the same app or user state at once cannot lose one another's keys; ADK's
+# DatabaseSessionService locks them the same way. A no-op on SQLite, whose
+# IMMEDIATE transactions already serialize writers.
 def _merge_into_app_state(app_name: str, delta: dict) -> None:
-    row, _ = AppState.objects.get_or_create(app_name=app_name)
+    row, _ = AppState.objects.select_for_update().get_or_create(app_name=app_name)
     row.state = {**row.state, **delta}
     row.save(update_fields=["state", "updated_at"])
 
 
 def _merge_into_user_state(app_name: str, user_id: str, delta: dict) -> None:
-    row, _ = UserState.objects.get_or_create(app_name=app_name, user_id=user_id)
+    rows = UserState.objects.select_for_update()
+    row, _ = rows.get_or_create(app_name=app_name, user_id=user_id)
     row.state = {**row.state, **delta}
     row.save(update_fields=["state", "updated_at"])
 
@@ -139,7 +144,14 @@ class DjangoSessionService(BaseSessionService):
             )
             if session_id:
                 row.session_id = session_id
-            row.save(force_insert=True)
+            try:
+                row.save(force_insert=True)
+            except IntegrityError:
+                # Another writer created the same id after the check above
+                # (the check takes no lock on PostgreSQL); ADK's database
+                # services report that race as the same AlreadyExistsError.
+                message = f"Session with id {row.session_id} already exists."
+                raise AlreadyExistsError(message) from None
             merged = _merged_state(
                 _app_state(app_name), _user_state(app_name, user_id), deltas["session"]
             )
@@ -175,6 +187,10 @@ class DjangoSessionService(BaseSessionService):
         if config and config.num_recent_events == 0:
             return []
         if config and config.after_timestamp is not None:
+            # Every event at or after the cutoff, as GetSessionConfig documents
+            # and ADK's persistent services do. The in-memory service returns
+            # only those after the last older event, which differs only when
+            # timestamps are out of append order.
             events = events.filter(timestamp__gte=config.after_timestamp)
         events = events.order_by("-pk")
         if config and config.num_recent_events is not None:
@@ -266,11 +282,15 @@ class DjangoSessionService(BaseSessionService):
                 timestamp=event.timestamp,
                 event_data=event_data,
             )
-            update = {"revision": F("revision") + 1, "updated_at": _to_datetime(event.timestamp)}
+            updated_at = _to_datetime(event.timestamp)
+            update = {"revision": F("revision") + 1, "updated_at": updated_at}
             if deltas["session"]:
                 update["state"] = {**row.state, **deltas["session"]}
             AgentSession.objects.filter(pk=row.pk).update(**update)
-        session.last_update_time = event.timestamp
+        # The stored time keeps microseconds only; the caller's session gets the
+        # stored value (as DatabaseSessionService does), so the session a writer
+        # holds and the one the next get_session returns compare equal.
+        session.last_update_time = updated_at.timestamp()
         session._storage_update_marker = str(row.revision + 1)
         return True
 

@@ -1,0 +1,176 @@
+"""How long a session is kept: the purge, its command, its schedule and task."""
+
+import datetime as dt
+import io
+
+import pytest
+import time_machine
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.utils import timezone
+
+from sessions_app.models import AgentSession, DeletionAudit, SessionEvent, UserState
+from sessions_app.retention import purge_expired
+
+from .privacy import database_files, find_markers, fixture_markers
+
+pytestmark = pytest.mark.django_db
+
+HOUR = dt.timedelta(hours=1)
+
+
+def _make_session(user_id="anon-a", *, last_activity, created=None, events=2, text="plain"):
+    session = AgentSession.objects.create(
+        app_name="resume_agent",
+        user_id=user_id,
+        state={"resume_text": text},
+        created_at=created or last_activity,
+        updated_at=last_activity,
+    )
+    SessionEvent.objects.bulk_create(
+        SessionEvent(session=session, event_id=f"e{i}", timestamp=0.0, event_data=f'{{"text": "{text}"}}')
+        for i in range(events)
+    )
+    return session
+
+
+def test_purge_deletes_just_outside_the_ttl_and_keeps_just_inside(settings):
+    settings.SESSION_TTL_HOURS = 24
+    now = timezone.now()
+    inside = _make_session("anon-in", last_activity=now - 24 * HOUR + dt.timedelta(seconds=1))
+    outside = _make_session("anon-out", last_activity=now - 24 * HOUR - dt.timedelta(seconds=1))
+    result = purge_expired(now=now)
+    assert (result.sessions, result.events) == (1, 2)
+    assert list(AgentSession.objects.values_list("pk", flat=True)) == [inside.pk]
+    assert not SessionEvent.objects.filter(session_id=outside.pk).exists()
+
+
+def test_max_age_ends_a_session_kept_alive_by_activity(settings):
+    settings.SESSION_MAX_AGE_HOURS = 168
+    now = timezone.now()
+    _make_session(last_activity=now - HOUR, created=now - 169 * HOUR)
+    assert purge_expired(now=now).sessions == 1
+
+
+def test_ttl_override_and_dry_run(settings):
+    now = timezone.now()
+    _make_session(last_activity=now - 3 * HOUR, events=3)
+    dry = purge_expired(now=now, ttl_hours=2, dry_run=True)
+    assert (dry.sessions, dry.events, dry.dry_run) == (1, 3, True)
+    assert AgentSession.objects.count() == 1 and DeletionAudit.objects.count() == 0
+    assert purge_expired(now=now, ttl_hours=4).sessions == 0
+    assert purge_expired(now=now, ttl_hours=2).sessions == 1
+
+
+@pytest.mark.parametrize("count,batch_size,batches", [(5, 2, 3), (4, 2, 2), (1, 10, 1), (0, 3, 0)])
+def test_batches(count, batch_size, batches, settings):
+    settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    old = timezone.now() - 48 * HOUR
+    for i in range(count):
+        _make_session(f"anon-{i}", last_activity=old)
+    seen = []
+    result = purge_expired(batch_size=batch_size, progress=lambda r: seen.append(r.sessions))
+    assert (result.sessions, result.batches) == (count, batches)
+    assert seen == [min(count, batch_size * (i + 1)) for i in range(batches)]
+    assert AgentSession.objects.count() == 0
+
+
+def test_owner_state_goes_with_the_owners_last_session(settings):
+    now = timezone.now()
+    _make_session("anon-gone", last_activity=now - 48 * HOUR)
+    _make_session("anon-kept", last_activity=now - 48 * HOUR)
+    _make_session("anon-kept", last_activity=now)
+    for user_id in ("anon-gone", "anon-kept"):
+        UserState.objects.create(app_name="resume_agent", user_id=user_id, state={"k": "v"})
+    result = purge_expired(now=now)
+    assert (result.sessions, result.user_states) == (2, 1)
+    assert list(UserState.objects.values_list("user_id", flat=True)) == ["anon-kept"]
+
+
+def test_audit_rows_hold_counts_not_people():
+    old = timezone.now() - 48 * HOUR
+    _make_session("anon-secret-owner", last_activity=old, events=4)
+    purge_expired(trigger="ttl")
+    audit = DeletionAudit.objects.get()
+    assert (audit.trigger, audit.sessions_deleted, audit.events_deleted) == ("ttl", 1, 4)
+    fields = {f.name for f in DeletionAudit._meta.get_fields()}
+    assert fields == {"id", "created_at", "trigger", "sessions_deleted", "events_deleted", "duration_ms"}
+    purge_expired(trigger="ttl")  # nothing to delete: no empty audit rows
+    assert DeletionAudit.objects.count() == 1
+
+
+def test_api_delete_is_audited(api, new_session):
+    session_id, token = new_session()
+    api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token)
+    assert DeletionAudit.objects.get().trigger == "api"
+
+
+def test_command(settings):
+    settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    now = timezone.now()
+    _make_session(last_activity=now - 5 * HOUR, events=3)
+    out = io.StringIO()
+    call_command("purge_sessions", "--dry-run", "--ttl-hours", "4", stdout=out)
+    assert "would delete 1 sessions, 3 events" in out.getvalue()
+    assert AgentSession.objects.count() == 1
+    out = io.StringIO()
+    call_command("purge_sessions", "--ttl-hours", "4", "--batch-size", "1", stdout=out)
+    assert "deleted 1 sessions, 3 events" in out.getvalue()
+    assert DeletionAudit.objects.get().trigger == "command"
+    with pytest.raises(CommandError):
+        call_command("purge_sessions", "--ttl-hours", "-1")
+
+
+def test_command_prints_progress_on_large_runs(settings):
+    settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    old = timezone.now() - 48 * HOUR
+    for i in range(25):
+        _make_session(f"anon-{i}", last_activity=old, events=0)
+    out = io.StringIO()
+    call_command("purge_sessions", "--batch-size", "2", stdout=out)
+    assert "... 20 sessions" in out.getvalue()
+    assert "deleted 25 sessions" in out.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_schedule_is_created_once_by_migrate_and_keeps_edits():
+    from django_q.models import Schedule
+
+    # Other transactional tests flush tables, so replay the migration here.
+    call_command("migrate", "sessions_app", "0002", verbosity=0)
+    assert not Schedule.objects.filter(name="purge expired sessions").exists()
+    call_command("migrate", verbosity=0)
+    schedule = Schedule.objects.get(name="purge expired sessions")
+    assert schedule.func == "sessions_app.tasks.purge_expired_sessions"
+    assert (schedule.schedule_type, schedule.minutes, schedule.repeats) == (Schedule.MINUTES, 15, -1)
+    assert (schedule.args, schedule.kwargs) == (None, None)  # the task takes no data
+
+    Schedule.objects.filter(pk=schedule.pk).update(minutes=5)  # an operator's edit
+    call_command("migrate", verbosity=0)
+    assert Schedule.objects.filter(name="purge expired sessions").count() == 1
+    assert Schedule.objects.get(name="purge expired sessions").minutes == 5
+
+
+def test_task_runs_the_purge_and_stores_counts_only():
+    from django_q.models import Success
+    from django_q.tasks import async_task
+
+    _make_session(last_activity=timezone.now() - 48 * HOUR, text="林語晴 secret")
+    async_task("sessions_app.tasks.purge_expired_sessions")  # Q_CLUSTER sync=True in tests
+    task = Success.objects.get()
+    assert task.args is None or task.args == ()
+    assert task.result["sessions"] == 1 and "林語晴" not in str(task.result)
+    assert AgentSession.objects.count() == 0
+    assert DeletionAudit.objects.get().trigger == "ttl"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_purged_resume_leaves_no_bytes_in_database_files(api, new_session, db_path, settings):
+    settings.SESSION_TTL_HOURS = 1
+    session_id, token = new_session()
+    turn = api.post(f"/agent/sessions/{session_id}/messages", {"message": "hi"}, format="json", HTTP_X_SESSION_TOKEN=token)
+    assert turn.status_code == 200
+    assert {m for _, m, _ in find_markers(database_files(db_path), fixture_markers())} == set(fixture_markers())
+    with time_machine.travel(timezone.now() + 2 * HOUR):
+        assert purge_expired().sessions == 1
+    assert find_markers(database_files(db_path), fixture_markers()) == []
