@@ -27,9 +27,10 @@ migrate: venv $(SECRET_KEY_FILE)
 	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(PY) manage.py migrate --noinput
 	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(PY) manage.py collectstatic --noinput --verbosity 0
 
+# The web server (gunicorn) and the purge scheduler (django-q2's qcluster)
+# together; Ctrl-C stops both (sessions_app/management/commands/serve.py).
 run: migrate
-	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(VENV)/bin/gunicorn config.wsgi \
-		--bind $(HOST):$(PORT) --workers 2 --threads 4 --preload --access-logfile -
+	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(PY) manage.py serve --bind $(HOST):$(PORT)
 
 test: venv
 	$(PY) -m pytest

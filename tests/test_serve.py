@@ -1,0 +1,137 @@
+"""`make run`'s process: web server and scheduler up together, down together on Ctrl-C,
+and no "database is locked" while both write to the same SQLite file."""
+
+import datetime as dt
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .privacy import fixture_resume
+from .test_servers import ROOT, _free_port
+
+SCHEDULE = "purge expired sessions"
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+@pytest.fixture
+def served(tmp_path):
+    db = tmp_path / "serve.db"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST"))},
+        "DATABASE_URL": f"sqlite:///{db}",
+        "DJANGO_SECRET_KEY": "serve-test-key",
+        "PYTHONPATH": str(ROOT),
+        "SESSION_TTL_HOURS": "1",
+        "SESSION_CREATE_RATE": "10000/hour",
+    }
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    # Make the scheduler run the purge every cycle, starting now.
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE django_q_schedule SET minutes=1, next_run=? WHERE name=?",
+            (dt.datetime.now(dt.timezone.utc).isoformat(" "), SCHEDULE),
+        )
+    port = _free_port()
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{base}/api/schema/", timeout=1)
+            break
+        except httpx.TransportError:
+            time.sleep(0.2)
+    else:
+        process.kill()
+        pytest.fail(f"serve did not start:\n{log_path.read_text()}")
+    yield process, base, db, log_path
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+def _insert_expired_sessions(db: Path, count: int) -> None:
+    """Expired sessions for the scheduler's purge to delete while the API is busy."""
+    old = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=3)).isoformat(" ")
+    with sqlite3.connect(db, timeout=20) as conn:
+        for i in range(count):
+            cursor = conn.execute(
+                "INSERT INTO sessions_app_agentsession (app_name, user_id, session_id, state, created_at,"
+                " updated_at, revision) VALUES ('resume_agent', ?, ?, '{}', ?, ?, 0)",
+                (f"anon-old-{i}", f"old-{i}", old, old),
+            )
+            conn.executemany(
+                "INSERT INTO sessions_app_sessionevent (session_id, event_id, invocation_id, author, timestamp,"
+                " event_data) VALUES (?, ?, '', 'user', 0, ?)",
+                [(cursor.lastrowid, f"e{j}", "x" * 1000) for j in range(14)],
+            )
+
+
+def _purge_runs(db: Path) -> int:
+    with sqlite3.connect(db, timeout=20) as conn:
+        return conn.execute(
+            "SELECT COUNT(*) FROM django_q_task WHERE func='sessions_app.tasks.purge_expired_sessions'"
+            " AND success=1"
+        ).fetchone()[0]
+
+
+def test_web_and_scheduler_share_sqlite_and_stop_together(served):
+    process, base, db, log_path = served
+    children = _children(process.pid)
+    assert len(children) == 2, children  # gunicorn and qcluster
+    _insert_expired_sessions(db, 300)  # after the start-up purge, for the scheduler's purge
+
+    # API traffic (create, turn, delete) until the scheduler has purged at
+    # least once, both writing to the one SQLite file.
+    statuses = []
+    started = time.monotonic()
+    with httpx.Client(base_url=base, timeout=30) as client:
+        while time.monotonic() - started < 90 and not (_purge_runs(db) and time.monotonic() - started > 5):
+            created = client.post("/agent/sessions", json={"resume_text": fixture_resume()})
+            statuses.append(created.status_code)
+            if created.status_code != 201:
+                continue
+            body = created.json()
+            headers = {"X-Session-Token": body["token"]}
+            url = f"/agent/sessions/{body['session_id']}"
+            statuses.append(client.post(f"{url}/messages", json={"message": "hi"}, headers=headers).status_code)
+            statuses.append(client.delete(url, headers=headers).status_code)
+    log = log_path.read_text(errors="replace")
+    assert _purge_runs(db) >= 1, log
+    with sqlite3.connect(db) as conn:
+        left = conn.execute("SELECT COUNT(*) FROM sessions_app_agentsession WHERE user_id LIKE 'anon-old-%'").fetchone()
+    assert left == (0,)
+    assert set(statuses) <= {200, 201, 204}, sorted(set(statuses))
+    assert "database is locked" not in log and "Traceback" not in log
+
+    process.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    assert process.wait(timeout=30) == 0
+    deadline = time.monotonic() + 10
+    while any(_alive(child) for child in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(child) for child in children)
