@@ -31,7 +31,7 @@ def verify_claims(claims: list[str], tool_context: ToolContext) -> dict:
     """Checks factual claims about the person against their resume.
 
     Args:
-      claims: Claim sentences, one fact each, e.g. "Led the billing migration at Kingfisher Cloud".
+      claims: Claim sentences, one fact each, e.g. "Led the billing migration at Acme Corp".
 
     Returns:
       {"results": [{"claim", "supported", "evidence"}]}; evidence is the resume

@@ -153,23 +153,33 @@ PURGE_BATCH_PAUSE_SECONDS = float(os.environ.get("PURGE_BATCH_PAUSE_SECONDS", "0
 PURGE_INTERVAL_MINUTES = int(os.environ.get("PURGE_INTERVAL_MINUTES", "15"))
 
 # --- Logging --------------------------------------------------------------------
-# Our code never logs resume text, messages, model output or tokens; see
-# docs/DATA_INVENTORY.md for the library loggers and their levels.
+# Our code never logs resume text, messages, model output or tokens. google-adk
+# and google-genai log whole prompts and responses at DEBUG: their loggers stay
+# at INFO whatever DJANGO_LOG_LEVEL says, and the handler's filter drops their
+# DEBUG records even if someone lowers those levels (docs/DATA_INVENTORY.md).
 LOG_LEVEL = os.environ.get("DJANGO_LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"drop_library_debug": {"()": "sessions_app.redaction.DropLibraryDebugRecords"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["drop_library_debug"]}
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    # These libraries log whole prompts and responses (the resume is in the
-    # system instruction) at DEBUG, so they stay at INFO or above whatever
-    # DJANGO_LOG_LEVEL says.
     "loggers": {
         name: {"level": "INFO" if LOG_LEVEL == "DEBUG" else LOG_LEVEL}
         for name in ("google_adk", "google_genai", "google.genai", "httpx", "httpcore")
     },
 }
+
+# Error pages hide what views and services mark as sensitive, DEBUG or not.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "sessions_app.redaction.AlwaysSafeExceptionReporterFilter"
+
+# ADK's tracing spans would carry prompt and response text by default; we
+# also pass a no-content TelemetryConfig with every run (sessions_app.turns).
+os.environ["ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS"] = "false"
+os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "NO_CONTENT"
 
 # --- django-q2 ------------------------------------------------------------------
 # The ORM broker keeps the queue in this same database: no extra server.

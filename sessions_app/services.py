@@ -11,6 +11,7 @@ import datetime as dt
 
 from asgiref.sync import async_to_sync
 from django.db import transaction
+from django.views.decorators.debug import sensitive_variables
 from google.adk.events.event import Event
 
 from agent import APP_NAME
@@ -28,6 +29,7 @@ class NewSession:
     token: str  # handed to the client once, never stored
 
 
+@sensitive_variables()
 def create_session(resume_text: str) -> NewSession:
     token = new_token()
     adk_session = async_to_sync(DjangoSessionService().create_session)(
@@ -91,6 +93,7 @@ def metadata(session: AgentSession) -> dict:
     }
 
 
+@sensitive_variables()
 def export(session: AgentSession) -> dict:
     """Everything stored about the session, for the person to take with them."""
     return {

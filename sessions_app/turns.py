@@ -21,7 +21,10 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
+from google.adk.agents.run_config import RunConfig
 from google.adk.runners import Runner
+from google.adk.telemetry import ContentCapturingMode, TelemetryConfig
 from google.genai import errors as genai_errors
 from google.genai import types
 
@@ -65,6 +68,7 @@ def get_runner() -> Runner:
     return Runner(app_name=APP_NAME, agent=build_agent(), session_service=DjangoSessionService())
 
 
+@sensitive_variables()
 def run_turn(session: AgentSession, message: str) -> TurnResult:
     """Runs one turn of `session` with the user's `message` (a sync entry point for views)."""
     _acquire_turn(session)
@@ -84,21 +88,25 @@ def run_turn(session: AgentSession, message: str) -> TurnResult:
         _release_turn(session)
 
 
+@sensitive_variables()
 async def _run_agent(user_id: str, session_id: str, message: str) -> list:
     runner = get_runner()
     content = types.Content(role="user", parts=[types.Part(text=message)])
+    # Tracing may record that a turn happened, never what was said.
+    run_config = RunConfig(telemetry=TelemetryConfig(capture_message_content=ContentCapturingMode.NO_CONTENT))
 
     async def collect() -> list:
         return [
             event
             async for event in runner.run_async(
-                user_id=user_id, session_id=session_id, new_message=content
+                user_id=user_id, session_id=session_id, new_message=content, run_config=run_config
             )
         ]
 
     return await asyncio.wait_for(collect(), timeout=settings.AGENT_TURN_TIMEOUT_SECONDS)
 
 
+@sensitive_variables()
 def _summarise(events: list, resume_text: str) -> TurnResult:
     reply_parts, tool_calls, llm_calls, total_tokens = [], [], 0, 0
     for event in events:

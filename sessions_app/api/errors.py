@@ -3,6 +3,7 @@
 import logging
 import traceback
 
+from django.conf import settings
 from django.http import Http404, HttpResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -51,6 +52,8 @@ def api_exception_handler(exc, context):
             response["Retry-After"] = str(exc.retry_after)
         return response
     response = drf_exception_handler(exc, context)
+    if response is None and settings.DEBUG:
+        return None  # Django's debug page; the views mark what it must not show
     if response is None:
         # An unexpected error: answer JSON, log where it happened but not the
         # exception's message, which may quote a resume or a message.

@@ -1,7 +1,7 @@
 """The session API. Views only translate HTTP to service calls and back."""
 
 from django.utils.decorators import method_decorator
-from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
@@ -24,8 +24,10 @@ from .throttles import SessionCreateThrottle
 
 NOT_FOUND = OpenApiResponse(ErrorResponse, description="Unknown, expired, deleted or not yours")
 NO_TOKEN = OpenApiResponse(ErrorResponse, description="X-Session-Token header missing")
-# Debug error pages must not show what people send us.
+# Debug error pages must not show what people send us: posted fields, and the
+# local variables of every frame that holds a resume, a message or a token.
 hide_posted_text = method_decorator(sensitive_post_parameters("resume_text", "message"), name="dispatch")
+hide_locals = sensitive_variables()
 
 
 @hide_posted_text
@@ -39,6 +41,7 @@ class SessionCreateView(APIView):
         responses={201: CreateSessionResponse, 400: ErrorResponse, 429: ErrorResponse},
         summary="Start a session with a resume; returns the session token once",
     )
+    @hide_locals
     def post(self, request):
         payload = CreateSessionRequest(data=request.data)
         payload.is_valid(raise_exception=True)
@@ -106,6 +109,7 @@ class SessionMessagesView(OwnedSessionView):
         },
         summary="Send a message; the agent answers",
     )
+    @hide_locals
     def post(self, request, session_id):
         session = self.owned_session(session_id)
         payload = MessageRequest(data=request.data)
@@ -116,6 +120,7 @@ class SessionMessagesView(OwnedSessionView):
 
 class SessionExportView(OwnedSessionView):
     @extend_schema(responses={200: dict, 401: NO_TOKEN, 404: NOT_FOUND}, summary="Everything stored about the session")
+    @hide_locals
     def get(self, request, session_id):
         session = self.owned_session(session_id)
         response = Response(services.export(session))

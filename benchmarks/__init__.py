@@ -1,0 +1,1 @@
+"""Measurement scripts; run them with `.venv/bin/python benchmarks/<name>.py`."""
