@@ -1,3 +1,5 @@
+import io
+import logging
 import os
 
 import pytest
@@ -20,15 +22,6 @@ def _clear_cache():
 
         cache.clear()
     yield
-
-
-@pytest.fixture
-def vacuum_after(db_path):
-    """Rebuilds the test database after a test that left deleted bytes behind on purpose."""
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA secure_delete=ON")
-        cursor.execute("VACUUM")
 
 
 # Tests never call a real model: without a key the agent uses the offline model.
@@ -74,3 +67,42 @@ def scripted_model(monkeypatch):
         return model
 
     return install
+
+
+LOGGERS = ("", "django", "django.request", "django_q", "google_adk", "google_genai", "google.genai", "sessions_app", "agent")
+
+
+@pytest.fixture
+def captured_logs():
+    """Every logger at DEBUG; one handler as configured in settings, one raw control."""
+    from sessions_app.redaction import DropLibraryDebugRecords
+
+    protected, raw = io.StringIO(), io.StringIO()
+    protected_handler = logging.StreamHandler(protected)
+    protected_handler.addFilter(DropLibraryDebugRecords())
+    raw_handler = logging.StreamHandler(raw)
+    formatter = logging.Formatter("%(levelname)s %(name)s: %(message)s")
+    levels = {}
+    for handler in (protected_handler, raw_handler):
+        handler.setLevel(logging.DEBUG)
+        handler.setFormatter(formatter)
+        logging.getLogger().addHandler(handler)
+    for name in LOGGERS:
+        levels[name] = logging.getLogger(name).level
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    yield protected, raw
+    for handler in (protected_handler, raw_handler):
+        logging.getLogger().removeHandler(handler)
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+
+
+@pytest.fixture
+def restore_sqlite_settings(db_path):
+    """For tests that switch a protection off on purpose: put it back and
+    rebuild the file, so the bytes they left behind reach no other test."""
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA secure_delete=ON")
+        cursor.execute("PRAGMA journal_mode=DELETE")
+        cursor.execute("VACUUM")

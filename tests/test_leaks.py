@@ -7,7 +7,6 @@ whole prompts at DEBUG, so these tests see what a real deployment would log.
 """
 
 import asyncio
-import io
 import logging
 
 import pytest
@@ -24,14 +23,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from agent import APP_NAME, build_agent
 from sessions_app import turns
-from sessions_app.redaction import DropLibraryDebugRecords
 from sessions_app.store import DjangoSessionService
 
 from .privacy import find_in_text, fixture_markers, fixture_resume
 
 pytestmark = pytest.mark.django_db
 
-LOGGERS = ("", "django", "django.request", "django_q", "google_adk", "google_genai", "google.genai", "sessions_app", "agent")
 MESSAGE_MARKER = "訊息標記-Zephyrine"
 
 
@@ -62,29 +59,6 @@ def gemini(monkeypatch):
     runner = Runner(app_name=APP_NAME, agent=build_agent(_fake_gemini()), session_service=DjangoSessionService())
     monkeypatch.setattr(turns, "get_runner", lambda: runner)
     return runner
-
-
-@pytest.fixture
-def captured_logs():
-    """Every logger at DEBUG; one handler as configured in settings, one raw control."""
-    protected, raw = io.StringIO(), io.StringIO()
-    protected_handler = logging.StreamHandler(protected)
-    protected_handler.addFilter(DropLibraryDebugRecords())
-    raw_handler = logging.StreamHandler(raw)
-    formatter = logging.Formatter("%(levelname)s %(name)s: %(message)s")
-    levels = {}
-    for handler in (protected_handler, raw_handler):
-        handler.setLevel(logging.DEBUG)
-        handler.setFormatter(formatter)
-        logging.getLogger().addHandler(handler)
-    for name in LOGGERS:
-        levels[name] = logging.getLogger(name).level
-        logging.getLogger(name).setLevel(logging.DEBUG)
-    yield protected, raw
-    for handler in (protected_handler, raw_handler):
-        logging.getLogger().removeHandler(handler)
-    for name, level in levels.items():
-        logging.getLogger(name).setLevel(level)
 
 
 def _full_flow(api) -> str:

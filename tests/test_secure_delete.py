@@ -95,7 +95,7 @@ def test_deleted_session_leaves_no_bytes_in_database_files(db_path):
     assert find_markers(database_files(db_path), fixture_markers()) == []
 
 
-def test_scan_fails_when_secure_delete_is_switched_off(db_path, vacuum_after):
+def test_scan_fails_when_secure_delete_is_switched_off(db_path, restore_sqlite_settings):
     """Control: the same flow with secure_delete explicitly OFF leaves the resume in the file.
 
     Removing our receiver would prove nothing on builds where SQLite defaults

@@ -1,0 +1,123 @@
+"""Whether deleting really removes it: the whole flow through the API, then every
+place a resume could have gone is searched, in every encoding.
+
+Places: the database file and its sidecars (-journal, -wal, -shm), all log
+output at DEBUG (google-adk and google-genai included), and django-q2's
+tables (the purge runs as a django-q2 task here). The control cases switch
+one protection off and show that the same search then finds the resume.
+"""
+
+import datetime as dt
+
+import pytest
+import time_machine
+from django.db import connection
+from django.utils import timezone
+from django_q.models import OrmQ, Schedule, Task
+from django_q.tasks import async_task
+
+from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState
+
+from .privacy import database_files, find_in_text, find_markers, fixture_markers, fixture_resume
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MESSAGES = ("請依照履歷規劃求職 Quokka-4417", "Focus on remote roles Quokka-9923")
+
+
+def _converse(api) -> tuple[str, str]:
+    created = api.post("/agent/sessions", {"resume_text": fixture_resume()}, format="json").json()
+    url = f"/agent/sessions/{created['session_id']}"
+    for message in MESSAGES:
+        turn = api.post(f"{url}/messages", {"message": message}, format="json", HTTP_X_SESSION_TOKEN=created["token"])
+        assert turn.status_code == 200
+    return created["session_id"], created["token"]
+
+
+def _end(api, how: str, session_id: str, token: str) -> None:
+    if how == "delete":
+        assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 204
+    else:  # the TTL purge, as the scheduler runs it: a django-q2 task (sync in tests)
+        with time_machine.travel(timezone.now() + dt.timedelta(hours=25)):
+            async_task("sessions_app.tasks.purge_expired_sessions")
+
+
+def _django_q_text() -> str:
+    rows = [
+        *Task.objects.values_list("name", "func", "args", "kwargs", "result"),
+        *OrmQ.objects.values_list("key", "payload"),
+        *Schedule.objects.values_list("name", "func", "args", "kwargs", "task"),
+    ]
+    return "\n".join(repr(row) for row in rows)
+
+
+@pytest.mark.parametrize("how", ["delete", "purge"])
+def test_nothing_of_the_resume_is_left_anywhere(api, db_path, captured_logs, how):
+    protected_logs, _ = captured_logs
+    session_id, token = _converse(api)
+    secrets = fixture_markers() + list(MESSAGES) + [token]
+    # Before: the resume and the messages are in the file, so the search works.
+    before = find_markers(database_files(db_path), secrets)
+    assert {marker for _, marker, _ in before} == set(fixture_markers()) | set(MESSAGES)
+
+    _end(api, how, session_id, token)
+
+    assert (AgentSession.objects.count(), SessionEvent.objects.count(), UserState.objects.count()) == (0, 0, 0)
+    assert AppState.objects.count() == 0
+    assert DeletionAudit.objects.get().trigger == ("api" if how == "delete" else "ttl")
+    if how == "purge":
+        assert Task.objects.filter(func="sessions_app.tasks.purge_expired_sessions").exists()
+    assert find_markers(database_files(db_path), secrets) == []
+    assert find_in_text(protected_logs.getvalue(), secrets) == []
+    assert find_in_text(_django_q_text(), secrets) == []
+
+
+PROTECTIONS_OFF = {
+    "secure_delete off": ("PRAGMA secure_delete=OFF", "test_sessions"),
+    "rollback journal kept (PERSIST)": ("PRAGMA journal_mode=PERSIST", "-journal"),
+    "WAL without checkpoint": ("PRAGMA journal_mode=WAL", "-wal"),
+}
+
+
+def _switch_off(monkeypatch, pragma: str) -> None:
+    """Every connection, this one and any the purge task opens, gets `pragma`.
+
+    This build's SQLite defaults secure_delete to on, so it is switched off
+    explicitly; our receiver's own setting is replaced, not just removed.
+    """
+    from sessions_app import sqlite
+
+    setting = pragma.split()[1].split("=")[0]
+    others = tuple(p for p in sqlite.CONNECTION_PRAGMAS if setting not in p)
+    monkeypatch.setattr(sqlite, "CONNECTION_PRAGMAS", others + (pragma,))
+    monkeypatch.setattr(sqlite, "secure_delete_enabled", lambda connection: True)
+    with connection.cursor() as cursor:
+        cursor.execute(pragma)
+
+
+# WAL is left out for the purge: the django-q2 worker closes its connection
+# after the task, and when the last connection to a WAL database closes SQLite
+# checkpoints with secure_delete on and removes the -wal file, so that case
+# ends clean here (a running server keeps connections open; see
+# docs/JOURNAL_MODES.md, rows 10-17).
+CONTROL_CASES = [
+    (protection, how)
+    for protection in sorted(PROTECTIONS_OFF)
+    for how in ("delete", "purge")
+    if (protection, how) != ("WAL without checkpoint", "purge")
+]
+
+
+@pytest.mark.parametrize("protection,how", CONTROL_CASES)
+def test_the_search_finds_the_resume_when_a_protection_is_off(
+    api, db_path, restore_sqlite_settings, monkeypatch, how, protection
+):
+    pragma, expected_in = PROTECTIONS_OFF[protection]
+    _switch_off(monkeypatch, pragma)
+    session_id, token = _converse(api)
+    _end(api, how, session_id, token)
+    assert AgentSession.objects.count() == 0
+    hits = find_markers(database_files(db_path), fixture_markers())
+    where = {"-journal" if name.endswith("-journal") else "-wal" if name.endswith("-wal") else "test_sessions"
+             for name, _, _ in hits}
+    assert expected_in in where, hits
