@@ -8,6 +8,8 @@ one protection off and show that the same search then finds the resume.
 """
 
 import datetime as dt
+import tempfile
+from pathlib import Path
 
 import pytest
 import time_machine
@@ -51,9 +53,15 @@ def _django_q_text() -> str:
     return "\n".join(repr(row) for row in rows)
 
 
+def _files_under(folder: Path, pattern: str = "**/*") -> set[Path]:
+    return {path for path in folder.glob(pattern) if path.is_file()} if folder.exists() else set()
+
+
 @pytest.mark.parametrize("how", ["delete", "purge"])
-def test_nothing_of_the_resume_is_left_anywhere(api, db_path, captured_logs, how):
+def test_nothing_of_the_resume_is_left_anywhere(api, db_path, captured_logs, settings, how):
     protected_logs, _ = captured_logs
+    temp_dir, cache_dir = Path(tempfile.gettempdir()), Path(settings.CACHES["default"]["LOCATION"])
+    temp_files_before = _files_under(temp_dir, "*")
     session_id, token = _converse(api)
     secrets = fixture_markers() + list(MESSAGES) + [token]
     # Before: the resume and the messages are in the file, so the search works.
@@ -70,6 +78,9 @@ def test_nothing_of_the_resume_is_left_anywhere(api, db_path, captured_logs, how
     assert find_markers(database_files(db_path), secrets) == []
     assert find_in_text(protected_logs.getvalue(), secrets) == []
     assert find_in_text(_django_q_text(), secrets) == []
+    # Caches (throttle counters) and temporary files never held any of it.
+    assert find_markers(sorted(_files_under(cache_dir)), secrets) == []
+    assert find_markers(sorted(_files_under(temp_dir, "*") - temp_files_before), secrets) == []
 
 
 PROTECTIONS_OFF = {
