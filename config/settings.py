@@ -138,7 +138,7 @@ STATIC_ROOT = VAR_DIR / "static"
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-        "LOCATION": str(VAR_DIR / ("test_cache" if TESTING else "cache")),
+        "LOCATION": os.environ.get("DJANGO_CACHE_DIR", str(VAR_DIR / ("test_cache" if TESTING else "cache"))),
     }
 }
 

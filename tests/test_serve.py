@@ -41,6 +41,7 @@ def served(tmp_path):
         "DATABASE_URL": f"sqlite:///{db}",
         "DJANGO_SECRET_KEY": "serve-test-key",
         "PYTHONPATH": str(ROOT),
+        "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
         "SESSION_TTL_HOURS": "1",
         "SESSION_CREATE_RATE": "10000/hour",
     }

@@ -38,6 +38,8 @@ def server(request, tmp_path):
         "DJANGO_SECRET_KEY": "server-test-key",
         "DJANGO_LOG_LEVEL": "DEBUG",
         "PYTHONPATH": str(ROOT),
+        "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
+        "SESSION_CREATE_RATE": "10000/hour",
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     port = _free_port()

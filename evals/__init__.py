@@ -1,0 +1,1 @@
+"""Offline-runnable evaluations of the resume agent (see evals/injection.py)."""
