@@ -1,3 +1,264 @@
-from django.contrib import admin
+"""The operators' admin: session metadata and retention controls, never what people wrote.
 
-# Register your models here.
+Only sessions (metadata only) and the deletion audit are registered; events,
+app state and user state hold resume text and conversations, so they have no
+admin pages. Every deletion made here goes through `erasure` or `retention`,
+which overwrite the bytes and write the audit row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.auth import get_permission_codename
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils import formats, timezone
+from django.utils.translation import gettext_lazy as _
+
+from . import retention, selectors
+from .erasure import erase_and_record
+from .models import AgentSession, DeletionAudit
+
+TEMPLATES = "admin/sessions_app/agentsession"
+
+
+def time_left(expires_at: dt.datetime, now: dt.datetime) -> str:
+    """'6 d 23 h', '5 h 12 min', '12 min', or that the purge has yet to come."""
+    if expires_at <= now:
+        return _("expired, awaiting purge")
+    minutes = int((expires_at - now).total_seconds() // 60)
+    days, minutes = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(minutes, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min" if minutes else _("under 1 min")
+
+
+def local_time(moment: dt.datetime | None) -> str:
+    # Formatted as the list formats datetimes; the detail page would print a method's datetime raw.
+    return formats.localize(timezone.template_localtime(moment)) if moment else "-"
+
+
+class RetentionStatusFilter(admin.SimpleListFilter):
+    title = _("status")
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return [
+            ("expired", _("expired")),
+            ("expiring", _("expiring within 1 h")),
+            ("live", _("live")),
+        ]
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        if self.value() == "expired":
+            return selectors.expired_sessions(queryset, now)
+        if self.value() == "expiring":
+            return selectors.expiring_sessions(queryset, now=now)
+        if self.value() == "live":
+            return retention.live(queryset, now)
+        return queryset
+
+
+@admin.register(AgentSession)
+class AgentSessionAdmin(admin.ModelAdmin):
+    list_display = [
+        "short_id",
+        "owner",
+        "created",
+        "last_activity",
+        "expires",
+        "time_left",
+        "event_count",
+        "size_bytes",
+    ]
+    list_filter = [RetentionStatusFilter]
+    search_fields = ["^session_id"]
+    search_help_text = _("Session id, or its first characters.")
+    ordering = ["-updated_at"]
+    actions = ["delete_selected_securely"]
+    change_list_template = f"{TEMPLATES}/change_list.html"
+    # Metadata only: the state holds the resume, and events are not shown at all.
+    exclude = ["state"]
+    fields = [
+        "session_id",
+        "owner",
+        "app_name",
+        "created",
+        "last_activity",
+        "expires",
+        "time_left",
+        "event_count",
+        "size_bytes",
+        "revision",
+        "turn_started_at",
+    ]
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return selectors.sessions_with_metadata(super().get_queryset(request))
+
+    def lookup_allowed(self, lookup, value, request):
+        # Django accepts a filter on any field from the URL (?state__icontains=...),
+        # which would tell staff which sessions' resumes contain a word. The
+        # status filter is the only one the list offers.
+        return lookup == RetentionStatusFilter.parameter_name
+
+    def get_urls(self):
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path("purge/", self.admin_site.admin_view(self.purge_view), name="%s_%s_purge" % info),
+            path("policy/", self.admin_site.admin_view(self.policy_view), name="%s_%s_policy" % info),
+        ] + super().get_urls()
+
+    # --- permissions ---------------------------------------------------------
+
+    def has_add_permission(self, request):
+        return False  # sessions start through the API only
+
+    def has_change_permission(self, request, obj=None):
+        return False  # operators look at sessions; only their owners change them
+
+    def has_delete_permission(self, request, obj=None):
+        # Django's own deletion (the delete_selected action, the change page's
+        # Delete button) calls Model.delete(): no audit row, and the owner's
+        # `user:` state stays behind. Erasing below replaces both.
+        return False
+
+    def has_erase_permission(self, request):
+        """Erasing sessions, one by one or by purge, needs Django's delete permission."""
+        codename = get_permission_codename("delete", self.opts)
+        return request.user.has_perm(f"{self.opts.app_label}.{codename}")
+
+    # --- columns -------------------------------------------------------------
+
+    @admin.display(description=_("session"), ordering="session_id")
+    def short_id(self, session):
+        return session.session_id[:8]
+
+    @admin.display(description=_("owner"), ordering="user_id")
+    def owner(self, session):
+        return session.user_id[:12]
+
+    @admin.display(description=_("created"), ordering="created_at")
+    def created(self, session):
+        return local_time(session.created_at)
+
+    @admin.display(description=_("last activity"), ordering="updated_at")
+    def last_activity(self, session):
+        return local_time(session.updated_at)
+
+    @admin.display(description=_("expires at"), ordering="expires_at")
+    def expires(self, session):
+        return local_time(session.expires_at)
+
+    @admin.display(description=_("time left"), ordering="expires_at")
+    def time_left(self, session):
+        return time_left(session.expires_at, timezone.now())
+
+    @admin.display(description=_("events"), ordering="event_count")
+    def event_count(self, session):
+        return session.event_count
+
+    @admin.display(description=_("size (bytes)"), ordering="size_bytes")
+    def size_bytes(self, session):
+        return session.size_bytes
+
+    # --- erasing -------------------------------------------------------------
+
+    @admin.action(description=_("Delete selected sessions (secure)"), permissions=["erase"])
+    def delete_selected_securely(self, request, queryset):
+        if request.POST.get("post") != "yes":
+            return TemplateResponse(
+                request,
+                f"{TEMPLATES}/delete_selected_confirmation.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "title": _("Delete sessions for good?"),
+                    "opts": self.opts,
+                    "sessions": queryset,
+                    "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+                },
+            )
+        erased = erase_and_record(queryset, DeletionAudit.Trigger.ADMIN)
+        self.message_user(
+            request,
+            _("Deleted %(sessions)d sessions and %(events)d events for good.")
+            % {"sessions": erased.sessions, "events": erased.events},
+            messages.SUCCESS,
+        )
+        return None  # back to the list
+
+    def purge_view(self, request):
+        if not self.has_erase_permission(request):
+            raise PermissionDenied
+        if request.method == "POST":
+            result = retention.purge_expired(trigger=DeletionAudit.Trigger.ADMIN)
+            self.message_user(
+                request,
+                _("Purged %(sessions)d expired sessions and %(events)d events.")
+                % {"sessions": result.sessions, "events": result.events},
+                messages.SUCCESS,
+            )
+            return redirect(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")
+        return TemplateResponse(
+            request,
+            f"{TEMPLATES}/purge.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": _("Purge expired sessions now?"),
+                "opts": self.opts,
+                "preview": retention.purge_expired(dry_run=True),
+            },
+        )
+
+    def policy_view(self, request):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return TemplateResponse(
+            request,
+            f"{TEMPLATES}/policy.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": _("Retention policy"),
+                "opts": self.opts,
+                "policy": selectors.retention_policy(),
+            },
+        )
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}), "can_erase": self.has_erase_permission(request)}
+        return super().changelist_view(request, extra_context)
+
+
+@admin.register(DeletionAudit)
+class DeletionAuditAdmin(admin.ModelAdmin):
+    """What was deleted, when and why: counts only, and nobody edits history."""
+
+    list_display = ["when", "trigger", "sessions_deleted", "events_deleted", "duration"]
+    list_filter = ["trigger"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description=_("when"), ordering="created_at")
+    def when(self, audit):
+        return audit.created_at
+
+    @admin.display(description=_("duration"), ordering="duration_ms")
+    def duration(self, audit):
+        return f"{audit.duration_ms} ms"

@@ -1,6 +1,16 @@
-"""Reads. Every read the API makes of a session goes through `owned_live_session`."""
+"""Reads. Every read the API makes of a session goes through `owned_live_session`;
+the admin's reads (metadata and retention, never content) are below it."""
 
 from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Count, DateTimeField, F, Func, IntegerField, QuerySet, Sum, TextField
+from django.db.models.functions import Cast, Coalesce, Least
+from django.utils import timezone
+from django_q.models import Schedule, Task
 
 from agent import APP_NAME
 
@@ -18,3 +28,69 @@ def owned_live_session(session_id: str, owner_id: str) -> AgentSession | None:
         app_name=APP_NAME, session_id=session_id, user_id=owner_id
     )
     return retention.live(sessions).first()
+
+
+# --- Operators (the admin): metadata and retention, never state or event content ---
+PURGE_TASK = "sessions_app.tasks.purge_expired_sessions"
+EXPIRING_SOON = dt.timedelta(hours=1)
+
+
+class ByteLength(Func):
+    """Length in bytes, not characters: UTF-8 text takes more bytes than it has characters."""
+
+    function = "OCTET_LENGTH"
+    output_field = IntegerField()
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra_context)
+
+
+def sessions_with_metadata(sessions: QuerySet | None = None) -> QuerySet:
+    """Sessions with `expires_at`, `event_count` and `size_bytes`, all in the one query.
+
+    `expires_at` is `retention.expires_at` as SQL, so the list can sort by it;
+    `size_bytes` is the stored state plus every event's JSON.
+    """
+    sessions = AgentSession.objects.all() if sessions is None else sessions
+    return sessions.annotate(
+        expires_at=Least(
+            F("updated_at") + retention.ttl(),
+            F("created_at") + retention.max_age(),
+            output_field=DateTimeField(),
+        ),
+        event_count=Count("events"),
+        size_bytes=ByteLength(Cast("state", TextField()))
+        + Coalesce(Sum(ByteLength("events__event_data")), 0),
+    )
+
+
+def expired_sessions(sessions: QuerySet, now: dt.datetime | None = None) -> QuerySet:
+    """Expired and waiting for the purge (the API already treats them as gone)."""
+    return sessions.filter(retention.expired_q(now))
+
+
+def expiring_sessions(sessions: QuerySet, within: dt.timedelta = EXPIRING_SOON, now: dt.datetime | None = None) -> QuerySet:
+    """Live now, expired `within` from now."""
+    now = now or timezone.now()
+    return retention.live(sessions, now).filter(retention.expired_q(now + within))
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    ttl_hours: float
+    max_age_hours: float
+    batch_size: int
+    schedule: Schedule | None  # None: nothing purges expired sessions on its own
+    last_run: Task | None  # the purge task's latest Success or Failure
+
+
+def retention_policy() -> RetentionPolicy:
+    return RetentionPolicy(
+        ttl_hours=settings.SESSION_TTL_HOURS,
+        max_age_hours=settings.SESSION_MAX_AGE_HOURS,
+        batch_size=settings.PURGE_BATCH_SIZE,
+        # By function, not name: operators may rename the schedule in the admin.
+        schedule=Schedule.objects.filter(func=PURGE_TASK).order_by("next_run").first(),
+        # Task holds both Success and Failure rows (they are proxies of it).
+        last_run=Task.objects.filter(func=PURGE_TASK).order_by("-stopped").first(),
+    )

@@ -1,0 +1,102 @@
+"""An operator purges expired sessions in a real headless browser.
+
+Playwright drives Debian's Chromium (`make browser` installs it); Playwright's
+own browser downloads are not used. The test saves docs/admin-purge.png when
+that file is missing or UPDATE_SCREENSHOTS=1, so a normal run leaves the
+committed picture alone.
+"""
+
+import datetime as dt
+import os
+import secrets
+import shutil
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from sessions_app.models import AgentSession, DeletionAudit, SessionEvent
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "admin-purge.png"
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed (`make browser` installs it when run as root)"
+)
+
+
+def _make_session(user_id, last_activity, events=2):
+    session = AgentSession.objects.create(
+        app_name="resume_agent",
+        user_id=user_id,
+        state={"resume_text": "plain"},
+        created_at=last_activity,
+        updated_at=last_activity,
+    )
+    SessionEvent.objects.bulk_create(
+        SessionEvent(session=session, event_id=f"e{i}", timestamp=0.0, event_data="{}") for i in range(events)
+    )
+
+
+def test_operator_purges_expired_sessions_in_the_browser(live_server, django_user_model, settings, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    # Debian's Chromium comes without CJK fonts: the admin's zh-hant labels
+    # would be empty boxes in the screenshot.
+    settings.LANGUAGE_CODE = "en"
+    settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    # Data first: Playwright's sync API runs an event loop in this thread, and
+    # Django refuses ORM calls while one runs.
+    password = secrets.token_urlsafe(16)
+    django_user_model.objects.create_superuser("operator", password=password)
+    now = timezone.now()
+    _make_session("anon-expired-1", now - dt.timedelta(hours=30))
+    _make_session("anon-expired-2", now - dt.timedelta(hours=48))
+    _make_session("anon-live", now - dt.timedelta(hours=2), events=3)
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            user_data_dir=tmp_path / "profile",  # fresh: no cookies or state from other runs
+            executable_path=str(CHROMIUM),
+            args=CHROMIUM_ARGS,
+            headless=True,
+            viewport={"width": 1400, "height": 480},
+        )
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(f"{live_server.url}/admin/sessions_app/agentsession/")
+            page.fill("#id_username", "operator")
+            page.fill("#id_password", password)
+            page.click("input[type=submit]")
+
+            expect(page.locator("#result_list tbody tr")).to_have_count(3)
+            page.click("text=Purge expired now")
+            expect(page.locator("#purge-preview")).to_have_text(
+                "2 expired sessions with 4 events would be deleted now."
+            )
+            page.click("input[value='Purge expired sessions']")
+
+            expect(page.locator("ul.messagelist")).to_contain_text("Purged 2 expired sessions and 4 events.")
+            expect(page.locator("#result_list tbody tr")).to_have_count(1)
+            page.screenshot(path=tmp_path / "admin-purge.png")
+        finally:
+            context.close()
+
+    assert list(AgentSession.objects.values_list("user_id", flat=True)) == ["anon-live"]
+    audit = DeletionAudit.objects.get()
+    assert (audit.trigger, audit.sessions_deleted, audit.events_deleted) == ("admin", 2, 4)
+    assert (tmp_path / "admin-purge.png").read_bytes().startswith(b"\x89PNG")
+    if not SCREENSHOT.exists() or os.environ.get("UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOT.parent.mkdir(exist_ok=True)
+        shutil.copyfile(tmp_path / "admin-purge.png", SCREENSHOT)
