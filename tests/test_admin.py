@@ -14,6 +14,7 @@ from sessions_app.admin import time_left
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent
 from sessions_app.selectors import PURGE_TASK, sessions_with_metadata
 
+from .factories import make_session
 from .privacy import find_in_text, fixture_markers
 
 pytestmark = pytest.mark.django_db
@@ -25,28 +26,12 @@ POLICY = reverse("admin:sessions_app_agentsession_policy")
 AUDITS = reverse("admin:sessions_app_deletionaudit_changelist")
 
 
-def _make_session(user_id="anon-0123456789abcdef", *, last_activity=None, created=None, events=2, text="plain"):
-    last_activity = last_activity or timezone.now()
-    session = AgentSession.objects.create(
-        app_name="resume_agent",
-        user_id=user_id,
-        state={"resume_text": text},
-        created_at=created or last_activity,
-        updated_at=last_activity,
-    )
-    SessionEvent.objects.bulk_create(
-        SessionEvent(session=session, event_id=f"e{i}", timestamp=0.0, event_data=f'{{"text": "{text}"}}')
-        for i in range(events)
-    )
-    return session
-
-
 def _expired(**kwargs):
-    return _make_session(last_activity=timezone.now() - 48 * HOUR, **kwargs)
+    return make_session(last_activity=timezone.now() - 48 * HOUR, **kwargs)
 
 
 def _expiring(**kwargs):
-    return _make_session(last_activity=timezone.now() - 23.5 * HOUR, **kwargs)
+    return make_session(last_activity=timezone.now() - 23.5 * HOUR, **kwargs)
 
 
 def _html(response) -> str:
@@ -84,7 +69,7 @@ def staff_client(client, django_user_model):
 
 
 def test_staff_sees_metadata_columns_actions_and_links(staff_client):
-    session = _make_session(events=3)
+    session = make_session(events=3)
     html = _html(staff_client.get(CHANGELIST))
     for header in ("owner", "created", "last activity", "expires at", "time left", "events", "size (bytes)"):
         assert f">{header}<" in html.lower(), header
@@ -98,7 +83,7 @@ def test_staff_sees_metadata_columns_actions_and_links(staff_client):
 
 def test_columns_are_computed_in_the_query():
     now = timezone.now()
-    session = _make_session(last_activity=now - 2 * HOUR, created=now - 100 * HOUR, events=2, text="林語晴")
+    session = make_session(last_activity=now - 2 * HOUR, created=now - 100 * HOUR, events=2, text="林語晴")
     row = sessions_with_metadata().get(pk=session.pk)
     assert row.expires_at == retention.expires_at(session.created_at, session.updated_at)
     assert row.event_count == 2
@@ -106,7 +91,7 @@ def test_columns_are_computed_in_the_query():
     state_bytes = len(json.dumps(session.state).encode())
     event_bytes = 2 * len('{"text": "林語晴"}'.encode())
     assert row.size_bytes == state_bytes + event_bytes
-    assert sessions_with_metadata().get(pk=_make_session(events=0).pk).event_count == 0
+    assert sessions_with_metadata().get(pk=make_session(events=0).pk).event_count == 0
 
 
 def test_time_left_reads_like_a_person_would_say_it():
@@ -119,7 +104,7 @@ def test_time_left_reads_like_a_person_would_say_it():
 
 def test_list_shows_time_left_and_expired_sessions(admin_client, settings):
     settings.SESSION_TTL_HOURS = 24
-    _make_session(last_activity=timezone.now() - dt.timedelta(hours=18, minutes=47, seconds=30))
+    make_session(last_activity=timezone.now() - dt.timedelta(hours=18, minutes=47, seconds=30))
     _expired()
     html = _html(admin_client.get(CHANGELIST))
     assert "5 h 12 min" in html
@@ -132,15 +117,15 @@ def test_changelist_query_count_does_not_grow_with_rows(admin_client):
             assert admin_client.get(CHANGELIST).status_code == 200
         return len(captured)
 
-    _make_session("anon-first")
+    make_session("anon-first")
     with_one = queries_for_list()
     for i in range(10):
-        _make_session(f"anon-more-{i}", events=3)
+        make_session(f"anon-more-{i}", events=3)
     assert queries_for_list() == with_one
 
 
 def test_status_filters_and_search(admin_client):
-    expired, expiring, live = _expired(user_id="anon-expired"), _expiring(user_id="anon-expiring"), _make_session()
+    expired, expiring, live = _expired(user_id="anon-expired"), _expiring(user_id="anon-expiring"), make_session()
 
     def listed(query):
         response = admin_client.get(CHANGELIST, query)
@@ -156,7 +141,7 @@ def test_status_filters_and_search(admin_client):
 
 
 def test_the_list_cannot_be_filtered_by_content(admin_client):
-    _make_session(text="needle")
+    make_session(text="needle")
     # Without the guard Django would filter on any field named in the URL:
     # a yes/no oracle on what the resumes say.
     for lookup in ("state__icontains", "state__resume_text__icontains", "events__event_data__icontains", "user_id"):
@@ -171,7 +156,7 @@ def _admin_pages(session):
 
 
 def test_anonymous_and_non_staff_users_are_sent_to_login(client, django_user_model):
-    pages = _admin_pages(_make_session())
+    pages = _admin_pages(make_session())
     for page in pages:
         response = client.get(page)
         assert response.status_code == 302 and response["Location"].startswith(reverse("admin:login")), page
@@ -203,7 +188,7 @@ def test_staff_without_delete_permission_can_look_but_not_erase(client, django_u
 
 
 def test_detail_page_is_read_only_metadata(admin_client):
-    session = _make_session(text="state-secret-text")
+    session = make_session(text="state-secret-text")
     change = reverse("admin:sessions_app_agentsession_change", args=[session.pk])
     response = admin_client.get(change)
     html = _html(response)
@@ -224,8 +209,8 @@ def test_detail_page_is_read_only_metadata(admin_client):
 
 
 def test_secure_delete_asks_first_then_erases_and_audits(staff_client):
-    chosen = [_make_session(f"anon-chosen-{i}", events=3) for i in range(2)]
-    kept = _make_session("anon-kept")
+    chosen = [make_session(f"anon-chosen-{i}", events=3) for i in range(2)]
+    kept = make_session("anon-kept")
     selection = {"action": "delete_selected_securely", "_selected_action": [s.pk for s in chosen]}
 
     confirmation = staff_client.post(CHANGELIST, selection)
@@ -247,7 +232,7 @@ def test_secure_delete_asks_first_then_erases_and_audits(staff_client):
 def test_purge_now_shows_what_would_go_then_deletes_only_expired(staff_client, settings):
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     expired = [_expired(user_id=f"anon-old-{i}", events=2) for i in range(3)]
-    expiring, live = _expiring(user_id="anon-expiring"), _make_session()
+    expiring, live = _expiring(user_id="anon-expiring"), make_session()
 
     page = staff_client.get(PURGE)
     assert page.status_code == 200

@@ -12,6 +12,7 @@ from django.utils import timezone
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent, UserState
 from sessions_app.retention import purge_expired
 
+from .factories import make_session
 from .privacy import database_files, find_markers, fixture_markers
 
 pytestmark = pytest.mark.django_db
@@ -19,26 +20,11 @@ pytestmark = pytest.mark.django_db
 HOUR = dt.timedelta(hours=1)
 
 
-def _make_session(user_id="anon-a", *, last_activity, created=None, events=2, text="plain"):
-    session = AgentSession.objects.create(
-        app_name="resume_agent",
-        user_id=user_id,
-        state={"resume_text": text},
-        created_at=created or last_activity,
-        updated_at=last_activity,
-    )
-    SessionEvent.objects.bulk_create(
-        SessionEvent(session=session, event_id=f"e{i}", timestamp=0.0, event_data=f'{{"text": "{text}"}}')
-        for i in range(events)
-    )
-    return session
-
-
 def test_purge_deletes_just_outside_the_ttl_and_keeps_just_inside(settings):
     settings.SESSION_TTL_HOURS = 24
     now = timezone.now()
-    inside = _make_session("anon-in", last_activity=now - 24 * HOUR + dt.timedelta(seconds=1))
-    outside = _make_session("anon-out", last_activity=now - 24 * HOUR - dt.timedelta(seconds=1))
+    inside = make_session("anon-in", last_activity=now - 24 * HOUR + dt.timedelta(seconds=1))
+    outside = make_session("anon-out", last_activity=now - 24 * HOUR - dt.timedelta(seconds=1))
     result = purge_expired(now=now)
     assert (result.sessions, result.events) == (1, 2)
     assert list(AgentSession.objects.values_list("pk", flat=True)) == [inside.pk]
@@ -48,13 +34,13 @@ def test_purge_deletes_just_outside_the_ttl_and_keeps_just_inside(settings):
 def test_max_age_ends_a_session_kept_alive_by_activity(settings):
     settings.SESSION_MAX_AGE_HOURS = 168
     now = timezone.now()
-    _make_session(last_activity=now - HOUR, created=now - 169 * HOUR)
+    make_session(last_activity=now - HOUR, created=now - 169 * HOUR)
     assert purge_expired(now=now).sessions == 1
 
 
 def test_ttl_override_and_dry_run(settings):
     now = timezone.now()
-    _make_session(last_activity=now - 3 * HOUR, events=3)
+    make_session(last_activity=now - 3 * HOUR, events=3)
     dry = purge_expired(now=now, ttl_hours=2, dry_run=True)
     assert (dry.sessions, dry.events, dry.dry_run) == (1, 3, True)
     assert AgentSession.objects.count() == 1 and DeletionAudit.objects.count() == 0
@@ -67,7 +53,7 @@ def test_batches(count, batch_size, batches, settings):
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     old = timezone.now() - 48 * HOUR
     for i in range(count):
-        _make_session(f"anon-{i}", last_activity=old)
+        make_session(f"anon-{i}", last_activity=old)
     seen = []
     result = purge_expired(batch_size=batch_size, progress=lambda r: seen.append(r.sessions))
     assert (result.sessions, result.batches) == (count, batches)
@@ -77,9 +63,9 @@ def test_batches(count, batch_size, batches, settings):
 
 def test_owner_state_goes_with_the_owners_last_session(settings):
     now = timezone.now()
-    _make_session("anon-gone", last_activity=now - 48 * HOUR)
-    _make_session("anon-kept", last_activity=now - 48 * HOUR)
-    _make_session("anon-kept", last_activity=now)
+    make_session("anon-gone", last_activity=now - 48 * HOUR)
+    make_session("anon-kept", last_activity=now - 48 * HOUR)
+    make_session("anon-kept", last_activity=now)
     for user_id in ("anon-gone", "anon-kept"):
         UserState.objects.create(app_name="resume_agent", user_id=user_id, state={"k": "v"})
     result = purge_expired(now=now)
@@ -89,7 +75,7 @@ def test_owner_state_goes_with_the_owners_last_session(settings):
 
 def test_audit_rows_hold_counts_not_people():
     old = timezone.now() - 48 * HOUR
-    _make_session("anon-secret-owner", last_activity=old, events=4)
+    make_session("anon-secret-owner", last_activity=old, events=4)
     purge_expired(trigger="ttl")
     audit = DeletionAudit.objects.get()
     assert (audit.trigger, audit.sessions_deleted, audit.events_deleted) == ("ttl", 1, 4)
@@ -108,7 +94,7 @@ def test_api_delete_is_audited(api, new_session):
 def test_command(settings):
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     now = timezone.now()
-    _make_session(last_activity=now - 5 * HOUR, events=3)
+    make_session(last_activity=now - 5 * HOUR, events=3)
     out = io.StringIO()
     call_command("purge_sessions", "--dry-run", "--ttl-hours", "4", stdout=out)
     assert "would delete 1 sessions, 3 events" in out.getvalue()
@@ -125,7 +111,7 @@ def test_command_prints_progress_on_large_runs(settings):
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     old = timezone.now() - 48 * HOUR
     for i in range(25):
-        _make_session(f"anon-{i}", last_activity=old, events=0)
+        make_session(f"anon-{i}", last_activity=old, events=0)
     out = io.StringIO()
     call_command("purge_sessions", "--batch-size", "2", stdout=out)
     assert "... 20 sessions" in out.getvalue()
@@ -155,7 +141,7 @@ def test_task_runs_the_purge_and_stores_counts_only():
     from django_q.models import Success
     from django_q.tasks import async_task
 
-    _make_session(last_activity=timezone.now() - 48 * HOUR, text="林語晴 secret")
+    make_session(last_activity=timezone.now() - 48 * HOUR, text="林語晴 secret")
     async_task("sessions_app.tasks.purge_expired_sessions")  # Q_CLUSTER sync=True in tests
     task = Success.objects.get()
     assert task.args is None or task.args == ()

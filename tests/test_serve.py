@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from .privacy import fixture_resume
-from .test_servers import ROOT, _free_port
+from .test_servers import ROOT, _free_port, start_server
 
 SCHEDULE = "purge expired sessions"
 
@@ -54,22 +54,8 @@ def served(tmp_path):
         )
     port = _free_port()
     log_path = tmp_path / "serve.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"{base}/api/schema/", timeout=1)
-            break
-        except httpx.TransportError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail(f"serve did not start:\n{log_path.read_text()}")
+    command = [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}"]
+    process, base = start_server(command, env, log_path, port)
     yield process, base, db, log_path
     if process.poll() is None:
         process.kill()

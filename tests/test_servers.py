@@ -30,6 +30,23 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def start_server(command: list[str], env: dict, log_path: Path, port: int) -> tuple[subprocess.Popen, str]:
+    """Starts `command` and waits until it answers HTTP on `port`; fails the test if it doesn't."""
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{base}/api/schema/", timeout=1)
+            return process, base
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.kill()
+    process.wait()
+    pytest.fail(f"{command[0]} did not start:\n{log_path.read_text()}")
+
+
 @pytest.fixture(params=sorted(SERVERS))
 def server(request, tmp_path):
     env = {
@@ -47,19 +64,8 @@ def server(request, tmp_path):
     if request.param == "uvicorn-asgi":
         command = command[:-2] + ["--host", "127.0.0.1", "--port", str(port)]
     log_path = tmp_path / "server.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    process, base = start_server(command, env, log_path, port)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(f"{base}/api/schema/", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        else:
-            pytest.fail(f"{request.param} did not start:\n{log_path.read_text()}")
         yield base, log_path
     finally:
         process.terminate()
