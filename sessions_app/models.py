@@ -60,7 +60,13 @@ class SessionEvent(models.Model):
     event_data = models.TextField()
 
     class Meta:
-        indexes = [models.Index(fields=["session", "timestamp"], name="event_session_time_idx")]
+        indexes = [
+            models.Index(fields=["session", "timestamp"], name="event_session_time_idx"),
+            # append_event looks for an equal copy of the event (same id) before
+            # storing it; without this index that check reads every event of
+            # the session (benchmarks/growth_bench.py).
+            models.Index(fields=["session", "event_id"], name="event_session_event_id_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"event {self.event_id[:8]}"

@@ -7,9 +7,15 @@ exactly as it would through ADK's own services. Behaviour follows ADK's
 against) and, where only a persistent store can have it, ADK's database
 services (stale-writer detection).
 
-Every ORM call runs in a synchronous function wrapped by `sync_to_async`
-(thread-sensitive), so the async methods are safe to await from the
-Runner's event loop under both WSGI (`async_to_sync`) and ASGI servers.
+All database work of a method runs in one synchronous function wrapped by
+`sync_to_async` (thread-sensitive), so the async methods are safe to await
+from the Runner's event loop under both WSGI (`async_to_sync`) and ASGI
+servers, and each call costs one thread hop, not one per query.
+
+The statements every Runner turn runs (reading a session, appending an
+event) and those of listing and deleting are plain SQL on Django's
+connection, built from the models' table and column names; see "SQL of the
+hot paths" below. The rest uses the ORM.
 """
 
 from __future__ import annotations
@@ -20,7 +26,6 @@ from typing import Any, Optional
 
 from asgiref.sync import sync_to_async
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -73,6 +78,135 @@ def _user_state(app_name: str, user_id: str) -> dict:
     return row or {}
 
 
+# --- SQL of the hot paths -------------------------------------------------------
+# Every turn of the ADK Runner reads its session whole and then appends each
+# event it produces, so `get_session` and `append_event` run far more often than
+# anything else here. Building their queries through the ORM took several times
+# the CPU that SQLite took to run them (benchmarks/store_bench.py measures it;
+# results in benchmarks/results/store.md), so these statements, and those of
+# list_sessions and delete_session, are written once per database connection
+# from the models' own table and column names, quoted for that database.
+# Values go through the model fields' own conversions, so the JSON and the
+# timestamps stored are the bytes the ORM writes and reads. Creating a session,
+# merging app/user state, the marker-less stale check and get_user_state stay
+# on the ORM.
+
+
+class _Sql:
+    """The hot-path statements for one database connection (see above)."""
+
+    def __init__(self, connection):
+        qn = connection.ops.quote_name
+        sessions = qn(AgentSession._meta.db_table)
+        events = qn(SessionEvent._meta.db_table)
+        app_states = qn(AppState._meta.db_table)
+        user_states = qn(UserState._meta.db_table)
+
+        def col(model, name: str) -> str:
+            return qn(model._meta.get_field(name).column)
+
+        s_pk, s_app, s_user, s_sid = (col(AgentSession, n) for n in ("id", "app_name", "user_id", "session_id"))
+        s_state, s_updated, s_revision = (col(AgentSession, n) for n in ("state", "updated_at", "revision"))
+        e_pk, e_session, e_event_id = (col(SessionEvent, n) for n in ("id", "session", "event_id"))
+        e_columns = [col(SessionEvent, n) for n in ("session", "event_id", "invocation_id", "author")]
+        e_time, e_data = col(SessionEvent, "timestamp"), col(SessionEvent, "event_data")
+        owner = f"{s_app} = %s AND {s_user} = %s AND {s_sid} = %s"
+        for_update = " FOR UPDATE" if connection.features.has_select_for_update else ""
+
+        # The session row with its app and user state, in one statement.
+        self.session_with_states = (
+            f"SELECT {s_pk}, {s_state}, {s_updated}, {s_revision},"
+            f" (SELECT {col(AppState, 'state')} FROM {app_states} WHERE {col(AppState, 'app_name')} = %s),"
+            f" (SELECT {col(UserState, 'state')} FROM {user_states}"
+            f" WHERE {col(UserState, 'app_name')} = %s AND {col(UserState, 'user_id')} = %s)"
+            f" FROM {sessions} WHERE {owner}"
+        )
+        self.scoped_states = (
+            f"SELECT (SELECT {col(AppState, 'state')} FROM {app_states} WHERE {col(AppState, 'app_name')} = %s),"
+            f" (SELECT {col(UserState, 'state')} FROM {user_states}"
+            f" WHERE {col(UserState, 'app_name')} = %s AND {col(UserState, 'user_id')} = %s)"
+        )
+        self.events = f"SELECT {e_data} FROM {events} WHERE {e_session} = %s"
+        self.events_after = f"{self.events} AND {e_time} >= %s"
+        self.events_order = f" ORDER BY {e_pk} DESC"
+        self.limit = connection.ops.limit_offset_sql
+        # The write lock of the append: the session's key and revision (and
+        # its state, only when the event changes it).
+        self.lock_session = f"SELECT {s_pk}, {s_revision} FROM {sessions} WHERE {owner}{for_update}"
+        self.lock_session_with_state = (
+            f"SELECT {s_pk}, {s_revision}, {s_state} FROM {sessions} WHERE {owner}{for_update}"
+        )
+        self.session_updated_at = f"SELECT {s_updated} FROM {sessions} WHERE {s_pk} = %s"
+        # list_sessions: the app's (or one user's) sessions, oldest activity first.
+        listed = f"SELECT {s_user}, {s_sid}, {s_updated}, {s_revision}, {s_state} FROM {sessions} WHERE {s_app} = %s"
+        order = f" ORDER BY {s_updated}, {s_user}, {s_sid}"
+        self.list_sessions = listed + order
+        self.list_user_sessions = f"{listed} AND {s_user} = %s{order}"
+        self.user_states = (
+            f"SELECT {col(UserState, 'user_id')}, {col(UserState, 'state')} FROM {user_states}"
+            f" WHERE {col(UserState, 'app_name')} = %s"
+        )
+        # delete_session: the events first, as the ORM's cascade does (no
+        # signal receivers are connected to these models).
+        self.delete_events = (
+            f"DELETE FROM {events} WHERE {e_session} IN (SELECT {s_pk} FROM {sessions} WHERE {owner})"
+        )
+        self.delete_session = f"DELETE FROM {sessions} WHERE {owner}"
+        self.equal_event_stored = (
+            f"SELECT 1 FROM {events} WHERE {e_session} = %s AND {e_event_id} = %s AND {e_data} = %s"
+            f" {connection.ops.limit_offset_sql(0, 1)}"
+        )
+        self.insert_event = (
+            f"INSERT INTO {events} ({', '.join(e_columns)}, {e_time}, {e_data})"
+            " VALUES (%s, %s, %s, %s, %s, %s)"
+        )
+        self.update_session = f"UPDATE {sessions} SET {s_revision} = %s, {s_updated} = %s WHERE {s_pk} = %s"
+        self.update_session_with_state = (
+            f"UPDATE {sessions} SET {s_revision} = %s, {s_updated} = %s, {s_state} = %s WHERE {s_pk} = %s"
+        )
+
+
+_SQL_BY_ALIAS: dict[str, _Sql] = {}
+
+
+def _sql(connection) -> _Sql:
+    sql = _SQL_BY_ALIAS.get(connection.alias)
+    if sql is None:
+        sql = _SQL_BY_ALIAS[connection.alias] = _Sql(connection)
+    return sql
+
+
+def _from_db(field, value, connection):
+    """A raw column value as the ORM would return it for `field` (same converters)."""
+    if value is None:
+        return None
+    expression = field.cached_col
+    for converter in connection.ops.get_db_converters(expression) + expression.get_db_converters(connection):
+        value = converter(value, expression, connection)
+    return value
+
+
+def _to_db(field, value, connection):
+    """`value` as the ORM would write it to `field`'s column."""
+    return field.get_db_prep_save(value, connection)
+
+
+_SESSION_STATE = AgentSession._meta.get_field("state")
+_SESSION_UPDATED_AT = AgentSession._meta.get_field("updated_at")
+_APP_STATE = AppState._meta.get_field("state")
+_USER_STATE = UserState._meta.get_field("state")
+
+
+def _scoped_states(cursor, connection, app_name: str, user_id: str) -> tuple[dict, dict]:
+    """(app state, user state) in one statement; {} where none is stored."""
+    cursor.execute(_sql(connection).scoped_states, [app_name, app_name, user_id])
+    app_value, user_value = cursor.fetchone()
+    return (
+        _from_db(_APP_STATE, app_value, connection) or {},
+        _from_db(_USER_STATE, user_value, connection) or {},
+    )
+
+
 # The state rows are locked (where the database can) so two sessions writing
 # the same app or user state at once cannot lose one another's keys; ADK's
 # DatabaseSessionService locks them the same way. A no-op on SQLite, whose
@@ -97,16 +231,24 @@ def _apply_scoped_deltas(app_name: str, user_id: str, deltas: dict[str, dict]) -
         _merge_into_user_state(app_name, user_id, deltas["user"])
 
 
-def _to_adk_session(row: AgentSession, state: dict, events: list[Event]) -> Session:
+def _to_adk_session(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    updated_at: dt.datetime,
+    revision: int,
+    state: dict,
+    events: list[Event],
+) -> Session:
     session = Session(
-        app_name=row.app_name,
-        user_id=row.user_id,
-        id=row.session_id,
+        app_name=app_name,
+        user_id=user_id,
+        id=session_id,
         state=state,
         events=events,
-        last_update_time=row.updated_at.timestamp(),
+        last_update_time=updated_at.timestamp(),
     )
-    session._storage_update_marker = str(row.revision)
+    session._storage_update_marker = str(revision)
     return session
 
 
@@ -152,10 +294,11 @@ class DjangoSessionService(BaseSessionService):
                 # services report that race as the same AlreadyExistsError.
                 message = f"Session with id {row.session_id} already exists."
                 raise AlreadyExistsError(message) from None
-            merged = _merged_state(
-                _app_state(app_name), _user_state(app_name, user_id), deltas["session"]
-            )
-        return _to_adk_session(row, merged, [])
+            connection = transaction.get_connection()
+            with connection.cursor() as cursor:
+                app_state, user_state = _scoped_states(cursor, connection, app_name, user_id)
+        merged = _merged_state(app_state, user_state, deltas["session"])
+        return _to_adk_session(app_name, user_id, row.session_id, now, row.revision, merged, [])
 
     # --- read -----------------------------------------------------------------
     @override
@@ -170,33 +313,44 @@ class DjangoSessionService(BaseSessionService):
         return await sync_to_async(self._get_session)(app_name, user_id, session_id, config)
 
     def _get_session(self, app_name, user_id, session_id, config) -> Optional[Session]:
-        row = AgentSession.objects.filter(
-            app_name=app_name, user_id=user_id, session_id=_normalize_id(session_id)
-        ).first()
-        if row is None:
-            return None
-        events = self._load_events(row, config)
-        merged = _merged_state(_app_state(app_name), _user_state(app_name, user_id), row.state)
-        return _to_adk_session(row, merged, events)
+        session_id = _normalize_id(session_id)
+        connection = transaction.get_connection()
+        sql = _sql(connection)
+        with connection.cursor() as cursor:
+            cursor.execute(sql.session_with_states, [app_name, app_name, user_id, app_name, user_id, session_id])
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            pk, state, updated_at, revision, app_state, user_state = row
+            event_data = self._load_event_data(cursor, sql, pk, config)
+        events = [Event.model_validate_json(item) for item in reversed(event_data)]
+        merged = _merged_state(
+            _from_db(_APP_STATE, app_state, connection) or {},
+            _from_db(_USER_STATE, user_state, connection) or {},
+            _from_db(_SESSION_STATE, state, connection),
+        )
+        updated_at = _from_db(_SESSION_UPDATED_AT, updated_at, connection)
+        return _to_adk_session(app_name, user_id, session_id, updated_at, revision, merged, events)
 
     @staticmethod
-    def _load_events(row: AgentSession, config: Optional[GetSessionConfig]) -> list[Event]:
-        # Events come back in the order they were appended (the primary key),
-        # as ADK's in-memory service keeps them.
-        events = SessionEvent.objects.filter(session=row)
+    def _load_event_data(cursor, sql: _Sql, pk: int, config: Optional[GetSessionConfig]) -> list[str]:
+        """The stored event JSON, newest first (the caller reverses it)."""
         if config and config.num_recent_events == 0:
             return []
+        # Events come back in the order they were appended (the primary key),
+        # as ADK's in-memory service keeps them.
+        query, params = sql.events, [pk]
         if config and config.after_timestamp is not None:
             # Every event at or after the cutoff, as GetSessionConfig documents
             # and ADK's persistent services do. The in-memory service returns
             # only those after the last older event, which differs only when
             # timestamps are out of append order.
-            events = events.filter(timestamp__gte=config.after_timestamp)
-        events = events.order_by("-pk")
+            query, params = sql.events_after, [pk, config.after_timestamp]
+        query += sql.events_order
         if config and config.num_recent_events is not None:
-            events = events[: config.num_recent_events]
-        data = list(events.values_list("event_data", flat=True))
-        return [Event.model_validate_json(item) for item in reversed(data)]
+            query += " " + sql.limit(0, config.num_recent_events)
+        cursor.execute(query, params)
+        return [item for (item,) in cursor.fetchall()]
 
     @override
     async def list_sessions(
@@ -205,18 +359,37 @@ class DjangoSessionService(BaseSessionService):
         return await sync_to_async(self._list_sessions)(app_name, user_id)
 
     def _list_sessions(self, app_name, user_id) -> ListSessionsResponse:
-        rows = AgentSession.objects.filter(app_name=app_name)
-        user_states = UserState.objects.filter(app_name=app_name)
-        if user_id is not None:
-            rows = rows.filter(user_id=user_id)
-            user_states = user_states.filter(user_id=user_id)
-        state_by_user = dict(user_states.values_list("user_id", "state"))
-        app_state = _app_state(app_name)
+        connection = transaction.get_connection()
+        sql = _sql(connection)
+        with connection.cursor() as cursor:
+            if user_id is not None:
+                app_state, user_state = _scoped_states(cursor, connection, app_name, user_id)
+                state_by_user = {user_id: user_state}
+                cursor.execute(sql.list_user_sessions, [app_name, user_id])
+            else:
+                app_state = _app_state(app_name)
+                cursor.execute(sql.user_states, [app_name])
+                state_by_user = {
+                    row_user_id: _from_db(_USER_STATE, state, connection)
+                    for row_user_id, state in cursor.fetchall()
+                }
+                cursor.execute(sql.list_sessions, [app_name])
+            rows = cursor.fetchall()
         sessions = [
             _to_adk_session(
-                row, _merged_state(app_state, state_by_user.get(row.user_id, {}), row.state), []
+                app_name,
+                row_user_id,
+                session_id,
+                _from_db(_SESSION_UPDATED_AT, updated_at, connection),
+                revision,
+                _merged_state(
+                    app_state,
+                    state_by_user.get(row_user_id, {}),
+                    _from_db(_SESSION_STATE, state, connection),
+                ),
+                [],
             )
-            for row in rows.order_by("updated_at", "user_id", "session_id")
+            for row_user_id, session_id, updated_at, revision, state in rows
         ]
         return ListSessionsResponse(sessions=sessions)
 
@@ -231,11 +404,13 @@ class DjangoSessionService(BaseSessionService):
 
     def delete_session_sync(self, app_name: str, user_id: str, session_id: str) -> int:
         """Deletes the session and its events; returns how many sessions went (0 or 1)."""
-        with transaction.atomic():
-            deleted, by_model = AgentSession.objects.filter(
-                app_name=app_name, user_id=user_id, session_id=_normalize_id(session_id)
-            ).delete()
-        return by_model.get(AgentSession._meta.label, 0)
+        owner = [app_name, user_id, _normalize_id(session_id)]
+        connection = transaction.get_connection()
+        sql = _sql(connection)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql.delete_events, owner)
+            cursor.execute(sql.delete_session, owner)
+            return cursor.rowcount
 
     # --- append ---------------------------------------------------------------
     @override
@@ -253,58 +428,63 @@ class DjangoSessionService(BaseSessionService):
     def _store_event(self, session: Session, event: Event) -> bool:
         """Writes the event; False when an equal copy was already stored (a retry)."""
         event_data = event.model_dump_json(exclude_none=True)
-        with transaction.atomic():
-            # select_for_update is a no-op on SQLite, where the IMMEDIATE
-            # transaction already holds the write lock; on other databases it
-            # makes the revision check and the update one atomic step.
-            row = (
-                AgentSession.objects.select_for_update()
-                .filter(app_name=session.app_name, user_id=session.user_id, session_id=session.id)
-                .first()
-            )
+        state_delta = event.actions.state_delta if event.actions else None
+        deltas = _session_util.extract_json_safe_state_delta(state_delta or {})
+        connection = transaction.get_connection()
+        sql = _sql(connection)
+        with transaction.atomic(), connection.cursor() as cursor:
+            # FOR UPDATE (where the database has it) makes the revision check
+            # and the update one atomic step; on SQLite the IMMEDIATE
+            # transaction already holds the write lock. The stored session
+            # state is read only when this event changes it.
+            owner = [session.app_name, session.user_id, session.id]
+            cursor.execute(sql.lock_session_with_state if deltas["session"] else sql.lock_session, owner)
+            row = cursor.fetchone()
             if row is None:
                 raise SessionNotFoundError(f"Session {session.id} not found.")
-            if SessionEvent.objects.filter(
-                session=row, event_id=event.id, event_data=event_data
-            ).exists():
+            pk, revision = row[0], row[1]
+            cursor.execute(sql.equal_event_stored, [pk, event.id, event_data])
+            if cursor.fetchone() is not None:
                 # An equal re-delivery (same id, same content) is applied once,
                 # as ADK's in-memory service does.
                 return False
-            self._check_not_stale(session, row)
-            state_delta = event.actions.state_delta if event.actions else None
-            deltas = _session_util.extract_json_safe_state_delta(state_delta or {})
+            self._check_not_stale(cursor, sql, connection, session, pk, revision)
             _apply_scoped_deltas(session.app_name, session.user_id, deltas)
-            SessionEvent.objects.create(
-                session=row,
-                event_id=event.id,
-                invocation_id=event.invocation_id or "",
-                author=event.author or "",
-                timestamp=event.timestamp,
-                event_data=event_data,
+            cursor.execute(
+                sql.insert_event,
+                [pk, event.id, event.invocation_id or "", event.author or "", event.timestamp, event_data],
             )
             updated_at = _to_datetime(event.timestamp)
-            update = {"revision": F("revision") + 1, "updated_at": updated_at}
+            stored_time = _to_db(_SESSION_UPDATED_AT, updated_at, connection)
+            # The row is locked for this transaction: the next revision is known.
             if deltas["session"]:
-                update["state"] = {**row.state, **deltas["session"]}
-            AgentSession.objects.filter(pk=row.pk).update(**update)
+                state = {**_from_db(_SESSION_STATE, row[2], connection), **deltas["session"]}
+                cursor.execute(
+                    sql.update_session_with_state,
+                    [revision + 1, stored_time, _to_db(_SESSION_STATE, state, connection), pk],
+                )
+            else:
+                cursor.execute(sql.update_session, [revision + 1, stored_time, pk])
         # The stored time keeps microseconds only; the caller's session gets the
         # stored value (as DatabaseSessionService does), so the session a writer
         # holds and the one the next get_session returns compare equal.
         session.last_update_time = updated_at.timestamp()
-        session._storage_update_marker = str(row.revision + 1)
+        session._storage_update_marker = str(revision + 1)
         return True
 
     @staticmethod
-    def _check_not_stale(session: Session, row: AgentSession) -> None:
+    def _check_not_stale(cursor, sql: _Sql, connection, session: Session, pk: int, revision: int) -> None:
         if session._storage_update_marker is not None:
-            if session._storage_update_marker != str(row.revision):
+            if session._storage_update_marker != str(revision):
                 raise StaleSessionError(_STALE_MESSAGE)
             return
         # A Session built elsewhere carries no marker: like ADK's database
         # services, it is stale only if storage moved past its last event.
-        if row.updated_at.timestamp() > session.last_update_time:
+        cursor.execute(sql.session_updated_at, [pk])
+        updated_at = _from_db(_SESSION_UPDATED_AT, cursor.fetchone()[0], connection)
+        if updated_at.timestamp() > session.last_update_time:
             last_stored = (
-                SessionEvent.objects.filter(session=row)
+                SessionEvent.objects.filter(session_id=pk)
                 .order_by("-pk")
                 .values_list("event_id", flat=True)
                 .first()
