@@ -2,9 +2,21 @@
 
 A turn is all or nothing. Two turns on one session never run at once (the
 second gets `TurnInProgress`, a 409), and a turn that fails part way (the
-model errs or times out after the user's message was stored) is rolled back:
-its events are deleted and the session state restored, so the history never
-holds half a turn and the next turn starts clean.
+model errs or times out) leaves nothing behind, so the history never holds
+half a turn and the next turn starts clean.
+
+How: the Runner of a turn reads the session from our store but appends its
+events (the user's message, each model call, each tool result) to a
+`TurnBuffer`, which applies them to the in-memory session exactly as every
+ADK session service does and keeps them. Only when the model has finished
+are they written, all in ONE transaction that also releases the turn lock.
+So a failed turn writes nothing (there is nothing to roll back), and a turn
+takes SQLite's write lock twice (lock, store) instead of once per event:
+with the offline model a turn appends 6 events, and 8 write transactions per
+turn made concurrent requests queue on the lock (SQLite's busy handler
+sleeps up to 100 ms between retries), which is what limited throughput
+(benchmarks/results/service.md). The write lock is never held while the
+model runs, however slow the model is.
 """
 
 from __future__ import annotations
@@ -19,11 +31,19 @@ from dataclasses import dataclass, field
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Q
+from django.http import Http404
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 from google.adk.agents.run_config import RunConfig
+from google.adk.events.event import Event
 from google.adk.runners import Runner
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
 from google.adk.telemetry import ContentCapturingMode, TelemetryConfig
 from google.genai import errors as genai_errors
 from google.genai import types
@@ -31,7 +51,7 @@ from google.genai import types
 from agent import APP_NAME, build_agent, model_label
 from agent.verification import verify_reply
 
-from .models import AgentSession, SessionEvent
+from .models import AgentSession
 from .store import DjangoSessionService
 
 logger = logging.getLogger(__name__)
@@ -68,29 +88,100 @@ def get_runner() -> Runner:
     return Runner(app_name=APP_NAME, agent=build_agent(), session_service=DjangoSessionService())
 
 
+class TurnBuffer(BaseSessionService):
+    """The session service one turn's Runner sees: reads from the store, keeps the writes.
+
+    `append_event` does what every ADK service does to the in-memory session
+    (temp state applied then trimmed, state delta applied, event appended)
+    and keeps the event in `pending` instead of writing it; `store_pending`
+    writes them all through the real store in one transaction.
+    """
+
+    def __init__(self, store: BaseSessionService):
+        super().__init__()
+        self.store = store
+        self.pending: list[Event] = []
+        self._sessions: dict[tuple[str, str, str], Session] = {}
+
+    async def get_session(self, *, app_name, user_id, session_id, config=None) -> Session | None:
+        key = (app_name, user_id, session_id)
+        if key in self._sessions:  # asked again within the turn: the copy holding its events
+            return self._sessions[key]
+        session = await self.store.get_session(app_name=app_name, user_id=user_id, session_id=session_id, config=config)
+        if session is not None and config is None:
+            self._sessions[key] = session
+        return session
+
+    async def create_session(self, *, app_name, user_id, state=None, session_id=None) -> Session:
+        return await self.store.create_session(app_name=app_name, user_id=user_id, state=state, session_id=session_id)
+
+    async def list_sessions(self, *, app_name, user_id=None) -> ListSessionsResponse:
+        return await self.store.list_sessions(app_name=app_name, user_id=user_id)
+
+    async def delete_session(self, *, app_name, user_id, session_id) -> None:
+        await self.store.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
+
+    @sensitive_variables()
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        event = await super().append_event(session, event)
+        self.pending.append(event)
+        return event
+
+    @sensitive_variables()
+    async def store_pending(self, app_name: str, user_id: str, session_id: str) -> None:
+        """Writes the kept events through the store, in order (call inside a transaction)."""
+        # No events are loaded: only the stored revision is needed, which the
+        # store checks each append against (stale-writer detection still holds).
+        session = await self.store.get_session(
+            app_name=app_name, user_id=user_id, session_id=session_id, config=GetSessionConfig(num_recent_events=0)
+        )
+        if session is None:
+            raise Http404  # deleted (or expired and purged) while the model ran
+        for event in self.pending:
+            await self.store.append_event(session, event)
+
+
+def _turn_runner(base: Runner, buffer: TurnBuffer) -> Runner:
+    """The process's Runner (agent, plugins, services) with this turn's buffer as its session service."""
+    return Runner(
+        app=base.app,
+        app_name=base.app_name,
+        session_service=buffer,
+        artifact_service=base.artifact_service,
+        memory_service=base.memory_service,
+        credential_service=base.credential_service,
+    )
+
+
 @sensitive_variables()
 def run_turn(session: AgentSession, message: str) -> TurnResult:
     """Runs one turn of `session` with the user's `message` (a sync entry point for views)."""
     _acquire_turn(session)
+    released = False
     try:
-        last_event_pk = session.events.aggregate(last=Max("pk"))["last"] or 0
-        state_before = session.state
+        base = get_runner()
+        buffer = TurnBuffer(base.session_service)
         started = time.monotonic()
         try:
-            events = async_to_sync(_run_agent)(session.user_id, session.session_id, message)
+            events = async_to_sync(_run_agent)(_turn_runner(base, buffer), session.user_id, session.session_id, message)
         except Exception as exc:
-            _roll_back_turn(session, last_event_pk, state_before)
-            raise _as_model_failure(exc) from None
+            raise _as_model_failure(exc) from None  # nothing was written: nothing to undo
+        with transaction.atomic():
+            async_to_sync(buffer.store_pending)(base.app_name, session.user_id, session.session_id)
+            _release_turn(session)
+        released = True
         result = _summarise(events, session.state.get("resume_text", ""))
         result.latency_ms = round((time.monotonic() - started) * 1000)
         return result
     finally:
-        _release_turn(session)
+        if not released:
+            _release_turn(session)
 
 
 @sensitive_variables()
-async def _run_agent(user_id: str, session_id: str, message: str) -> list:
-    runner = get_runner()
+async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str) -> list:
     content = types.Content(role="user", parts=[types.Part(text=message)])
     # Tracing may record that a turn happened, never what was said.
     run_config = RunConfig(telemetry=TelemetryConfig(capture_message_content=ContentCapturingMode.NO_CONTENT))
@@ -137,24 +228,20 @@ def _stale_lock_cutoff() -> dt.datetime:
     return timezone.now() - dt.timedelta(seconds=settings.AGENT_TURN_TIMEOUT_SECONDS + 30)
 
 
+# Both in a transaction, so they pass the write gate (sessions_app.sqlite)
+# instead of waiting in SQLite's busy handler.
 def _acquire_turn(session: AgentSession) -> None:
-    taken = AgentSession.objects.filter(pk=session.pk).filter(
-        Q(turn_started_at__isnull=True) | Q(turn_started_at__lt=_stale_lock_cutoff())
-    ).update(turn_started_at=timezone.now())
+    with transaction.atomic():
+        taken = AgentSession.objects.filter(pk=session.pk).filter(
+            Q(turn_started_at__isnull=True) | Q(turn_started_at__lt=_stale_lock_cutoff())
+        ).update(turn_started_at=timezone.now())
     if not taken:
         raise TurnInProgress
 
 
 def _release_turn(session: AgentSession) -> None:
-    AgentSession.objects.filter(pk=session.pk).update(turn_started_at=None)
-
-
-def _roll_back_turn(session: AgentSession, last_event_pk: int, state_before: dict) -> None:
     with transaction.atomic():
-        SessionEvent.objects.filter(session=session, pk__gt=last_event_pk).delete()
-        AgentSession.objects.filter(pk=session.pk).update(
-            state=state_before, revision=session.revision, updated_at=session.updated_at
-        )
+        AgentSession.objects.filter(pk=session.pk).update(turn_started_at=None)
 
 
 def _as_model_failure(exc: Exception) -> ModelFailure:

@@ -15,13 +15,22 @@ from django.core.management.base import BaseCommand
 
 from sessions_app.retention import purge_expired
 
+DEFAULT_WORKERS = 2
+THREADS = 4
+
+
+def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS) -> list[str]:
+    """The production web server's command line (benchmarks start the same one)."""
+    return [python, "-m", "gunicorn", "config.wsgi", "--bind", bind, "--workers", str(workers),
+            "--threads", str(THREADS), "--preload", "--access-logfile", "-"]
+
 
 class Command(BaseCommand):
     help = "Serve the API (gunicorn) and run the scheduler (qcluster) until interrupted."
 
     def add_arguments(self, parser):
         parser.add_argument("--bind", default="127.0.0.1:8000")
-        parser.add_argument("--workers", type=int, default=2)
+        parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
 
     def handle(self, *args, bind, workers, **options):
         # Purge once at start, so a service that was down past some TTLs (or
@@ -30,11 +39,7 @@ class Command(BaseCommand):
         self.stdout.write(f"start-up purge: {result.sessions} expired sessions deleted")
         python = sys.executable
         children = {
-            "web": subprocess.Popen(
-                [python, "-m", "gunicorn", "config.wsgi", "--bind", bind, "--workers", str(workers),
-                 "--threads", "4", "--preload", "--access-logfile", "-"],
-                start_new_session=True,
-            ),
+            "web": subprocess.Popen(gunicorn_command(python, bind, workers), start_new_session=True),
             "scheduler": subprocess.Popen([python, "manage.py", "qcluster"], start_new_session=True),
         }
         stop_signals = {"web": signal.SIGTERM, "scheduler": signal.SIGINT}
