@@ -31,7 +31,9 @@ from google.genai import types
 from agent import APP_NAME, build_agent, model_label
 from agent.verification import verify_reply
 
+from .crypto import DecryptionFailed, KeyUnavailable
 from .models import AgentSession, SessionEvent
+from .selectors import session_state
 from .store import DjangoSessionService
 
 logger = logging.getLogger(__name__)
@@ -71,17 +73,25 @@ def get_runner() -> Runner:
 @sensitive_variables()
 def run_turn(session: AgentSession, message: str) -> TurnResult:
     """Runs one turn of `session` with the user's `message` (a sync entry point for views)."""
+    # Encryption at rest: the state opens with the caller's token before the
+    # turn starts (a value that does not open is "not found", see below).
+    resume_text = session_state(session).get("resume_text", "")
     _acquire_turn(session)
     try:
         last_event_pk = session.events.aggregate(last=Max("pk"))["last"] or 0
-        state_before = session.state
+        state_before = session.state  # the sealed bytes, put back as they were
         started = time.monotonic()
         try:
             events = async_to_sync(_run_agent)(session.user_id, session.session_id, message)
+        except (DecryptionFailed, KeyUnavailable):
+            # Encryption at rest: a stored value that does not open is a session
+            # the caller cannot have (the API's 404), not a model failure.
+            _roll_back_turn(session, last_event_pk, state_before)
+            raise
         except Exception as exc:
             _roll_back_turn(session, last_event_pk, state_before)
             raise _as_model_failure(exc) from None
-        result = _summarise(events, session.state.get("resume_text", ""))
+        result = _summarise(events, resume_text)
         result.latency_ms = round((time.monotonic() - started) * 1000)
         return result
     finally:
@@ -149,7 +159,7 @@ def _release_turn(session: AgentSession) -> None:
     AgentSession.objects.filter(pk=session.pk).update(turn_started_at=None)
 
 
-def _roll_back_turn(session: AgentSession, last_event_pk: int, state_before: dict) -> None:
+def _roll_back_turn(session: AgentSession, last_event_pk: int, state_before: bytes) -> None:
     with transaction.atomic():
         SessionEvent.objects.filter(session=session, pk__gt=last_event_pk).delete()
         AgentSession.objects.filter(pk=session.pk).update(

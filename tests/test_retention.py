@@ -12,7 +12,7 @@ from django.utils import timezone
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent, UserState
 from sessions_app.retention import purge_expired
 
-from .factories import make_session
+from .factories import make_session, make_user_state
 from .privacy import database_files, find_markers, fixture_markers
 
 pytestmark = pytest.mark.django_db
@@ -67,7 +67,7 @@ def test_owner_state_goes_with_the_owners_last_session(settings):
     make_session("anon-kept", last_activity=now - 48 * HOUR)
     make_session("anon-kept", last_activity=now)
     for user_id in ("anon-gone", "anon-kept"):
-        UserState.objects.create(app_name="resume_agent", user_id=user_id, state={"k": "v"})
+        make_user_state(user_id, {"k": "v"})
     result = purge_expired(now=now)
     assert (result.sessions, result.user_states) == (2, 1)
     assert list(UserState.objects.values_list("user_id", flat=True)) == ["anon-kept"]
