@@ -13,7 +13,7 @@ from sessions_app.models import AgentSession, DeletionAudit, SessionEvent, UserS
 from sessions_app.retention import purge_expired
 
 from .factories import make_session, make_user_state
-from .privacy import database_files, find_markers, fixture_markers
+from .privacy import database_files, find_chunks, find_markers, fixture_markers, sealed_chunks
 
 pytestmark = pytest.mark.django_db
 
@@ -156,7 +156,11 @@ def test_purged_resume_leaves_no_bytes_in_database_files(api, new_session, db_pa
     session_id, token = new_session()
     turn = api.post(f"/agent/sessions/{session_id}/messages", {"message": "hi"}, format="json", HTTP_X_SESSION_TOKEN=token)
     assert turn.status_code == 200
-    assert {m for _, m, _ in find_markers(database_files(db_path), fixture_markers())} == set(fixture_markers())
+    # Stored sealed: the resume is not in the file in clear, its ciphertext is.
+    assert find_markers(database_files(db_path), fixture_markers()) == []
+    chunks = sealed_chunks()
+    assert {index for _, index in find_chunks(database_files(db_path), chunks)} == set(range(len(chunks)))
     with time_machine.travel(timezone.now() + 2 * HOUR):
         assert purge_expired().sessions == 1
+    assert find_chunks(database_files(db_path), chunks) == []
     assert find_markers(database_files(db_path), fixture_markers()) == []
