@@ -40,13 +40,24 @@ def _session_sealer(session: AgentSession):
 
 
 def session_state(session: AgentSession) -> dict:
-    """The session's stored state (resume, plan versions, flags)."""
+    """The session's stored state (resume, plan versions, flags); a turn needs no more."""
     return sealing.open_state(_session_sealer(session), session.state)
 
 
-def session_events(session: AgentSession) -> list[Event]:
-    """The session's events in the order they were stored."""
+@dataclass(frozen=True)
+class SessionContent:
+    state: dict
+    events: list[Event]
+
+
+def session_content(session: AgentSession) -> SessionContent:
+    """State and events, opened whole: one value that does not open fails every read
+    of the session alike, whichever part that read shows."""
     sealer = _session_sealer(session)
+    return SessionContent(state=sealing.open_state(sealer, session.state), events=_open_events(session, sealer))
+
+
+def _open_events(session: AgentSession, sealer) -> list[Event]:
     rows = session.events.order_by("pk").values_list("event_id", "timestamp", "event_data")
     return [Event.model_validate_json(sealing.open_event(sealer, *row)) for row in rows]
 

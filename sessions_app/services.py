@@ -65,7 +65,7 @@ def delete_owned_session(session_id: str, owner_id: str) -> bool:
 
 def conversation(session: AgentSession) -> list[dict]:
     """The user's and the agent's texts, in order (tool calls and results left out)."""
-    return _conversation(selectors.session_events(session))
+    return _conversation(selectors.session_content(session).events)
 
 
 def _conversation(events: list[Event]) -> list[dict]:
@@ -92,7 +92,8 @@ def expires_at(session: AgentSession) -> dt.datetime:
 
 
 def metadata(session: AgentSession) -> dict:
-    return _metadata(session, selectors.session_state(session), conversation(session))
+    content = selectors.session_content(session)
+    return _metadata(session, content.state, _conversation(content.events))
 
 
 def _metadata(session: AgentSession, state: dict, messages: list[dict]) -> dict:
@@ -109,8 +110,8 @@ def _metadata(session: AgentSession, state: dict, messages: list[dict]) -> dict:
 @sensitive_variables()
 def export(session: AgentSession) -> dict:
     """Everything stored about the session, for the person to take with them."""
-    state = selectors.session_state(session)
-    events = selectors.session_events(session)
+    content = selectors.session_content(session)
+    state, events = content.state, content.events
     messages = _conversation(events)
     return {
         **_metadata(session, state, messages),
