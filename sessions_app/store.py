@@ -171,7 +171,9 @@ class _Sql:
         # Stored events with the id of the one being appended (almost always
         # none): sealed values differ on every write, so an equal re-delivery is
         # found by opening them, not by comparing bytes in SQL.
-        self.events_with_id = f"SELECT {e_time}, {e_data} FROM {events} WHERE {e_session} = %s AND {e_event_id} = %s"
+        self.events_with_id = (
+            f"SELECT {e_time}, {e_data} FROM {events} WHERE {e_session} = %s AND {e_event_id} = %s"
+        )
         self.insert_event = (
             f"INSERT INTO {events} ({', '.join(e_columns)}, {e_time}, {e_data})"
             " VALUES (%s, %s, %s, %s, %s, %s)"
@@ -234,6 +236,7 @@ def _merge_into_app_state(app_name: str, delta: dict) -> None:
 def _merge_into_user_state(app_name: str, user_id: str, delta: dict) -> None:
     sealer = sealing.owner_sealer(app_name, user_id)
     rows = UserState.objects.select_for_update()
+    # A new row starts empty and is sealed below, in the same transaction.
     row, created = rows.get_or_create(app_name=app_name, user_id=user_id, defaults={"state": b""})
     stored = {} if created else sealing.open_user_state(sealer, row.state)
     row.state = sealing.seal_user_state(sealer, {**stored, **delta})
