@@ -14,6 +14,10 @@ Two dimensions, both on temporary SQLite files with the project's settings:
    connection, each background session with a small state and two events),
    then the per-session operations on a 14-event session in it.
 
+Everything runs inside `token_context(BENCH_TOKEN)`, as an API request does,
+so our store seals and opens content as in production; the bulk-inserted
+rows are sealed the same way (sessions_app.sealing).
+
 Sizes are interleaved repetition by repetition (the order rotates; for the
 second dimension the benchmark switches the Django connection between the two
 files) so machine noise hits all sizes alike; each figure is a median. Queries
@@ -44,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import _common  # noqa: E402
-from benchmarks.store_bench import APP, PACKAGES, Workload  # noqa: E402
+from benchmarks.store_bench import APP, BENCH_TOKEN, PACKAGES, Workload  # noqa: E402
 
 EVENT_OPS = ("get_all", "get_recent5", "append", "turn_pair", "runner_turn")
 DB_OPS = ("get_all", "append", "turn_pair", "list_user", "create", "delete")
@@ -106,10 +110,12 @@ def fill_ours(service, workload: Workload, user_id: str, count: int) -> str:
     """A session of ours holding `count` events, inserted in bulk through the ORM."""
     from asgiref.sync import async_to_sync
 
+    from sessions_app import sealing
     from sessions_app.models import AgentSession, SessionEvent
 
     session = async_to_sync(service.create_session)(app_name=APP, user_id=user_id, state=dict(workload.state))
     row = AgentSession.objects.get(app_name=APP, user_id=user_id, session_id=session.id)
+    sealer = sealing.session_sealer(APP, user_id, session.id)
     events = history(workload, count, time.time() - count)
     SessionEvent.objects.bulk_create(
         [
@@ -119,7 +125,7 @@ def fill_ours(service, workload: Workload, user_id: str, count: int) -> str:
                 invocation_id=e.invocation_id,
                 author=e.author,
                 timestamp=e.timestamp,
-                event_data=e.model_dump_json(exclude_none=True),
+                event_data=sealing.seal_event(sealer, e.id, e.timestamp, e.model_dump_json(exclude_none=True)),
             )
             for e in events
         ],
@@ -157,6 +163,7 @@ def fill_background(total: int, batch: int = 5000) -> float:
     """Adds background sessions (small state, two events each) up to `total`; returns seconds."""
     from django.db import connection, transaction
 
+    from sessions_app import sealing
     from sessions_app.models import AgentSession, SessionEvent
 
     started = time.perf_counter()
@@ -165,8 +172,7 @@ def fill_background(total: int, batch: int = 5000) -> float:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM {s_table}")
         have = cursor.fetchone()[0]
-    state = json.dumps({"resume_text": "背景履歷 Background resume (fictional) " * 8, "plan_versions": [],
-                        "suspicious_flags": []})
+    state = {"resume_text": "背景履歷 Background resume (fictional) " * 8, "plan_versions": [], "suspicious_flags": []}
     event_template = json.dumps(
         {"id": "EVENT-ID", "invocation_id": "inv-0", "author": "user", "timestamp": 0,
          "content": {"role": "user", "parts": [{"text": "請幫我改寫履歷 Please polish my resume. " * 6}]},
@@ -179,23 +185,26 @@ def fill_background(total: int, batch: int = 5000) -> float:
     while n < total:
         upto = min(total, n + batch)
         with transaction.atomic(), connection.cursor() as cursor:
-            rows = []
+            rows, sealers = [], []
             for k in range(n, upto):
                 when = updated_field.get_db_prep_save(base + dt.timedelta(seconds=k), connection)
-                rows.append((APP, f"owner-bg-{k:07d}", str(uuid.uuid4()), state, when, when, 2))
+                user_id, session_id = f"owner-bg-{k:07d}", str(uuid.uuid4())
+                sealers.append(sealing.session_sealer(APP, user_id, session_id))
+                rows.append((APP, user_id, session_id, sealing.seal_state(sealers[-1], state), when, when, 2))
             cursor.executemany(
                 f"INSERT INTO {s_table} (app_name, user_id, session_id, state, created_at, updated_at, revision)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s)",
                 rows,
             )
             cursor.execute(f"SELECT id FROM {s_table} ORDER BY id DESC LIMIT %s", [upto - n])
-            pks = [pk for (pk,) in cursor.fetchall()]
+            pks = [pk for (pk,) in cursor.fetchall()][::-1]  # in insertion order, as `sealers`
             events = []
-            for pk in pks:
+            for pk, sealer in zip(pks, sealers):
                 for j in range(2):
-                    event_id = str(uuid.uuid4())
-                    events.append((pk, event_id, "inv-0", "user", 1_767_225_600.0 + j,
-                                   event_template.replace("EVENT-ID", event_id)))
+                    event_id, timestamp = str(uuid.uuid4()), 1_767_225_600.0 + j
+                    event_json = event_template.replace("EVENT-ID", event_id)
+                    events.append((pk, event_id, "inv-0", "user", timestamp,
+                                   sealing.seal_event(sealer, event_id, timestamp, event_json)))
             cursor.executemany(
                 f"INSERT INTO {e_table} (session_id, event_id, invocation_id, author, timestamp, event_data)"
                 " VALUES (%s, %s, %s, %s, %s, %s)",
@@ -418,23 +427,24 @@ def runner_turn_calls(ops: Ops) -> dict:
 
 
 def duplicate_check_time(ops: Ops, reps: int) -> dict:
-    """append_event's "is an equal copy already stored?" statement alone, for a new event id."""
+    """append_event's "is an equal copy already stored?" statement alone, for a new event id
+    (it fetches the stored events with that id, to open and compare them: none here)."""
     from django.db import connection
 
     from sessions_app.models import AgentSession
     from sessions_app.store import _sql
 
     pk = AgentSession.objects.get(app_name=APP, user_id=ops.user_id, session_id=ops.session_id).pk
-    statement = _sql(connection).equal_event_stored
+    statement = _sql(connection).events_with_id
     times = []
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN QUERY PLAN " + statement, [pk, "x", "x"])
+        cursor.execute("EXPLAIN QUERY PLAN " + statement, [pk, "x"])
         plan = "; ".join(row[-1] for row in cursor.fetchall())
         for _ in range(max(reps, 20)):
             event_id = str(uuid.uuid4())
             started = time.perf_counter()
-            cursor.execute(statement, [pk, event_id, "{}"])
-            cursor.fetchone()
+            cursor.execute(statement, [pk, event_id])
+            cursor.fetchall()
             times.append(time.perf_counter() - started)
     return {"median_s": _common.median(times), "plan": plan}
 
@@ -451,7 +461,7 @@ def query_plans() -> dict[str, list[str]]:
         "get_session: all events": sql.events + sql.events_order,
         "get_session: 5 recent events": sql.events + sql.events_order + " " + sql.limit(0, 5),
         "append: lock session row": sql.lock_session,
-        "append: equal event stored?": sql.equal_event_stored,
+        "append: stored events with this id": sql.events_with_id,
         "append: update session": sql.update_session,
         "list_sessions (one user)": sql.list_user_sessions,
         "delete: events": sql.delete_events,
@@ -605,13 +615,14 @@ def render(events: dict, sessions: dict, args, info: dict, command: str, elapsed
     check = events["duplicate_check"]
     lines += [
         "",
-        "`append_event`'s duplicate check alone (\"is an equal copy of this event already stored?\", "
-        "for a new event id; raw statement through Django's cursor), ms:",
+        "`append_event`'s duplicate check alone (\"is an equal copy of this event already stored?\": "
+        "the stored events with the new event's id, to be opened and compared, none here; raw statement "
+        "through Django's cursor), ms:",
         "",
     ]
     lines += _common.md_table(
         ["statement"] + [f"{n:,} events" for n in sizes] + ["plan"],
-        [["equal event stored?"] + [f"{check[n]['median_s'] * 1000:.3f}" for n in sizes] + [check[sizes[-1]]["plan"]]],
+        [["stored events with this id"] + [f"{check[n]['median_s'] * 1000:.3f}" for n in sizes] + [check[sizes[-1]]["plan"]]],
     )
 
     def marginal(service: str, op: str) -> float:
@@ -682,11 +693,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="growth_bench_") as tmpdir:
         tmp = Path(tmpdir)
         _common.setup_django(tmp / "events.db")
+        from sessions_app.crypto import token_context
+
         workload = Workload()
-        print("events dimension...", file=sys.stderr)
-        events = run_events_dimension(tmp, workload, event_sizes, args.reps)
-        print("sessions dimension...", file=sys.stderr)
-        sessions = run_sessions_dimension(tmp, workload, session_sizes, args.reps)
+        # As the API does for each request; async_to_sync carries it into the store.
+        with token_context(BENCH_TOKEN):
+            print("events dimension...", file=sys.stderr)
+            events = run_events_dimension(tmp, workload, event_sizes, args.reps)
+            print("sessions dimension...", file=sys.stderr)
+            sessions = run_sessions_dimension(tmp, workload, session_sizes, args.reps)
         use_database(tmp / "events.db")
     elapsed = time.perf_counter() - started
     markdown, data = render(events, sessions, args, info, command, elapsed)

@@ -11,14 +11,21 @@ it. Each database has background sessions of other users in it.
 Services:
   ours           sessions_app.store.DjangoSessionService on a temp SQLite file
                  (the project's settings: secure_delete=ON, journal_mode=DELETE,
-                 temp_store=MEMORY, IMMEDIATE transactions, synchronous=FULL)
-  ours+NORMAL    the same, with PRAGMA synchronous=NORMAL set on the benchmark's
+                 temp_store=MEMORY, IMMEDIATE transactions, synchronous=FULL),
+                 content sealed with keys from a session token, as in production
+  ours-plain     the same store and database with the sealing replaced by a
+                 benchmark-only pass-through (PlainSealer below; the project has
+                 no "encryption off" mode): what encryption at rest costs is
+                 ours / ours-plain
+  ours+NORMAL    ours with PRAGMA synchronous=NORMAL set on the benchmark's
                  connection only (measured, not adopted: sessions_app/sqlite.py
                  is unchanged)
   adk_sqlite     google.adk SqliteSessionService on a temp file
   adk_database   google.adk DatabaseSessionService, sqlite+aiosqlite:/// temp file
   in_memory      google.adk InMemorySessionService (the floor)
 
+Everything runs inside `token_context(BENCH_TOKEN)`, as an API request runs
+(the API enters it per request; ADK's services ignore it).
 Every operation is awaited inside an event loop the way the project runs the
 ADK Runner: the benchmark's main thread calls `async_to_sync(lifecycle)`, as a
 Django view calls `async_to_sync(_run_agent)` (sessions_app/turns.py), so our
@@ -64,7 +71,9 @@ OP_LABELS = {
     "delete": "delete_session",
 }
 EVENTS_PER_SESSION = 14
-SERVICES = ("ours", "ours+NORMAL", "adk_sqlite", "adk_database", "in_memory")
+SERVICES = ("ours", "ours-plain", "ours+NORMAL", "adk_sqlite", "adk_database", "in_memory")
+# Fictional, like the data: the key source of every "ours" lifecycle.
+BENCH_TOKEN = "benchmark-token-not-a-real-one-0123456789abc"
 PACKAGES = ["Django", "google-adk", "google-genai", "SQLAlchemy", "aiosqlite", "asgiref", "pydantic"]
 
 # ---------------------------------------------------------------------------
@@ -250,6 +259,43 @@ class NoSwitch:
         return None
 
 
+class PlainSealer:
+    """Benchmark only: a sealer that does no cryptography (no key derivation, no AES-GCM).
+
+    Same interface as sessions_app.crypto.Sealer; the values stay bytes, so the
+    store does every other step as it does with encryption on.
+    """
+
+    def __init__(self, *scope_and_purpose):
+        pass
+
+    def seal(self, plaintext: bytes, place: str) -> bytes:
+        return plaintext
+
+    def open(self, sealed, place: str) -> bytes:
+        return bytes(sealed)
+
+
+class EncryptionOff:
+    """Benchmark only: while active, the store's sealers (sessions_app.sealing) are PlainSealers."""
+
+    NAMES = ("session_sealer", "owner_sealer")
+
+    def __enter__(self):
+        from sessions_app import sealing
+
+        self.saved = {name: getattr(sealing, name) for name in self.NAMES}
+        for name in self.NAMES:
+            setattr(sealing, name, PlainSealer)
+        return self
+
+    def __exit__(self, *exc):
+        from sessions_app import sealing
+
+        for name, function in self.saved.items():
+            setattr(sealing, name, function)
+
+
 def load_store_file(path: Path):
     """A DjangoSessionService from another version of sessions_app/store.py (e.g. from git)."""
     import importlib.util
@@ -270,6 +316,7 @@ def make_services(tmp: Path, names: tuple[str, ...], baseline_store: Path | None
 
     factories = {
         "ours": lambda: (DjangoSessionService(), NoSwitch()),
+        "ours-plain": lambda: (DjangoSessionService(), EncryptionOff()),
         "ours+NORMAL": lambda: (DjangoSessionService(), PragmaSwitch("NORMAL")),
         "adk_sqlite": lambda: (SqliteSessionService(str(tmp / "adk_sqlite.db")), NoSwitch()),
         "adk_database": lambda: (DatabaseSessionService(f"sqlite+aiosqlite:///{tmp / 'adk_database.db'}"), NoSwitch()),
@@ -367,6 +414,36 @@ def _lifecycles(rep: dict) -> int:
     return len(rep["create"])
 
 
+ENCRYPTION_TARGET = 0.10  # encryption may add at most 10% to the unencrypted store's time
+
+
+def encryption_cost(summary: dict, op: str) -> float:
+    """What sealing adds to `op`: median over repetitions of (ours / ours-plain) - 1, paired."""
+    pairs = zip(summary["ours"][op]["per_rep_mean_s"], summary["ours-plain"][op]["per_rep_mean_s"])
+    return _common.median([ours / plain for ours, plain in pairs if plain > 0]) - 1
+
+
+def encryption_cost_lines(summary: dict) -> list[str]:
+    if "ours" not in summary or "ours-plain" not in summary:
+        return []
+    cost = encryption_cost(summary, "lifecycle")
+    verdict = "met" if cost < ENCRYPTION_TARGET else "NOT met"
+    lines = [
+        f"**Encryption at rest: whole lifecycle, ours (sealed) / ours-plain (no cryptography) = "
+        f"{1 + cost:.3f}, a cost of {cost:+.1%}** ({_common.fmt_ms(summary['ours']['lifecycle']['median_s'])} ms vs "
+        f"{_common.fmt_ms(summary['ours-plain']['lifecycle']['median_s'])} ms); target under "
+        f"{ENCRYPTION_TARGET:.0%}: **{verdict}**. Per operation (paired ratios, median over repetitions; "
+        "small differences are within the machine's noise):",
+        "",
+    ]
+    rows = [
+        [OP_LABELS.get(op, "**whole lifecycle**"), _common.fmt_ms(summary["ours"][op]["median_s"]),
+         _common.fmt_ms(summary["ours-plain"][op]["median_s"]), f"{encryption_cost(summary, op):+.1%}"]
+        for op in (*OPS, "lifecycle")
+    ]
+    return lines + _common.md_table(["operation", "ours, ms", "ours-plain, ms", "cost of encryption"], rows) + [""]
+
+
 def render(summary: dict, queries: dict, sizes: dict, args, info: dict, command: str, elapsed: float,
            profile_text: str | None, extras: dict) -> tuple[str, dict]:
     lines = [f"## Session store: ours vs ADK's services ({'quick' if args.quick else 'full'} run)", ""]
@@ -395,6 +472,7 @@ def render(summary: dict, queries: dict, sizes: dict, args, info: dict, command:
             f"{_common.fmt_ms(base['lifecycle']['median_s'])} ms); target ≤ 1.0: **{verdict}**.",
             "",
         ]
+    lines += encryption_cost_lines(summary)
     names = list(summary)
     lines += ["### Operations per second (median)", ""]
     rows = []
@@ -564,22 +642,27 @@ def main(argv: list[str] | None = None) -> int:
         _common.setup_django(tmp / "bench.db")
         from asgiref.sync import async_to_sync
 
+        from sessions_app.crypto import token_context
+
         workload = Workload()
         services = make_services(tmp, names, args.baseline_store)
-        # Warm-up (schemas, imports, caches) and background sessions; not timed.
-        django_seeded = False  # every "ours*" service shares the one Django database
-        for name, (service, switch) in services.items():
-            if not name.startswith("ours") or not django_seeded:
-                async_to_sync(seed)(service, workload, args.background)
-                django_seeded = django_seeded or name.startswith("ours")
-            with switch:
-                async_to_sync(lifecycle)(service, workload)
-        queries = {name: count_queries(services[name][0], workload) for name in ("ours-baseline", "ours")
-                   if name in services}
-        gc.collect()
-        raw = measure(services, workload, args.reps, args.lifecycles)
-        extras = {"thread_hop": thread_hop_cost(), "commit_cost": commit_cost(tmp, 30 if args.quick else 100)}
-        profile_text = profile_ours(services["ours"][0], workload, args.lifecycles) if args.profile and "ours" in services else None
+        # The token every "ours" lifecycle seals with, entered as the API enters
+        # it for a request; async_to_sync carries it into each lifecycle.
+        with token_context(BENCH_TOKEN):
+            # Warm-up (schemas, imports, caches) and background sessions; not timed.
+            django_seeded = False  # every "ours*" service shares the one Django database
+            for name, (service, switch) in services.items():
+                if not name.startswith("ours") or not django_seeded:
+                    async_to_sync(seed)(service, workload, args.background)
+                    django_seeded = django_seeded or name.startswith("ours")
+                with switch:
+                    async_to_sync(lifecycle)(service, workload)
+            queries = {name: count_queries(services[name][0], workload) for name in ("ours-baseline", "ours")
+                       if name in services}
+            gc.collect()
+            raw = measure(services, workload, args.reps, args.lifecycles)
+            extras = {"thread_hop": thread_hop_cost(), "commit_cost": commit_cost(tmp, 30 if args.quick else 100)}
+            profile_text = profile_ours(services["ours"][0], workload, args.lifecycles) if args.profile and "ours" in services else None
         if "adk_database" in services:
             async_to_sync(services["adk_database"][0].close)()
         summary = summarise(raw)

@@ -6,6 +6,13 @@ additions: a surrogate key, so an event row points at one session row and is
 removed with it by a cascading delete, and a revision counter, so a writer
 holding a stale copy of a session is detected exactly instead of by
 comparing rounded timestamps.
+
+Everything that can carry personal data is stored sealed (encryption at rest,
+keyed by the owner's session token; `sessions_app.sealing` says what goes
+where): the session state, each event, and the owner's `user:` state are
+binary columns holding ciphertext. The other columns stay in clear because
+retention and operations need them: ids, the derived owner id, times, an
+event's author and invocation id, the revision and the turn lock.
 """
 
 import uuid
@@ -24,9 +31,10 @@ class AgentSession(models.Model):
     user_id = models.CharField(max_length=128)
     # ADK lets callers choose any string; the API always uses a UUID4.
     session_id = models.CharField(max_length=128, default=new_session_id)
-    # Session-scoped state only; `app:` and `user:` keys live in the tables
-    # below and `temp:` keys are never stored.
-    state = models.JSONField(default=dict)
+    # Session-scoped state only, as sealed JSON (resume, plan versions, flags);
+    # `app:` and `user:` keys live in the tables below and `temp:` keys are
+    # never stored.
+    state = models.BinaryField()
     created_at = models.DateTimeField()
     # Last activity: the TTL is counted from here, so it is indexed.
     updated_at = models.DateTimeField(db_index=True)
@@ -56,8 +64,9 @@ class SessionEvent(models.Model):
     author = models.CharField(max_length=256, blank=True, default="")
     # ADK's float timestamp, kept exact for `after_timestamp` filtering.
     timestamp = models.FloatField()
-    # The whole ADK Event as JSON (Event.model_dump_json), as ADK stores it.
-    event_data = models.TextField()
+    # The whole ADK Event as JSON (Event.model_dump_json), sealed: its place is
+    # bound to event_id and timestamp above, which stay in clear.
+    event_data = models.BinaryField()
 
     class Meta:
         indexes = [
@@ -73,7 +82,11 @@ class SessionEvent(models.Model):
 
 
 class AppState(models.Model):
-    """ADK `app:` state, shared by every session of an app."""
+    """ADK `app:` state, shared by every session of an app.
+
+    Stored in clear: it has no owner, so no token can key it. It must never
+    hold personal data (our agent writes none; a test checks it stays empty).
+    """
 
     app_name = models.CharField(max_length=128, unique=True)
     state = models.JSONField(default=dict)
@@ -85,7 +98,8 @@ class UserState(models.Model):
 
     app_name = models.CharField(max_length=128)
     user_id = models.CharField(max_length=128)
-    state = models.JSONField(default=dict)
+    # Sealed JSON, keyed by the owner's token (one owner per token).
+    state = models.BinaryField()
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

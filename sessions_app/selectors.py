@@ -1,5 +1,6 @@
-"""Reads. Every read the API makes of a session goes through `owned_live_session`;
-the admin's reads (metadata and retention, never content) are below it."""
+"""Reads. Every read the API makes of a session goes through `owned_live_session`,
+and its content (state, events) is opened with the caller's token; the admin's
+reads (metadata and retention, never content, no key) are below them."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count, DateTimeField, F, Func, IntegerField, QuerySet, Sum, TextField
-from django.db.models.functions import Cast, Coalesce, Least
+from django.db.models import Count, DateTimeField, F, Func, IntegerField, QuerySet, Sum
+from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 from django_q.models import Schedule, Task
+from google.adk.events.event import Event
 
 from agent import APP_NAME
 
-from . import retention
+from . import retention, sealing
 from .models import AgentSession
 
 
@@ -28,6 +30,36 @@ def owned_live_session(session_id: str, owner_id: str) -> AgentSession | None:
         app_name=APP_NAME, session_id=session_id, user_id=owner_id
     )
     return retention.live(sessions).first()
+
+
+# --- Content of an owned session: needs its token in `crypto.token_context` ---
+# KeyUnavailable without one, DecryptionFailed for a value that does not open
+# (the API answers both with its uniform 404).
+def _session_sealer(session: AgentSession):
+    return sealing.session_sealer(session.app_name, session.user_id, session.session_id)
+
+
+def session_state(session: AgentSession) -> dict:
+    """The session's stored state (resume, plan versions, flags); a turn needs no more."""
+    return sealing.open_state(_session_sealer(session), session.state)
+
+
+@dataclass(frozen=True)
+class SessionContent:
+    state: dict
+    events: list[Event]
+
+
+def session_content(session: AgentSession) -> SessionContent:
+    """State and events, opened whole: one value that does not open fails every read
+    of the session alike, whichever part that read shows."""
+    sealer = _session_sealer(session)
+    return SessionContent(state=sealing.open_state(sealer, session.state), events=_open_events(session, sealer))
+
+
+def _open_events(session: AgentSession, sealer) -> list[Event]:
+    rows = session.events.order_by("pk").values_list("event_id", "timestamp", "event_data")
+    return [Event.model_validate_json(sealing.open_event(sealer, *row)) for row in rows]
 
 
 # --- Operators (the admin): metadata and retention, never state or event content ---
@@ -49,7 +81,8 @@ def sessions_with_metadata(sessions: QuerySet | None = None) -> QuerySet:
     """Sessions with `expires_at`, `event_count` and `size_bytes`, all in the one query.
 
     `expires_at` is `retention.expires_at` as SQL, so the list can sort by it;
-    `size_bytes` is the stored state plus every event's JSON.
+    `size_bytes` is the stored (sealed) state plus every sealed event: what the
+    session takes on disk, readable without a key.
     """
     sessions = AgentSession.objects.all() if sessions is None else sessions
     return sessions.annotate(
@@ -59,8 +92,7 @@ def sessions_with_metadata(sessions: QuerySet | None = None) -> QuerySet:
             output_field=DateTimeField(),
         ),
         event_count=Count("events"),
-        size_bytes=ByteLength(Cast("state", TextField()))
-        + Coalesce(Sum(ByteLength("events__event_data")), 0),
+        size_bytes=ByteLength("state") + Coalesce(Sum(ByteLength("events__event_data")), 0),
     )
 
 

@@ -1,7 +1,9 @@
 """What the API does with sessions: create, describe, export and delete them.
 
 Views stay thin and call these; every function takes a session already
-checked by `selectors.owned_live_session`, except `create_session`.
+checked by `selectors.owned_live_session`, except `create_session`. Those
+that read what the person wrote (state, events) open it with the token the
+view put in `crypto.token_context`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from google.adk.events.event import Event
 
 from agent import APP_NAME
 
-from . import retention
+from . import retention, selectors
+from .crypto import token_context
 from .erasure import erase_and_record
 from .models import AgentSession, DeletionAudit
 from .ownership import new_token, owner_id_for
@@ -32,11 +35,13 @@ class NewSession:
 @sensitive_variables()
 def create_session(resume_text: str) -> NewSession:
     token = new_token()
-    adk_session = async_to_sync(DjangoSessionService().create_session)(
-        app_name=APP_NAME,
-        user_id=owner_id_for(token),
-        state={"resume_text": resume_text, "plan_versions": [], "suspicious_flags": []},
-    )
+    # The new session's state is sealed with a key derived from its new token.
+    with token_context(token):
+        adk_session = async_to_sync(DjangoSessionService().create_session)(
+            app_name=APP_NAME,
+            user_id=owner_id_for(token),
+            state={"resume_text": resume_text, "plan_versions": [], "suspicious_flags": []},
+        )
     session = AgentSession.objects.get(
         app_name=APP_NAME, user_id=adk_session.user_id, session_id=adk_session.id
     )
@@ -58,15 +63,14 @@ def delete_owned_session(session_id: str, owner_id: str) -> bool:
     return bool(erased.sessions) and was_live
 
 
-def session_events(session: AgentSession) -> list[Event]:
-    data = session.events.order_by("pk").values_list("event_data", flat=True)
-    return [Event.model_validate_json(item) for item in data]
-
-
 def conversation(session: AgentSession) -> list[dict]:
     """The user's and the agent's texts, in order (tool calls and results left out)."""
+    return _conversation(selectors.session_content(session).events)
+
+
+def _conversation(events: list[Event]) -> list[dict]:
     messages = []
-    for event in session_events(session):
+    for event in events:
         if event.content is None or not event.content.parts:
             continue
         text = "".join(part.text for part in event.content.parts if part.text and not part.thought)
@@ -82,25 +86,38 @@ def conversation(session: AgentSession) -> list[dict]:
     return messages
 
 
+def expires_at(session: AgentSession) -> dt.datetime:
+    """Needs no key: times are stored in clear."""
+    return retention.expires_at(session.created_at, session.updated_at)
+
+
 def metadata(session: AgentSession) -> dict:
+    content = selectors.session_content(session)
+    return _metadata(session, content.state, _conversation(content.events))
+
+
+def _metadata(session: AgentSession, state: dict, messages: list[dict]) -> dict:
     return {
         "session_id": session.session_id,
         "created_at": session.created_at,
         "last_activity_at": session.updated_at,
-        "expires_at": retention.expires_at(session.created_at, session.updated_at),
-        "turns": sum(1 for message in conversation(session) if message["role"] == "user"),
-        "plan_versions": len(session.state.get("plan_versions", [])),
+        "expires_at": expires_at(session),
+        "turns": sum(1 for message in messages if message["role"] == "user"),
+        "plan_versions": len(state.get("plan_versions", [])),
     }
 
 
 @sensitive_variables()
 def export(session: AgentSession) -> dict:
     """Everything stored about the session, for the person to take with them."""
+    content = selectors.session_content(session)
+    state, events = content.state, content.events
+    messages = _conversation(events)
     return {
-        **metadata(session),
-        "resume_text": session.state.get("resume_text", ""),
-        "conversation": conversation(session),
-        "plan_versions": session.state.get("plan_versions", []),
-        "suspicious_flags": session.state.get("suspicious_flags", []),
-        "events": [event.model_dump(mode="json", exclude_none=True) for event in session_events(session)],
+        **_metadata(session, state, messages),
+        "resume_text": state.get("resume_text", ""),
+        "conversation": messages,
+        "plan_versions": state.get("plan_versions", []),
+        "suspicious_flags": state.get("suspicious_flags", []),
+        "events": [event.model_dump(mode="json", exclude_none=True) for event in events],
     }

@@ -16,6 +16,13 @@ The statements every Runner turn runs (reading a session, appending an
 event) and those of listing and deleting are plain SQL on Django's
 connection, built from the models' table and column names; see "SQL of the
 hot paths" below. The rest uses the ORM.
+
+Session state, events and `user:` state are stored sealed (`sealing`), with
+keys derived from the session token the API puts in `crypto.token_context`
+for the request; `sync_to_async` carries that context to the thread that runs
+the queries. Without a token, reading or writing content raises
+`KeyUnavailable` before anything is written; a value that does not open
+raises `DecryptionFailed`. Deleting needs no key.
 """
 
 from __future__ import annotations
@@ -40,7 +47,8 @@ from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 from typing_extensions import override
 
-from .models import AgentSession, AppState, SessionEvent, UserState
+from . import sealing
+from .models import AgentSession, AppState, SessionEvent, UserState, new_session_id
 
 _STALE_MESSAGE = (
     "The session object is older than the stored session: another writer has"
@@ -70,12 +78,19 @@ def _app_state(app_name: str) -> dict:
 
 
 def _user_state(app_name: str, user_id: str) -> dict:
-    row = (
+    sealed = (
         UserState.objects.filter(app_name=app_name, user_id=user_id)
         .values_list("state", flat=True)
         .first()
     )
-    return row or {}
+    return _open_user_state(app_name, user_id, sealed)
+
+
+def _open_user_state(app_name: str, user_id: str, sealed) -> dict:
+    """The owner's `user:` state; {} where none is stored (then no key is needed)."""
+    if sealed is None:
+        return {}
+    return sealing.open_user_state(sealing.owner_sealer(app_name, user_id), sealed)
 
 
 # --- SQL of the hot paths -------------------------------------------------------
@@ -86,10 +101,10 @@ def _user_state(app_name: str, user_id: str) -> dict:
 # results in benchmarks/results/store.md), so these statements, and those of
 # list_sessions and delete_session, are written once per database connection
 # from the models' own table and column names, quoted for that database.
-# Values go through the model fields' own conversions, so the JSON and the
-# timestamps stored are the bytes the ORM writes and reads. Creating a session,
-# merging app/user state, the marker-less stale check and get_user_state stay
-# on the ORM.
+# Sealed values are bytes both ways; app state and timestamps go through the
+# model fields' own conversions, so what is stored is what the ORM writes and
+# reads. Creating a session, merging app/user state, the marker-less stale
+# check and get_user_state stay on the ORM.
 
 
 class _Sql:
@@ -126,7 +141,8 @@ class _Sql:
             f" (SELECT {col(UserState, 'state')} FROM {user_states}"
             f" WHERE {col(UserState, 'app_name')} = %s AND {col(UserState, 'user_id')} = %s)"
         )
-        self.events = f"SELECT {e_data} FROM {events} WHERE {e_session} = %s"
+        # An event's id and timestamp name the place its sealed data opens in.
+        self.events = f"SELECT {e_event_id}, {e_time}, {e_data} FROM {events} WHERE {e_session} = %s"
         self.events_after = f"{self.events} AND {e_time} >= %s"
         self.events_order = f" ORDER BY {e_pk} DESC"
         self.limit = connection.ops.limit_offset_sql
@@ -152,9 +168,11 @@ class _Sql:
             f"DELETE FROM {events} WHERE {e_session} IN (SELECT {s_pk} FROM {sessions} WHERE {owner})"
         )
         self.delete_session = f"DELETE FROM {sessions} WHERE {owner}"
-        self.equal_event_stored = (
-            f"SELECT 1 FROM {events} WHERE {e_session} = %s AND {e_event_id} = %s AND {e_data} = %s"
-            f" {connection.ops.limit_offset_sql(0, 1)}"
+        # Stored events with the id of the one being appended (almost always
+        # none): sealed values differ on every write, so an equal re-delivery is
+        # found by opening them, not by comparing bytes in SQL.
+        self.events_with_id = (
+            f"SELECT {e_time}, {e_data} FROM {events} WHERE {e_session} = %s AND {e_event_id} = %s"
         )
         self.insert_event = (
             f"INSERT INTO {events} ({', '.join(e_columns)}, {e_time}, {e_data})"
@@ -191,10 +209,8 @@ def _to_db(field, value, connection):
     return field.get_db_prep_save(value, connection)
 
 
-_SESSION_STATE = AgentSession._meta.get_field("state")
 _SESSION_UPDATED_AT = AgentSession._meta.get_field("updated_at")
 _APP_STATE = AppState._meta.get_field("state")
-_USER_STATE = UserState._meta.get_field("state")
 
 
 def _scoped_states(cursor, connection, app_name: str, user_id: str) -> tuple[dict, dict]:
@@ -203,7 +219,7 @@ def _scoped_states(cursor, connection, app_name: str, user_id: str) -> tuple[dic
     app_value, user_value = cursor.fetchone()
     return (
         _from_db(_APP_STATE, app_value, connection) or {},
-        _from_db(_USER_STATE, user_value, connection) or {},
+        _open_user_state(app_name, user_id, user_value),
     )
 
 
@@ -218,9 +234,12 @@ def _merge_into_app_state(app_name: str, delta: dict) -> None:
 
 
 def _merge_into_user_state(app_name: str, user_id: str, delta: dict) -> None:
+    sealer = sealing.owner_sealer(app_name, user_id)
     rows = UserState.objects.select_for_update()
-    row, _ = rows.get_or_create(app_name=app_name, user_id=user_id)
-    row.state = {**row.state, **delta}
+    # A new row starts empty and is sealed below, in the same transaction.
+    row, created = rows.get_or_create(app_name=app_name, user_id=user_id, defaults={"state": b""})
+    stored = {} if created else sealing.open_user_state(sealer, row.state)
+    row.state = sealing.seal_user_state(sealer, {**stored, **delta})
     row.save(update_fields=["state", "updated_at"])
 
 
@@ -268,24 +287,26 @@ class DjangoSessionService(BaseSessionService):
         return await sync_to_async(self._create_session)(app_name, user_id, state, session_id)
 
     def _create_session(self, app_name, user_id, state, session_id) -> Session:
-        session_id = _normalize_id(session_id) or None
+        chosen_id = _normalize_id(session_id) or None
+        # The id is known before the row exists: it is part of the key's scope.
+        session_id = chosen_id or new_session_id()
+        sealer = sealing.session_sealer(app_name, user_id, session_id)
         deltas = _session_util.extract_json_safe_state_delta(state or {})
         now = _to_datetime(time.time())
         with transaction.atomic():
-            if session_id and AgentSession.objects.filter(
-                app_name=app_name, user_id=user_id, session_id=session_id
+            if chosen_id and AgentSession.objects.filter(
+                app_name=app_name, user_id=user_id, session_id=chosen_id
             ).exists():
-                raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+                raise AlreadyExistsError(f"Session with id {chosen_id} already exists.")
             _apply_scoped_deltas(app_name, user_id, deltas)
             row = AgentSession(
                 app_name=app_name,
                 user_id=user_id,
-                state=deltas["session"],
+                session_id=session_id,
+                state=sealing.seal_state(sealer, deltas["session"]),
                 created_at=now,
                 updated_at=now,
             )
-            if session_id:
-                row.session_id = session_id
             try:
                 row.save(force_insert=True)
             except IntegrityError:
@@ -322,19 +343,23 @@ class DjangoSessionService(BaseSessionService):
             if row is None:
                 return None
             pk, state, updated_at, revision, app_state, user_state = row
-            event_data = self._load_event_data(cursor, sql, pk, config)
-        events = [Event.model_validate_json(item) for item in reversed(event_data)]
+            event_rows = self._load_event_rows(cursor, sql, pk, config)
+        sealer = sealing.session_sealer(app_name, user_id, session_id)
+        events = [
+            Event.model_validate_json(sealing.open_event(sealer, event_id, timestamp, sealed))
+            for event_id, timestamp, sealed in reversed(event_rows)
+        ]
         merged = _merged_state(
             _from_db(_APP_STATE, app_state, connection) or {},
-            _from_db(_USER_STATE, user_state, connection) or {},
-            _from_db(_SESSION_STATE, state, connection),
+            _open_user_state(app_name, user_id, user_state),
+            sealing.open_state(sealer, state),
         )
         updated_at = _from_db(_SESSION_UPDATED_AT, updated_at, connection)
         return _to_adk_session(app_name, user_id, session_id, updated_at, revision, merged, events)
 
     @staticmethod
-    def _load_event_data(cursor, sql: _Sql, pk: int, config: Optional[GetSessionConfig]) -> list[str]:
-        """The stored event JSON, newest first (the caller reverses it)."""
+    def _load_event_rows(cursor, sql: _Sql, pk: int, config: Optional[GetSessionConfig]) -> list[tuple]:
+        """(event id, timestamp, sealed event JSON) of the stored events, newest first (the caller reverses them)."""
         if config and config.num_recent_events == 0:
             return []
         # Events come back in the order they were appended (the primary key),
@@ -350,7 +375,7 @@ class DjangoSessionService(BaseSessionService):
         if config and config.num_recent_events is not None:
             query += " " + sql.limit(0, config.num_recent_events)
         cursor.execute(query, params)
-        return [item for (item,) in cursor.fetchall()]
+        return cursor.fetchall()
 
     @override
     async def list_sessions(
@@ -369,8 +394,11 @@ class DjangoSessionService(BaseSessionService):
             else:
                 app_state = _app_state(app_name)
                 cursor.execute(sql.user_states, [app_name])
+                # Each owner's state opens with that owner's key: listing every
+                # user's sessions fails closed (DecryptionFailed) unless the
+                # token in context is theirs too.
                 state_by_user = {
-                    row_user_id: _from_db(_USER_STATE, state, connection)
+                    row_user_id: _open_user_state(app_name, row_user_id, state)
                     for row_user_id, state in cursor.fetchall()
                 }
                 cursor.execute(sql.list_sessions, [app_name])
@@ -385,7 +413,7 @@ class DjangoSessionService(BaseSessionService):
                 _merged_state(
                     app_state,
                     state_by_user.get(row_user_id, {}),
-                    _from_db(_SESSION_STATE, state, connection),
+                    sealing.open_state(sealing.session_sealer(app_name, row_user_id, session_id), state),
                 ),
                 [],
             )
@@ -427,7 +455,9 @@ class DjangoSessionService(BaseSessionService):
 
     def _store_event(self, session: Session, event: Event) -> bool:
         """Writes the event; False when an equal copy was already stored (a retry)."""
-        event_data = event.model_dump_json(exclude_none=True)
+        event_json = event.model_dump_json(exclude_none=True)
+        # Before the transaction: without a token nothing is written at all.
+        sealer = sealing.session_sealer(session.app_name, session.user_id, session.id)
         state_delta = event.actions.state_delta if event.actions else None
         deltas = _session_util.extract_json_safe_state_delta(state_delta or {})
         connection = transaction.get_connection()
@@ -443,25 +473,25 @@ class DjangoSessionService(BaseSessionService):
             if row is None:
                 raise SessionNotFoundError(f"Session {session.id} not found.")
             pk, revision = row[0], row[1]
-            cursor.execute(sql.equal_event_stored, [pk, event.id, event_data])
-            if cursor.fetchone() is not None:
+            if self._equal_event_stored(cursor, sql, sealer, pk, event.id, event_json):
                 # An equal re-delivery (same id, same content) is applied once,
                 # as ADK's in-memory service does.
                 return False
             self._check_not_stale(cursor, sql, connection, session, pk, revision)
             _apply_scoped_deltas(session.app_name, session.user_id, deltas)
+            sealed_event = sealing.seal_event(sealer, event.id, event.timestamp, event_json)
             cursor.execute(
                 sql.insert_event,
-                [pk, event.id, event.invocation_id or "", event.author or "", event.timestamp, event_data],
+                [pk, event.id, event.invocation_id or "", event.author or "", event.timestamp, sealed_event],
             )
             updated_at = _to_datetime(event.timestamp)
             stored_time = _to_db(_SESSION_UPDATED_AT, updated_at, connection)
             # The row is locked for this transaction: the next revision is known.
             if deltas["session"]:
-                state = {**_from_db(_SESSION_STATE, row[2], connection), **deltas["session"]}
+                state = {**sealing.open_state(sealer, row[2]), **deltas["session"]}
                 cursor.execute(
                     sql.update_session_with_state,
-                    [revision + 1, stored_time, _to_db(_SESSION_STATE, state, connection), pk],
+                    [revision + 1, stored_time, sealing.seal_state(sealer, state), pk],
                 )
             else:
                 cursor.execute(sql.update_session, [revision + 1, stored_time, pk])
@@ -471,6 +501,14 @@ class DjangoSessionService(BaseSessionService):
         session.last_update_time = updated_at.timestamp()
         session._storage_update_marker = str(revision + 1)
         return True
+
+    @staticmethod
+    def _equal_event_stored(cursor, sql: _Sql, sealer, pk: int, event_id: str, event_json: str) -> bool:
+        cursor.execute(sql.events_with_id, [pk, event_id])
+        return any(
+            sealing.open_event(sealer, event_id, timestamp, sealed) == event_json
+            for timestamp, sealed in cursor.fetchall()
+        )
 
     @staticmethod
     def _check_not_stale(cursor, sql: _Sql, connection, session: Session, pk: int, revision: int) -> None:

@@ -51,7 +51,9 @@ from google.genai import types
 from agent import APP_NAME, build_agent, model_label
 from agent.verification import verify_reply
 
+from .crypto import DecryptionFailed, KeyUnavailable
 from .models import AgentSession
+from .selectors import session_state
 from .store import DjangoSessionService
 
 logger = logging.getLogger(__name__)
@@ -158,6 +160,9 @@ def _turn_runner(base: Runner, buffer: TurnBuffer) -> Runner:
 @sensitive_variables()
 def run_turn(session: AgentSession, message: str) -> TurnResult:
     """Runs one turn of `session` with the user's `message` (a sync entry point for views)."""
+    # Encryption at rest: the state opens with the caller's token before the
+    # turn starts (a value that does not open is "not found", see below).
+    resume_text = session_state(session).get("resume_text", "")
     _acquire_turn(session)
     released = False
     try:
@@ -166,13 +171,17 @@ def run_turn(session: AgentSession, message: str) -> TurnResult:
         started = time.monotonic()
         try:
             events = async_to_sync(_run_agent)(_turn_runner(base, buffer), session.user_id, session.session_id, message)
+        except (DecryptionFailed, KeyUnavailable):
+            # Encryption at rest: a stored value that does not open is a session
+            # the caller cannot have (the API's 404), not a model failure.
+            raise
         except Exception as exc:
             raise _as_model_failure(exc) from None  # nothing was written: nothing to undo
         with transaction.atomic():
             async_to_sync(buffer.store_pending)(base.app_name, session.user_id, session.session_id)
             _release_turn(session)
         released = True
-        result = _summarise(events, session.state.get("resume_text", ""))
+        result = _summarise(events, resume_text)
         result.latency_ms = round((time.monotonic() - started) * 1000)
         return result
     finally:

@@ -1,21 +1,45 @@
-"""Rows made directly, for tests that need sessions of a given age."""
+"""Rows made directly, for tests that need sessions of a given age.
+
+Their content is sealed as the store seals it, under FACTORY_TOKEN, so the
+rows look like real ones (retention and the admin never need the key).
+"""
+
+import json
 
 from django.utils import timezone
 
-from sessions_app.models import AgentSession, SessionEvent
+from sessions_app import sealing
+from sessions_app.crypto import token_context
+from sessions_app.models import AgentSession, SessionEvent, UserState
+
+FACTORY_TOKEN = "factory-token-not-a-real-one"
 
 
 def make_session(user_id="anon-0123456789abcdef", *, last_activity=None, created=None, events=2, text="plain"):
     last_activity = last_activity or timezone.now()
-    session = AgentSession.objects.create(
+    session = AgentSession(
         app_name="resume_agent",
         user_id=user_id,
-        state={"resume_text": text},
         created_at=created or last_activity,
         updated_at=last_activity,
     )
-    SessionEvent.objects.bulk_create(
-        SessionEvent(session=session, event_id=f"e{i}", timestamp=0.0, event_data=f'{{"text": "{text}"}}')
-        for i in range(events)
-    )
+    with token_context(FACTORY_TOKEN):
+        sealer = sealing.session_sealer(session.app_name, session.user_id, session.session_id)
+        session.state = sealing.seal_state(sealer, {"resume_text": text})
+        session.save()
+        SessionEvent.objects.bulk_create(
+            SessionEvent(
+                session=session,
+                event_id=f"e{i}",
+                timestamp=0.0,
+                event_data=sealing.seal_event(sealer, f"e{i}", 0.0, json.dumps({"text": text}, ensure_ascii=False)),
+            )
+            for i in range(events)
+        )
     return session
+
+
+def make_user_state(user_id: str, state: dict, app_name: str = "resume_agent") -> UserState:
+    with token_context(FACTORY_TOKEN):
+        sealed = sealing.seal_user_state(sealing.owner_sealer(app_name, user_id), state)
+    return UserState.objects.create(app_name=app_name, user_id=user_id, state=sealed)

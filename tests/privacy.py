@@ -1,10 +1,14 @@
 """Helpers for the privacy tests: fixture resumes and raw byte scans.
 
-A string can sit in a SQLite file in more than one form: Django's JSONField
-writes `json.dumps` output, which escapes non-ASCII as \\uXXXX, while ADK's
-event JSON (pydantic) and plain text columns keep UTF-8. A scan that looked
-for one form only could never fail on the other, so every marker is searched
-in all of them.
+A string can sit in a file in more than one form: `json.dumps` escapes
+non-ASCII as \\uXXXX, while ADK's event JSON (pydantic) and plain text keep
+UTF-8. A scan that looked for one form only could never fail on the other, so
+every marker is searched in all of them.
+
+Content is stored sealed (encryption at rest), so the markers are never in
+the database files in clear. What a deleted session must not leave behind is
+then its ciphertext: `sealed_chunks` records a piece of every sealed value
+while it is stored, and `find_chunks` looks for those pieces in raw bytes.
 """
 
 from __future__ import annotations
@@ -63,3 +67,30 @@ def find_in_text(text: str, markers: list[str]) -> list[tuple[str, str]]:
         for name, needle in encodings(marker).items()
         if needle in data
     ]
+
+
+# A sealed value starts with its version byte and 12 random nonce bytes, so its
+# first 32 bytes are unique to it, and they sit in the row's own page (SQLite
+# moves only a long record's tail to overflow pages).
+SEALED_CHUNK_BYTES = 32
+
+
+def sealed_chunks() -> list[bytes]:
+    """The first bytes of every sealed value stored now: each session's state, each event, each user state."""
+    from sessions_app.models import AgentSession, SessionEvent, UserState
+
+    values = [
+        *AgentSession.objects.values_list("state", flat=True),
+        *SessionEvent.objects.values_list("event_data", flat=True),
+        *UserState.objects.values_list("state", flat=True),
+    ]
+    return [bytes(value)[:SEALED_CHUNK_BYTES] for value in values]
+
+
+def find_chunks(paths: list[Path], chunks: list[bytes]) -> list[tuple[str, int]]:
+    """Every (file name, chunk index) found in the raw bytes of `paths`."""
+    hits = []
+    for path in paths:
+        data = path.read_bytes()
+        hits += [(path.name, index) for index, chunk in enumerate(chunks) if chunk in data]
+    return hits

@@ -87,10 +87,14 @@ def test_columns_are_computed_in_the_query():
     row = sessions_with_metadata().get(pk=session.pk)
     assert row.expires_at == retention.expires_at(session.created_at, session.updated_at)
     assert row.event_count == 2
-    # Bytes, not characters: each CJK character is 3 bytes in an event's UTF-8 JSON.
-    state_bytes = len(json.dumps(session.state).encode())
-    event_bytes = 2 * len('{"text": "林語晴"}'.encode())
-    assert row.size_bytes == state_bytes + event_bytes
+    # What the session takes on disk: sealed bytes (version, nonce, ciphertext,
+    # tag), and each CJK character is 3 bytes of an event's UTF-8 JSON.
+    overhead = 1 + 12 + 16
+    state_bytes = len(json.dumps({"resume_text": "林語晴"}).encode()) + overhead
+    event_bytes = 2 * (len('{"text": "林語晴"}'.encode()) + overhead)
+    assert row.size_bytes == state_bytes + event_bytes == len(session.state) + 2 * len(
+        SessionEvent.objects.filter(session=session).first().event_data
+    )
     assert sessions_with_metadata().get(pk=make_session(events=0).pk).event_count == 0
 
 

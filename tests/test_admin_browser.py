@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from sessions_app.models import AgentSession, DeletionAudit, SessionEvent
+from sessions_app.models import AgentSession, DeletionAudit
+
+from .factories import make_session
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -36,16 +38,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _make_session(user_id, last_activity, events=2):
-    session = AgentSession.objects.create(
-        app_name="resume_agent",
-        user_id=user_id,
-        state={"resume_text": "plain"},
-        created_at=last_activity,
-        updated_at=last_activity,
-    )
-    SessionEvent.objects.bulk_create(
-        SessionEvent(session=session, event_id=f"e{i}", timestamp=0.0, event_data="{}") for i in range(events)
-    )
+    make_session(user_id, last_activity=last_activity, events=events)
 
 
 def test_operator_purges_expired_sessions_in_the_browser(live_server, django_user_model, settings, tmp_path):

@@ -3,8 +3,11 @@ place a resume could have gone is searched, in every encoding.
 
 Places: the database file and its sidecars (-journal, -wal, -shm), all log
 output at DEBUG (google-adk and google-genai included), and django-q2's
-tables (the purge runs as a django-q2 task here). The control cases switch
-one protection off and show that the same search then finds the resume.
+tables (the purge runs as a django-q2 task here). Content is stored sealed, so
+in the database files the resume is never in clear; there the search looks
+for the session's ciphertext, recorded while the session lived. The control
+cases switch one protection off and show that the same search then finds
+the ciphertext.
 """
 
 import datetime as dt
@@ -20,7 +23,15 @@ from django_q.tasks import async_task
 
 from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState
 
-from .privacy import database_files, find_in_text, find_markers, fixture_markers, fixture_resume
+from .privacy import (
+    database_files,
+    find_chunks,
+    find_in_text,
+    find_markers,
+    fixture_markers,
+    fixture_resume,
+    sealed_chunks,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,9 +75,12 @@ def test_nothing_of_the_resume_is_left_anywhere(api, db_path, captured_logs, set
     temp_files_before = _files_under(temp_dir, "*")
     session_id, token = _converse(api)
     secrets = fixture_markers() + list(MESSAGES) + [token]
-    # Before: the resume and the messages are in the file, so the search works.
-    before = find_markers(database_files(db_path), secrets)
-    assert {marker for _, marker, _ in before} == set(fixture_markers()) | set(MESSAGES)
+    # Before: the resume and the messages are not in the file in clear; their
+    # ciphertext is, every piece of it (state and events), so the search works.
+    assert find_markers(database_files(db_path), secrets) == []
+    chunks = sealed_chunks()
+    assert len(chunks) > 1 + 2 * len(MESSAGES)  # the state, and each turn's events
+    assert {index for _, index in find_chunks(database_files(db_path), chunks)} == set(range(len(chunks)))
 
     _end(api, how, session_id, token)
 
@@ -75,6 +89,7 @@ def test_nothing_of_the_resume_is_left_anywhere(api, db_path, captured_logs, set
     assert DeletionAudit.objects.get().trigger == ("api" if how == "delete" else "ttl")
     if how == "purge":
         assert Task.objects.filter(func="sessions_app.tasks.purge_expired_sessions").exists()
+    assert find_chunks(database_files(db_path), chunks) == []
     assert find_markers(database_files(db_path), secrets) == []
     assert find_in_text(protected_logs.getvalue(), secrets) == []
     assert find_in_text(_django_q_text(), secrets) == []
@@ -126,9 +141,12 @@ def test_the_search_finds_the_resume_when_a_protection_is_off(
     pragma, expected_in = PROTECTIONS_OFF[protection]
     _switch_off(monkeypatch, pragma)
     session_id, token = _converse(api)
+    chunks = sealed_chunks()
     _end(api, how, session_id, token)
     assert AgentSession.objects.count() == 0
-    hits = find_markers(database_files(db_path), fixture_markers())
+    hits = find_chunks(database_files(db_path), chunks)
     where = {"-journal" if name.endswith("-journal") else "-wal" if name.endswith("-wal") else "test_sessions"
-             for name, _, _ in hits}
+             for name, _ in hits}
     assert expected_in in where, hits
+    # Even then, only ciphertext is left: never the resume in clear.
+    assert find_markers(database_files(db_path), fixture_markers()) == []

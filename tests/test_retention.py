@@ -12,8 +12,8 @@ from django.utils import timezone
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent, UserState
 from sessions_app.retention import purge_expired
 
-from .factories import make_session
-from .privacy import database_files, find_markers, fixture_markers
+from .factories import make_session, make_user_state
+from .privacy import database_files, find_chunks, find_markers, fixture_markers, sealed_chunks
 
 pytestmark = pytest.mark.django_db
 
@@ -67,7 +67,7 @@ def test_owner_state_goes_with_the_owners_last_session(settings):
     make_session("anon-kept", last_activity=now - 48 * HOUR)
     make_session("anon-kept", last_activity=now)
     for user_id in ("anon-gone", "anon-kept"):
-        UserState.objects.create(app_name="resume_agent", user_id=user_id, state={"k": "v"})
+        make_user_state(user_id, {"k": "v"})
     result = purge_expired(now=now)
     assert (result.sessions, result.user_states) == (2, 1)
     assert list(UserState.objects.values_list("user_id", flat=True)) == ["anon-kept"]
@@ -156,7 +156,11 @@ def test_purged_resume_leaves_no_bytes_in_database_files(api, new_session, db_pa
     session_id, token = new_session()
     turn = api.post(f"/agent/sessions/{session_id}/messages", {"message": "hi"}, format="json", HTTP_X_SESSION_TOKEN=token)
     assert turn.status_code == 200
-    assert {m for _, m, _ in find_markers(database_files(db_path), fixture_markers())} == set(fixture_markers())
+    # Stored sealed: the resume is not in the file in clear, its ciphertext is.
+    assert find_markers(database_files(db_path), fixture_markers()) == []
+    chunks = sealed_chunks()
+    assert {index for _, index in find_chunks(database_files(db_path), chunks)} == set(range(len(chunks)))
     with time_machine.travel(timezone.now() + 2 * HOUR):
         assert purge_expired().sessions == 1
+    assert find_chunks(database_files(db_path), chunks) == []
     assert find_markers(database_files(db_path), fixture_markers()) == []

@@ -23,6 +23,8 @@ from google.adk.runners import Runner
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from sessions_app import sealing
+from sessions_app.crypto import token_context
 from sessions_app.models import AgentSession, SessionEvent, UserState
 from sessions_app.store import DjangoSessionService
 
@@ -32,8 +34,16 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 APP = "runner_app"
 USER = "runner-user"
+TOKEN = "runner-test-token-not-a-real-one"
 SKILL = "Python 程式設計"
 ANSWER = "已記錄你的技能：Python 程式設計。"
+
+
+@pytest.fixture(autouse=True)
+def _session_token():
+    """The store seals with keys from the request's token, as under the API."""
+    with token_context(TOKEN):
+        yield
 
 
 def record_skill(skill: str, tool_context: ToolContext) -> dict:
@@ -70,8 +80,23 @@ async def _turn(runner: Runner, session_id: str, text: str) -> list[Event]:
 
 
 def _stored_events(session_id: str) -> list[Event]:
+    """The rows as stored, opened with the session's key."""
+    sealer = sealing.session_sealer(APP, USER, session_id)
     rows = SessionEvent.objects.filter(session__session_id=session_id).order_by("pk")
-    return [Event.model_validate_json(data) for data in rows.values_list("event_data", flat=True)]
+    return [
+        Event.model_validate_json(sealing.open_event(sealer, *row))
+        for row in rows.values_list("event_id", "timestamp", "event_data")
+    ]
+
+
+def _stored_state(session_id: str) -> dict:
+    row = AgentSession.objects.get(app_name=APP, user_id=USER, session_id=session_id)
+    return sealing.open_state(sealing.session_sealer(APP, USER, session_id), row.state)
+
+
+def _stored_user_state() -> dict:
+    sealed = UserState.objects.get(app_name=APP, user_id=USER).state
+    return sealing.open_user_state(sealing.owner_sealer(APP, USER), sealed)
 
 
 def _tool_turn_llm() -> ScriptedLlm:
@@ -101,11 +126,11 @@ def _assert_tool_turn_stored(session_id: str, yielded: list[Event]) -> None:
     # What the Runner yielded is exactly what was stored after the user's message.
     assert [event.id for event in yielded] == [event.id for event in stored[1:]]
 
-    row = AgentSession.objects.get(app_name=APP, user_id=USER, session_id=session_id)
-    assert row.state["skills"] == [SKILL]
-    assert "user:last_skill" not in row.state  # user: state lives in its own table
-    assert UserState.objects.get(app_name=APP, user_id=USER).state == {"last_skill": SKILL}
-    assert row.revision == len(stored)
+    state = _stored_state(session_id)
+    assert state["skills"] == [SKILL]
+    assert "user:last_skill" not in state  # user: state lives in its own table
+    assert _stored_user_state() == {"last_skill": SKILL}
+    assert AgentSession.objects.get(session_id=session_id).revision == len(stored)
 
 
 def test_tool_turn_stores_events_in_order_and_persists_tool_state():
@@ -147,8 +172,7 @@ def test_second_turn_reloads_the_session_and_sees_the_first():
     stored = _stored_events(session.id)
     assert len(stored) == 8
     assert [e.content.parts[0].text for e in stored if e.author == "user"] == [f"我會 {SKILL}", "還有 SQL"]
-    row = AgentSession.objects.get(session_id=session.id)
-    assert row.state["skills"] == [SKILL, "SQL"]
+    assert _stored_state(session.id)["skills"] == [SKILL, "SQL"]
     # The third model call (first of turn two) was sent the whole first turn.
     third_request_texts = [
         part.text for content in llm.requests[2].contents for part in content.parts if part.text
@@ -166,13 +190,16 @@ def test_turn_inside_a_running_event_loop_raises_no_synchronous_only_error():
             # Control: Django's async-safety guard is armed in this context.
             with pytest.raises(SynchronousOnlyOperation):
                 AgentSession.objects.count()
-            service = DjangoSessionService()
-            session = await service.create_session(app_name=APP, user_id=USER)
-            outcome["session_id"] = session.id
-            outcome["yielded"] = await _turn(_runner(_tool_turn_llm(), service), session.id, f"我會 {SKILL}")
-            reloaded = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
-            outcome["reloaded_count"] = len(reloaded.events)
-            outcome["listed"] = [s.id for s in (await service.list_sessions(app_name=APP)).sessions]
+            # A new thread starts with an empty context: the turn enters the
+            # token's context itself, as an ASGI request would.
+            with token_context(TOKEN):
+                service = DjangoSessionService()
+                session = await service.create_session(app_name=APP, user_id=USER)
+                outcome["session_id"] = session.id
+                outcome["yielded"] = await _turn(_runner(_tool_turn_llm(), service), session.id, f"我會 {SKILL}")
+                reloaded = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
+                outcome["reloaded_count"] = len(reloaded.events)
+                outcome["listed"] = [s.id for s in (await service.list_sessions(app_name=APP)).sessions]
         finally:
             # Close the connections sync_to_async opened in its worker thread.
             await sync_to_async(connections.close_all)()

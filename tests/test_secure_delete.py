@@ -1,4 +1,10 @@
-"""The proof that a deleted session leaves no byte behind in the database files."""
+"""The proof that a deleted session leaves no byte behind in the database files.
+
+Content is stored sealed, so the resume is never in the files in clear; what
+deletion must remove is the session's ciphertext. The tests record a piece of
+every sealed value while the session lives, see that the scan finds them all
+in the file, and that none is left once the session is deleted.
+"""
 
 import time
 
@@ -9,22 +15,29 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
+from sessions_app.crypto import token_context
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.sqlite import secure_delete_enabled
 from sessions_app.store import DjangoSessionService
 
-from .privacy import database_files, find_markers, fixture_markers, fixture_resume
+from .privacy import database_files, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 APP = "resume_agent"
 USER = "anon-proof"
-CHINESE_MARKERS = [m for m in fixture_markers() if not m.isascii()]
-ENGLISH_MARKERS = [m for m in fixture_markers() if m.isascii()]
+TOKEN = "secure-delete-test-token-not-a-real-one"
+
+
+@pytest.fixture(autouse=True)
+def _session_token():
+    """The store seals with keys from the request's token, as under the API."""
+    with token_context(TOKEN):
+        yield
 
 
 def _fill_session(service: DjangoSessionService) -> str:
-    """A session holding the fixture resume in state and 14 events quoting it."""
+    """A session holding the fixture resume in state and 14 events quoting it (all sealed)."""
     resume = fixture_resume()
     lines = [line for line in resume.splitlines() if line.strip()]
     session = async_to_sync(service.create_session)(
@@ -79,34 +92,37 @@ def test_deleted_session_leaves_no_bytes_in_database_files(db_path):
     session_id = _fill_session(service)
     assert SessionEvent.objects.count() == 14
 
-    # Before: every marker is in the file, Chinese ones in both encodings
-    # (JSONField state escapes them, ADK's event JSON keeps UTF-8), which
+    # Before: the resume is not in the file in clear, in any encoding; its
+    # ciphertext is, every piece of it (the state and the 14 events), which
     # shows the scan can find what it looks for.
-    before = find_markers(database_files(db_path), fixture_markers())
-    assert {marker for _, marker, _ in before} == set(fixture_markers())
-    for marker in CHINESE_MARKERS:
-        found = {encoding for _, m, encoding in before if m == marker}
-        assert {"utf-8", "json-escaped"} <= found, (marker, found)
+    assert find_markers(database_files(db_path), fixture_markers()) == []
+    chunks = sealed_chunks()
+    assert len(chunks) == 15
+    assert {index for _, index in find_chunks(database_files(db_path), chunks)} == set(range(15))
 
     _delete(service, session_id)
 
     assert AgentSession.objects.count() == 0
     assert SessionEvent.objects.count() == 0
+    assert find_chunks(database_files(db_path), chunks) == []
     assert find_markers(database_files(db_path), fixture_markers()) == []
 
 
 def test_scan_fails_when_secure_delete_is_switched_off(db_path, restore_sqlite_settings):
-    """Control: the same flow with secure_delete explicitly OFF leaves the resume in the file.
+    """Control: the same flow with secure_delete explicitly OFF leaves the ciphertext in the file.
 
     Removing our receiver would prove nothing on builds where SQLite defaults
     secure_delete to on (Debian's), so the PRAGMA is switched off explicitly.
+    (The resume itself is still not there in clear: encryption at rest.)
     """
     service = DjangoSessionService()
     session_id = _fill_session(service)
+    chunks = sealed_chunks()
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA secure_delete=OFF")
     _delete(service, session_id)
 
     assert AgentSession.objects.count() == 0
-    leftovers = find_markers(database_files(db_path), fixture_markers())
-    assert {marker for _, marker, _ in leftovers} == set(fixture_markers())
+    leftovers = find_chunks(database_files(db_path), chunks)
+    assert {index for _, index in leftovers} == set(range(len(chunks)))
+    assert find_markers(database_files(db_path), fixture_markers()) == []

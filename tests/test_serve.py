@@ -63,19 +63,22 @@ def served(tmp_path):
 
 
 def _insert_expired_sessions(db: Path, count: int) -> None:
-    """Expired sessions for the scheduler's purge to delete while the API is busy."""
+    """Expired sessions for the scheduler's purge to delete while the API is busy.
+
+    Their content is random bytes the size of sealed values: the purge never opens it.
+    """
     old = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=3)).isoformat(" ")
     with sqlite3.connect(db, timeout=20) as conn:
         for i in range(count):
             cursor = conn.execute(
                 "INSERT INTO sessions_app_agentsession (app_name, user_id, session_id, state, created_at,"
-                " updated_at, revision) VALUES ('resume_agent', ?, ?, '{}', ?, ?, 0)",
+                " updated_at, revision) VALUES ('resume_agent', ?, ?, randomblob(3100), ?, ?, 0)",
                 (f"anon-old-{i}", f"old-{i}", old, old),
             )
             conn.executemany(
                 "INSERT INTO sessions_app_sessionevent (session_id, event_id, invocation_id, author, timestamp,"
-                " event_data) VALUES (?, ?, '', 'user', 0, ?)",
-                [(cursor.lastrowid, f"e{j}", "x" * 1000) for j in range(14)],
+                " event_data) VALUES (?, ?, '', 'user', 0, randomblob(1030))",
+                [(cursor.lastrowid, f"e{j}") for j in range(14)],
             )
 
 

@@ -45,6 +45,7 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
+from sessions_app.crypto import token_context
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.store import DjangoSessionService
 
@@ -52,6 +53,16 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 APP = "my_app"
 USER = "test_user"
+TOKEN = "contract-test-token-not-a-real-one"
+
+
+@pytest.fixture(autouse=True)
+def _session_token():
+    """Our store seals content with keys derived from the request's token, as
+    under the API; one fixed token serves every user here. The in-memory
+    reference ignores it. (`async_to_sync` carries the context into the store.)"""
+    with token_context(TOKEN):
+        yield
 
 
 class BlockingService:

@@ -11,6 +11,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from ..crypto import DecryptionFailed, KeyUnavailable
 from ..turns import ModelFailure, TurnInProgress
 
 logger = logging.getLogger(__name__)
@@ -38,8 +39,14 @@ _MODEL_FAILURE_MESSAGES = {
 }
 
 
+# A stored value that does not open with the caller's token (a wrong key, or
+# altered or moved ciphertext), or no token to open it with, is a session the
+# caller cannot have: the same 404, never a 500 and never garbled text.
+_NOT_FOUND = (SessionNotFound, Http404, exceptions.NotFound, DecryptionFailed, KeyUnavailable)
+
+
 def api_exception_handler(exc, context):
-    if isinstance(exc, (SessionNotFound, Http404, exceptions.NotFound)):
+    if isinstance(exc, _NOT_FOUND):
         return session_not_found_response()
     if isinstance(exc, TurnInProgress):
         return Response(

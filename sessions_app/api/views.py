@@ -8,7 +8,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import selectors, services, turns
+from ..crypto import token_context
 from ..models import AgentSession
+from ..ownership import TOKEN_HEADER
 from .authentication import SessionTokenAuthentication
 from .errors import SessionNotFound
 from .serializers import (
@@ -49,16 +51,28 @@ class SessionCreateView(APIView):
         body = {
             "session_id": created.session.session_id,
             "token": created.token,
-            "expires_at": services.metadata(created.session)["expires_at"],
+            "expires_at": services.expires_at(created.session),
         }
         return Response(CreateSessionResponse(body).data, status=status.HTTP_201_CREATED)
 
 
 class OwnedSessionView(APIView):
-    """Base for every view that names a session: the token's owner, or one 404."""
+    """Base for every view that names a session: the token's owner, or one 404.
+
+    The whole request runs in `token_context(token)`: the token derives the
+    session's key (encryption at rest), for this request only.
+    """
 
     authentication_classes = [SessionTokenAuthentication]
     permission_classes = []
+
+    @hide_locals
+    def dispatch(self, request, *args, **kwargs):
+        token = request.headers.get(TOKEN_HEADER)
+        if token is None:  # the authentication answers 401
+            return super().dispatch(request, *args, **kwargs)
+        with token_context(token):
+            return super().dispatch(request, *args, **kwargs)
 
     def owned_session(self, session_id: str) -> AgentSession:
         session = selectors.owned_live_session(session_id, self.request.user.owner_id)
