@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SECRET_KEY_FILE := var/secret_key
 
-.PHONY: run test venv migrate clean
+.PHONY: run test venv migrate bench clean
 
 # The venv is rebuilt when requirements.txt changes.
 $(VENV)/.installed: requirements.txt
@@ -47,6 +47,16 @@ browser:
 
 test: venv browser
 	$(PY) -m pytest
+
+# All benchmarks (about 10 minutes on 2 cores), then benchmarks/RESULTS.md.
+# Each script also runs alone, e.g. `.venv/bin/python benchmarks/store_bench.py --quick`.
+bench: venv
+	$(PY) benchmarks/store_bench.py
+	$(PY) benchmarks/growth_bench.py
+	$(PY) benchmarks/service_bench.py
+	$(PY) benchmarks/purge_bench.py
+	$(PY) benchmarks/journal_modes.py
+	$(PY) benchmarks/report.py
 
 clean:
 	rm -rf $(VENV) var

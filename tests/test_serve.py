@@ -56,10 +56,20 @@ def served(tmp_path):
     log_path = tmp_path / "serve.log"
     command = [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}"]
     process, base = start_server(command, env, log_path, port)
+    children = _children(process.pid)
     yield process, base, db, log_path
+    # However the test ended, leave no server behind: the children run in
+    # their own sessions, so killing `serve` alone would orphan them.
     if process.poll() is None:
-        process.kill()
-        process.wait()
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    for child in children:
+        if _alive(child):
+            os.kill(child, signal.SIGKILL)
 
 
 def _insert_expired_sessions(db: Path, count: int) -> None:
