@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -74,7 +75,7 @@ def build_database(path: Path, sessions: int, seed: int = 7) -> dict:
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA secure_delete=ON")
     conn.execute("PRAGMA journal_mode=DELETE")
-    with conn:
+    with conn:  # one transaction
         conn.executemany(
             "INSERT INTO sessions_app_agentsession (id, app_name, user_id, session_id, state, created_at, updated_at,"
             " revision, turn_started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
@@ -214,8 +215,9 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
         thread.join(timeout=120)
         result: loadgen.LoadResult = holder["result"]
         purge_output = purge_log.read_text(errors="replace").strip().splitlines()
-        left = sqlite3.connect(db, timeout=30).execute(
-            "SELECT COUNT(*) FROM sessions_app_agentsession WHERE session_id LIKE 'expired-%'").fetchone()[0]
+        with closing(sqlite3.connect(db, timeout=30)) as conn:
+            left = conn.execute(
+                "SELECT COUNT(*) FROM sessions_app_agentsession WHERE session_id LIKE 'expired-%'").fetchone()[0]
     finally:
         if purge is not None and purge.poll() is None:
             loadgen.stop_process(purge, signal.SIGTERM, timeout=10)
