@@ -51,7 +51,7 @@ from loadgen import ROOT, fmt  # noqa: E402
 
 PY = sys.executable
 # Batch size / pause choices --sweep compares (the first is the pre-benchmark default).
-SWEEP = ((200, 0.02), (100, 0.02), (100, 0.05), (50, 0.05))
+SWEEP = ((200, 0.02), (100, 0.05), (50, 0.05), (50, 0.1))
 EVENTS_PER_SESSION = 14
 EVENT_BYTES = 1000
 MARKER = "PurgeBenchMarker"
@@ -151,6 +151,8 @@ def timed_purge(db: Path, secure_delete: str, batch_size: int | None = None, pau
         raise RuntimeError(f"purge child failed:\n{out.stderr[-3000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["sessions_per_s"] = result["sessions"] / result["seconds"] if result["seconds"] else float("nan")
+    working = result["seconds"] - result["batches"] * result["pause"]  # without the pauses between batches
+    result["sessions_per_working_s"] = result["sessions"] / working if working > 0 else float("nan")
     result["marker_hits_after"] = count_marker(db)
     return result
 
@@ -302,16 +304,20 @@ def render(env_info, params, built, on, off, live, sweep, verdicts, elapsed, swe
         "",
         "### purge_expired() alone (a fresh process per run, nothing else writing)",
         "",
-        "| secure_delete | sessions | events | batches | seconds | sessions/s | marker left in file |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| secure_delete | sessions | events | batches | seconds | sessions/s | sessions/s without the pauses"
+        " | marker left in file |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for label, r in (("ON (production)", on), ("OFF (control)", off)):
         lines.append(f"| {label} (PRAGMA={r['secure_delete_pragma']}) | {r['sessions']:,} | {r['events']:,} |"
-                     f" {r['batches']} | {r['seconds']:.2f} | {r['sessions_per_s']:,.0f} | {r['marker_hits_after']:,} |")
+                     f" {r['batches']} | {r['seconds']:.2f} | {r['sessions_per_s']:,.0f} |"
+                     f" {r['sessions_per_working_s']:,.0f} | {r['marker_hits_after']:,} |")
     ratio = on["seconds"] / off["seconds"] if off["seconds"] else float("nan")
-    lines += ["", f"secure_delete ON takes {ratio:.2f}x the time of OFF"
-              f" ({on['sessions_per_s']:,.0f} vs {off['sessions_per_s']:,.0f} sessions/s). Seconds include the"
-              " pause after each batch.", ""]
+    work_on, work_off = (r["seconds"] - r["batches"] * r["pause"] for r in (on, off))
+    lines += ["", f"secure_delete ON takes {ratio:.2f}x the time of OFF ({work_on / work_off:.2f}x without the"
+              f" pauses): {on['sessions_per_s']:,.0f} vs {off['sessions_per_s']:,.0f} sessions/s. `seconds` is"
+              " purge_expired()'s own figure and includes the pause after each batch; the marker column counts"
+              " a string every event carried, in the raw bytes of the file after the purge.", ""]
     if sweep:
         carried = sweep_run and sweep_run["date_utc"] != env_info["date_utc"]
         lines += ["### Batch size and pause (--sweep; secure_delete ON)", "",
@@ -320,13 +326,14 @@ def render(env_info, params, built, on, off, live, sweep, verdicts, elapsed, swe
                    f"{params['clients']} closed-loop clients in the live columns; the first row was the default"
                    " before this benchmark."), "",
                   "| batch size | pause s | purge alone: seconds | sessions/s | live: turn p99 without / during"
-                  " purge ms | ratio | purge seconds under load |",
-                  "| ---: | ---: | ---: | ---: | --- | ---: | ---: |"]
+                  " purge ms | ratio | purge seconds under load | cores during purge: server / purge |",
+                  "| ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
         for r in sweep:
             lv = r["live"]
             lines.append(f"| {r['batch_size']} | {r['pause']} | {r['seconds']:.2f} | {r['sessions_per_s']:,.0f} |"
                          f" {fmt(lv['baseline']['turn_ms']['p99'], 0)} / {fmt(lv['during_purge']['turn_ms']['p99'], 0)}"
-                         f" | {_p99_ratio(lv):.2f} | {lv['during_purge']['seconds']} |")
+                         f" | {_p99_ratio(lv):.2f} | {lv['during_purge']['seconds']} |"
+                         f" {lv['during_purge']['cores']['server']} / {lv['during_purge']['cores']['purge']} |")
         lines.append("")
     b, p = live["baseline"], live["during_purge"]
     lines += [
@@ -367,9 +374,13 @@ def _p99_ratio(live: dict) -> float:
     return p / b if b else float("nan")
 
 
-def judge(on, live) -> list[str]:
+def judge(on, live, off=None) -> list[str]:
     out = [f"{'MET' if on['sessions_per_s'] >= 1000 else 'MISSED'}: >= 1,000 sessions/s purged with secure_delete"
            f" on: {on['sessions_per_s']:,.0f} sessions/s"]
+    if on["sessions_per_s"] < 1000 and on["sessions_per_working_s"] < 1000:
+        detail = f"; secure_delete OFF is only {on['seconds'] / off['seconds']:.2f}x faster" if off else ""
+        out[-1] += (f" (without the pauses between batches still {on['sessions_per_working_s']:,.0f}/s{detail}:"
+                    " the time goes into the per-session work of each batch, not into the pauses or the overwriting)")
     b, p = live["baseline"]["turn_ms"]["p99"], live["during_purge"]["turn_ms"]["p99"]
     ratio = p / b if b else float("nan")
     out.append(f"{'MET' if ratio <= 2 else 'MISSED'}: turn p99 during the purge <= 2x without it:"
@@ -446,7 +457,7 @@ def main(argv=None) -> int:
                                        purge_timeout=max(60.0, sessions / 100), tmp=tmp)
         print(f"  without: p99 {live['baseline']['turn_ms']['p99']:.0f} ms; during: p99"
               f" {live['during_purge']['turn_ms']['p99']:.0f} ms ({live['during_purge']['seconds']} s)", flush=True)
-    verdicts = judge(on, live)
+    verdicts = judge(on, live, off)
     elapsed = time.monotonic() - started
     if sweep:
         sweep_run = {"date_utc": info["date_utc"], "command": params["command"], "sessions": sessions}

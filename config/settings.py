@@ -147,8 +147,8 @@ SESSION_TTL_HOURS = float(os.environ.get("SESSION_TTL_HOURS", "24"))
 SESSION_MAX_AGE_HOURS = float(os.environ.get("SESSION_MAX_AGE_HOURS", "168"))
 # The purge deletes in batches, each its own short transaction with a pause
 # after it, so API requests get the write lock in between.
-PURGE_BATCH_SIZE = int(os.environ.get("PURGE_BATCH_SIZE", "100"))
-PURGE_BATCH_PAUSE_SECONDS = float(os.environ.get("PURGE_BATCH_PAUSE_SECONDS", "0.05"))
+PURGE_BATCH_SIZE = int(os.environ.get("PURGE_BATCH_SIZE", "50"))
+PURGE_BATCH_PAUSE_SECONDS = float(os.environ.get("PURGE_BATCH_PAUSE_SECONDS", "0.1"))
 # Used by the migration that creates the django-q2 schedule (editable in the admin afterwards).
 PURGE_INTERVAL_MINUTES = int(os.environ.get("PURGE_INTERVAL_MINUTES", "15"))
 
