@@ -11,9 +11,14 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.private_files import PrivateSQLiteConnection, private_directory
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"  # databases, secret key, file cache: never committed
-(VAR_DIR / "static").mkdir(parents=True, exist_ok=True)
+# Databases, secret key, file cache: never committed, and readable by the
+# service's OS user only (0700; config.private_files). DJANGO_VAR_DIR must be
+# a directory of the service's own.
+VAR_DIR = private_directory(Path(os.environ.get("DJANGO_VAR_DIR", BASE_DIR / "var")))
+(VAR_DIR / "static").mkdir(exist_ok=True)
 
 TESTING = "pytest" in sys.modules
 
@@ -93,7 +98,7 @@ ASGI_APPLICATION = "config.asgi.application"
 
 # --- Database -----------------------------------------------------------------
 # Default: one embedded SQLite file under var/. The PRAGMAs every connection
-# gets (secure_delete, journal mode, ...) are set in sessions_app.db_signals.
+# gets (secure_delete, journal mode, ...) are set in sessions_app.sqlite.
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'sessions.db'}"),
@@ -108,6 +113,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         # can wait out); `timeout` is the busy timeout in seconds.
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
+        # Creates the file 0600 (and fixes its sidecars) before SQLite opens
+        # it; SQLite would create it 0644 under the usual umask.
+        "factory": PrivateSQLiteConnection,
     }
     # Tests run on a real file (not :memory:) so they can scan its bytes; one
     # file per test process, so two test runs never share (or lock) a file.
