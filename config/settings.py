@@ -130,6 +130,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# --- Admin sessions -----------------------------------------------------------
+# Operators' logins live in a signed cookie (HttpOnly, SameSite=Lax), never in
+# the database: a copy of the database file holds no live admin session.
+# Such a cookie cannot be revoked server-side before it expires (logging out
+# only deletes it from the browser), so its lifetime is what a stolen cookie
+# is worth: 8 hours after the session last changed, one working shift, so an
+# operator logs in once a day. It is also dropped when the browser closes, and
+# Django rejects it at once after that operator's password changes (or the
+# SECRET_KEY does).
+SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
+SESSION_COOKIE_AGE = 8 * 60 * 60
+SESSION_EXPIRE_AT_BROWSER_CLOSE = True
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+
 # --- Language and time --------------------------------------------------------
 LANGUAGE_CODE = "zh-hant"  # user-facing messages default to Traditional Chinese
 LANGUAGES = [("zh-hant", "繁體中文"), ("en", "English")]
