@@ -17,11 +17,11 @@ $(VENV)/.installed: requirements.txt
 
 venv: $(VENV)/.installed
 
-# A local secret key, made once and kept out of git (var/ is ignored).
+# A local secret key, made once and kept out of git (var/ is ignored); owner-only
+# from the start (umask), like var/ itself. With DJANGO_DEBUG=1 the settings
+# read (or make) this same file.
 $(SECRET_KEY_FILE):
-	mkdir -p var
-	$(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
-	chmod 600 $@
+	umask 077 && mkdir -p var && $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
 
 migrate: venv $(SECRET_KEY_FILE)
 	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(PY) manage.py migrate --noinput

@@ -11,9 +11,14 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.private_files import PrivateSQLiteConnection, private_directory, read_or_create_secret_key
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"  # databases, secret key, file cache: never committed
-(VAR_DIR / "static").mkdir(parents=True, exist_ok=True)
+# Databases, secret key, file cache: never committed, and readable by the
+# service's OS user only (0700; config.private_files). DJANGO_VAR_DIR must be
+# a directory of the service's own.
+VAR_DIR = private_directory(Path(os.environ.get("DJANGO_VAR_DIR", BASE_DIR / "var")))
+(VAR_DIR / "static").mkdir(exist_ok=True)
 
 TESTING = "pytest" in sys.modules
 
@@ -33,10 +38,13 @@ DEBUG = env_bool("DJANGO_DEBUG", False)
 
 # The secret key signs admin sessions and CSRF tokens. `make run` creates one in
 # var/secret_key and passes it in; a deployment must set DJANGO_SECRET_KEY.
+# With DEBUG on (or under pytest) and no key set, the same var/secret_key is
+# read, or made (0600): random per var/ but shared by every process on it, so
+# an admin login works across gunicorn workers and restarts.
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
     if DEBUG or TESTING:
-        SECRET_KEY = "insecure-key-for-debug-and-tests-only"
+        SECRET_KEY = read_or_create_secret_key(VAR_DIR / "secret_key")
     else:
         raise ImproperlyConfigured(
             "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off (make run sets one for you)."
@@ -93,7 +101,7 @@ ASGI_APPLICATION = "config.asgi.application"
 
 # --- Database -----------------------------------------------------------------
 # Default: one embedded SQLite file under var/. The PRAGMAs every connection
-# gets (secure_delete, journal mode, ...) are set in sessions_app.db_signals.
+# gets (secure_delete, journal mode, ...) are set in sessions_app.sqlite.
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'sessions.db'}"),
@@ -108,6 +116,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         # can wait out); `timeout` is the busy timeout in seconds.
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
+        # Creates the file 0600 (and fixes its sidecars) before SQLite opens
+        # it; SQLite would create it 0644 under the usual umask.
+        "factory": PrivateSQLiteConnection,
     }
     # Tests run on a real file (not :memory:) so they can scan its bytes; one
     # file per test process, so two test runs never share (or lock) a file.
@@ -121,6 +132,50 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# --- Admin sessions -----------------------------------------------------------
+# Operators' logins live in a signed cookie (HttpOnly, SameSite=Lax), never in
+# the database: a copy of the database file holds no live admin session.
+# Such a cookie cannot be revoked server-side before it expires (logging out
+# only deletes it from the browser), so its lifetime is what a stolen cookie
+# is worth: 8 hours after the session last changed, one working shift, so an
+# operator logs in once a day. It is also dropped when the browser closes, and
+# Django rejects it at once after that operator's password changes (or the
+# SECRET_KEY does).
+SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
+SESSION_COOKIE_AGE = 8 * 60 * 60
+SESSION_EXPIRE_AT_BROWSER_CLOSE = True
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+
+# --- HTTPS and browser security headers ----------------------------------------
+# DJANGO_HTTPS=1 when clients reach the service over HTTPS only (production):
+# plain HTTP is redirected, cookies are sent over HTTPS only, and browsers are
+# told (HSTS) to use nothing but HTTPS for this host for DJANGO_HSTS_SECONDS,
+# and for its subdomains too unless DJANGO_HSTS_SUBDOMAINS=0 (for a host with
+# plain-HTTP subdomains; `check --deploy` then warns). Behind a reverse proxy
+# that terminates TLS, DJANGO_SECURE_PROXY_SSL_HEADER=1 makes Django believe
+# its X-Forwarded-Proto header: only for a proxy that sets it on every
+# request, or a client could claim HTTPS. Without it, behind such a proxy,
+# the redirect would loop.
+HTTPS_ONLY = env_bool("DJANGO_HTTPS")
+SECURE_SSL_REDIRECT = HTTPS_ONLY
+SESSION_COOKIE_SECURE = HTTPS_ONLY
+CSRF_COOKIE_SECURE = HTTPS_ONLY
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "31536000")) if HTTPS_ONLY else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS_ONLY and env_bool("DJANGO_HSTS_SUBDOMAINS", True)
+# Only asks to be on browsers' preload list; that takes a submission by the
+# domain's owner (hstspreload.org), which requires includeSubDomains.
+SECURE_HSTS_PRELOAD = SECURE_HSTS_INCLUDE_SUBDOMAINS
+if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Django's defaults, stated because the deployment relies on them. The
+# referrer policy must keep same-origin Referer headers: Django's CSRF check
+# over HTTPS needs them for the admin's forms.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 
 # --- Language and time --------------------------------------------------------
 LANGUAGE_CODE = "zh-hant"  # user-facing messages default to Traditional Chinese

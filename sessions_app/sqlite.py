@@ -17,6 +17,12 @@ discussed in docs/DATA_INVENTORY.md.
 temp_store=MEMORY keeps statement journals and temporary tables off disk:
 otherwise SQLite may spill them into unlinked temp files.
 
+File modes: the database file is created 0600 (and an existing one and its
+sidecars made so) before SQLite opens it, by the connection factory that
+settings put in DATABASES OPTIONS (config.private_files); the journal SQLite
+creates gets the database file's mode. Not done here: connection_created
+fires after SQLite has already created the file.
+
 The busy timeout is the `timeout` option in settings.DATABASES.
 
 synchronous stays FULL (SQLite's default; not set here). NORMAL was
