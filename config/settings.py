@@ -62,6 +62,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so it marks every answer under /agent/, whichever layer made it.
+    "sessions_app.api.middleware.NoStoreForSessionAPI",
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's static files under gunicorn/uvicorn, no web server needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -13,6 +13,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from ..crypto import DecryptionFailed, KeyUnavailable
 from ..turns import ModelFailure, TurnInProgress
+from .middleware import forbid_storing
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +29,8 @@ def session_not_found_response() -> HttpResponse:
     project's 404 handler (paths no view matches) send the same bytes.
     """
     body = '{"detail": "%s"}' % _("找不到這個 session，可能已過期或被刪除")
-    return HttpResponse(body.encode("utf-8"), status=404, content_type="application/json")
+    # Marked here too, not only under /agent/: every 404 sends the same headers.
+    return forbid_storing(HttpResponse(body.encode("utf-8"), status=404, content_type="application/json"))
 
 
 _MODEL_FAILURE_MESSAGES = {
