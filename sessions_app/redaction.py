@@ -22,8 +22,9 @@ import logging
 from django.views.debug import SafeExceptionReporterFilter
 
 # Logger names, and the modules whose exceptions may carry a prompt or a reply.
-CONTENT_LOGGING_LIBRARIES = ("google_adk", "google_genai", "google.genai", "httpx", "httpcore")
-CONTENT_EXCEPTION_MODULES = ("google.adk", "google.genai", "httpx", "httpcore")
+# (websockets carries google-genai's live API and logs its frames at DEBUG.)
+CONTENT_LOGGING_LIBRARIES = ("google_adk", "google_genai", "google.genai", "httpx", "httpcore", "websockets")
+CONTENT_EXCEPTION_MODULES = ("google.adk", "google.genai", "httpx", "httpcore", "websockets")
 # asyncio logs a failed task's exception with its repr in the message itself.
 EXCEPTION_QUOTING_LOGGERS = ("asyncio",)
 

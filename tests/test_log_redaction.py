@@ -10,12 +10,13 @@ import gc
 import logging
 import sys
 
+import httpx
 import pytest
 from django.conf import settings
-from google.genai import Client, types
-from google.genai import errors as genai_errors
 from google.adk.models.google_llm import Gemini
 from google.adk.runners import Runner
+from google.genai import Client
+from google.genai import errors as genai_errors
 
 from agent import APP_NAME, build_agent
 from sessions_app import turns
@@ -82,6 +83,13 @@ def test_any_logger_carrying_a_library_exception_is_redacted(name):
     assert find_in_text(_format(_record(name, logging.ERROR, _genai_error(429))), [MARKER]) == []
     assert find_in_text(_format(_record(name, logging.ERROR, chained)), [MARKER]) == []
     assert _format(_record(name, logging.ERROR, chained)).endswith("record redacted: RuntimeError")
+
+
+def test_http_client_errors_keep_their_status_code():
+    request = httpx.Request("POST", f"https://example.invalid/?q={MARKER}")
+    error = httpx.HTTPStatusError(f"quoting {MARKER}", request=request, response=httpx.Response(502, request=request))
+    text = _format(_record("httpx", logging.ERROR, error))
+    assert text == "ERROR httpx: httpx record redacted: HTTPStatusError 502"
 
 
 def test_asyncio_records_with_any_exception_are_redacted():
