@@ -12,6 +12,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.private_files import PrivateSQLiteConnection, private_directory, read_or_create_secret_key
+from sessions_app.redaction import CONTENT_LOGGING_LIBRARIES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Databases, secret key, file cache: never committed, and readable by the
@@ -68,6 +69,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so it marks every answer under /agent/, whichever layer made it.
+    "sessions_app.api.middleware.NoStoreForSessionAPI",
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's static files under gunicorn/uvicorn, no web server needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -208,23 +211,24 @@ PURGE_BATCH_PAUSE_SECONDS = float(os.environ.get("PURGE_BATCH_PAUSE_SECONDS", "0
 PURGE_INTERVAL_MINUTES = int(os.environ.get("PURGE_INTERVAL_MINUTES", "15"))
 
 # --- Logging --------------------------------------------------------------------
-# Our code never logs resume text, messages, model output or tokens. google-adk
-# and google-genai log whole prompts and responses at DEBUG: their loggers stay
-# at INFO whatever DJANGO_LOG_LEVEL says, and the handler's filter drops their
-# DEBUG records even if someone lowers those levels (docs/DATA_INVENTORY.md).
+# Our code never logs resume text, messages, model output or tokens. google-adk,
+# google-genai and their HTTP clients log whole prompts and responses at DEBUG
+# and model errors (whose text may quote either) at ERROR: their loggers stay at
+# INFO whatever DJANGO_LOG_LEVEL says, and the handler's filter drops their DEBUG
+# records and reduces the others to name, level, exception type and status code
+# (sessions_app/redaction.py, docs/DATA_INVENTORY.md).
 LOG_LEVEL = os.environ.get("DJANGO_LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "filters": {"drop_library_debug": {"()": "sessions_app.redaction.DropLibraryDebugRecords"}},
+    "filters": {"redact_library_records": {"()": "sessions_app.redaction.RedactLibraryRecords"}},
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["drop_library_debug"]}
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_library_records"]}
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
-        name: {"level": "INFO" if LOG_LEVEL == "DEBUG" else LOG_LEVEL}
-        for name in ("google_adk", "google_genai", "google.genai", "httpx", "httpcore")
+        name: {"level": "INFO" if LOG_LEVEL == "DEBUG" else LOG_LEVEL} for name in CONTENT_LOGGING_LIBRARIES
     },
 }
 

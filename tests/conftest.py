@@ -69,29 +69,33 @@ def scripted_model(monkeypatch):
     return install
 
 
-LOGGERS = ("", "django", "django.request", "django_q", "google_adk", "google_genai", "google.genai", "sessions_app", "agent")
-
-
 @pytest.fixture
 def captured_logs():
-    """Every logger at DEBUG; one handler as configured in settings, one raw control."""
-    from sessions_app.redaction import DropLibraryDebugRecords
+    """Every logger at DEBUG; one handler as configured in settings, one raw control.
 
+    The filter rewrites records in place, so every handler after one that
+    has it (settings' console handler included) sees the redacted record: the
+    raw control goes first in the root logger's list.
+    """
+    from sessions_app.redaction import CONTENT_LOGGING_LIBRARIES, RedactLibraryRecords
+
+    loggers = ("", "asyncio", "django", "django.request", "django_q", "sessions_app", "agent", *CONTENT_LOGGING_LIBRARIES)
     protected, raw = io.StringIO(), io.StringIO()
-    protected_handler = logging.StreamHandler(protected)
-    protected_handler.addFilter(DropLibraryDebugRecords())
     raw_handler = logging.StreamHandler(raw)
+    protected_handler = logging.StreamHandler(protected)
+    protected_handler.addFilter(RedactLibraryRecords())
     formatter = logging.Formatter("%(levelname)s %(name)s: %(message)s")
     levels = {}
-    for handler in (protected_handler, raw_handler):
+    for handler in (raw_handler, protected_handler):
         handler.setLevel(logging.DEBUG)
         handler.setFormatter(formatter)
-        logging.getLogger().addHandler(handler)
-    for name in LOGGERS:
+    logging.getLogger().handlers.insert(0, raw_handler)
+    logging.getLogger().addHandler(protected_handler)
+    for name in loggers:
         levels[name] = logging.getLogger(name).level
         logging.getLogger(name).setLevel(logging.DEBUG)
     yield protected, raw
-    for handler in (protected_handler, raw_handler):
+    for handler in (raw_handler, protected_handler):
         logging.getLogger().removeHandler(handler)
     for name, level in levels.items():
         logging.getLogger(name).setLevel(level)

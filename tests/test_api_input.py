@@ -101,3 +101,70 @@ def test_openapi_schema_declares_the_token_header(api):
     }
     assert {"/agent/sessions", "/agent/sessions/{session_id}/messages"} <= set(schema["paths"])
     assert api.get("/api/docs/").status_code == 200
+
+
+def _nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+# Bodies a client could send by mistake or on purpose: all a 4xx JSON answer, never a 500.
+MALFORMED_BODIES = {
+    "[ x 100,000": b"[" * 100_000,
+    '{"a": x 50,000': b'{"a":' * 50_000,
+    '{"a": x 100,000 (over the size limit)': b'{"a":' * 100_000,
+    "1,000 valid levels beside the text": b'{"TEXT_FIELD": "Lin", "extra": ' + _nested(1000) + b"}",
+    "33 valid levels beside the text": b'{"TEXT_FIELD": "Lin", "extra": ' + _nested(32) + b"}",
+    "invalid UTF-8": b'{"TEXT_FIELD": "Lin\xff\xfe"}',
+    "UTF-16": '{"TEXT_FIELD": "Lin"}'.encode("utf-16"),
+    "lone surrogate": b'{"TEXT_FIELD": "Lin \\ud800"}',
+    "huge number as the text": b'{"TEXT_FIELD": 1e999999}',
+    "huge integer beside the text": b'{"TEXT_FIELD": "Lin", "n": ' + b"9" * 5000 + b"}",
+    "NaN": b'{"TEXT_FIELD": NaN}',
+    "-Infinity beside the text": b'{"TEXT_FIELD": "Lin", "n": -Infinity}',
+    "NUL byte": b"\x00",
+    "trailing garbage": b'{"TEXT_FIELD": "Lin"} x',
+    "10 MB string": b'{"TEXT_FIELD": "' + b"a" * 10_000_000 + b'"}',
+}
+
+
+def _post_each_malformed_body(api, url: str, field: str, **headers) -> None:
+    api.raise_request_exception = False
+    for name, body in MALFORMED_BODIES.items():
+        response = api.post(url, body.replace(b"TEXT_FIELD", field.encode()), content_type="application/json", **headers)
+        assert 400 <= response.status_code < 500, (name, response.status_code)
+        assert response["Content-Type"] == "application/json", name
+        assert response.json(), name
+
+
+def test_malformed_bodies_on_create_are_4xx_json(api):
+    from sessions_app.models import AgentSession
+
+    _post_each_malformed_body(api, "/agent/sessions", "resume_text")
+    assert AgentSession.objects.count() == 0
+
+
+def test_malformed_bodies_on_messages_are_4xx_json_and_keep_the_conversation(api, new_session):
+    session_id, token = new_session()
+    url = f"/agent/sessions/{session_id}/messages"
+    headers = {"HTTP_X_SESSION_TOKEN": token}
+    assert api.post(url, {"message": "first"}, format="json", **headers).status_code == 200
+    before = api.get(url, **headers).json()
+    _post_each_malformed_body(api, url, "message", **headers)
+    assert api.get(f"/agent/sessions/{session_id}", **headers).status_code == 200
+    assert api.get(url, **headers).json() == before
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 100_000, _nested(1000), b'{"resume_text": "Lin", "x": ' + _nested(33) + b"}"],
+    ids=["unclosed", "1,000 levels", "34 levels beside the text"],
+)
+def test_deep_nesting_is_400_with_a_clear_message(api, body):
+    response = api.post("/agent/sessions", body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json() == {"detail": "JSON 巢狀層數太多：最多 32 層"}
+
+
+def test_nesting_within_the_limit_is_accepted(api):
+    body = b'{"resume_text": "Lin", "x": ' + _nested(31) + b"}"
+    assert api.post("/agent/sessions", body, content_type="application/json").status_code == 201

@@ -79,9 +79,9 @@ def test_logs_hold_no_resume_message_or_token_at_debug(api, gemini, captured_log
     secrets = fixture_markers() + [MESSAGE_MARKER, token]
     # Control: the libraries really do log the prompt at DEBUG, and the capture sees it.
     assert find_in_text(raw.getvalue(), fixture_markers()) != []
-    assert "Sending out request" in protected.getvalue()  # the protected handler saw the turn
+    assert "google_llm record redacted" in protected.getvalue()  # the protected handler saw the turn
     assert find_in_text(protected.getvalue(), secrets) == []
-    assert "drop_library_debug" in settings.LOGGING["handlers"]["console"]["filters"]
+    assert "redact_library_records" in settings.LOGGING["handlers"]["console"]["filters"]
 
 
 @pytest.fixture(scope="module")

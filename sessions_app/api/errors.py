@@ -4,6 +4,7 @@ import logging
 import traceback
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -13,6 +14,8 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from ..crypto import DecryptionFailed, KeyUnavailable
 from ..turns import ModelFailure, TurnInProgress
+from .middleware import forbid_storing
+from .parsers import BodyTooLarge
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +31,8 @@ def session_not_found_response() -> HttpResponse:
     project's 404 handler (paths no view matches) send the same bytes.
     """
     body = '{"detail": "%s"}' % _("找不到這個 session，可能已過期或被刪除")
-    return HttpResponse(body.encode("utf-8"), status=404, content_type="application/json")
+    # Marked here too, not only under /agent/: every 404 sends the same headers.
+    return forbid_storing(HttpResponse(body.encode("utf-8"), status=404, content_type="application/json"))
 
 
 _MODEL_FAILURE_MESSAGES = {
@@ -58,6 +62,10 @@ def api_exception_handler(exc, context):
         if exc.retry_after:
             response["Retry-After"] = str(exc.retry_after)
         return response
+    if isinstance(exc, RequestDataTooBig):
+        # Django's own body limit (DATA_UPLOAD_MAX_MEMORY_SIZE), met when DRF
+        # reads request.body before our parser sees it: the same 413.
+        exc = BodyTooLarge()
     response = drf_exception_handler(exc, context)
     if response is None and settings.DEBUG:
         return None  # Django's debug page; the views mark what it must not show

@@ -1,7 +1,14 @@
-"""A JSON parser with a body size limit.
+"""A JSON parser with limits on body size and nesting depth.
 
-DRF reads the request stream itself, so Django's DATA_UPLOAD_MAX_MEMORY_SIZE
-never applies to API bodies; this parser enforces it and answers 413.
+The API's body limit, API_MAX_BODY_BYTES, is enforced here and answers 413.
+(DRF hands a JSON parser Django's request.body, so a body over Django's
+larger DATA_UPLOAD_MAX_MEMORY_SIZE fails before this parser runs; the API's
+error handler answers that with the same 413.)
+
+The API takes flat objects: a body nested deeper than MAX_JSON_DEPTH answers
+400. Python's json parser raises RecursionError on about a thousand levels
+(which DRF would let through as a 500), and anything that walks a parsed
+value recursively would fail the same way on fewer.
 """
 
 import io
@@ -11,11 +18,35 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions, status
 from rest_framework.parsers import JSONParser
 
+MAX_JSON_DEPTH = 32
+
 
 class BodyTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = _("請求內容太大")
     default_code = "body_too_large"
+
+
+class NestedTooDeep(exceptions.ParseError):
+    default_code = "nested_too_deep"
+
+    def __init__(self):
+        super().__init__(_("JSON 巢狀層數太多：最多 %(limit)d 層") % {"limit": MAX_JSON_DEPTH})
+
+
+def nesting_depth_exceeds(value, limit: int) -> bool:
+    """Whether `value` holds lists or objects nested more than `limit` deep.
+
+    Level by level, without recursion; each level is a comprehension, which
+    keeps a body of many small containers cheap to check.
+    """
+    level = [value]
+    for _level in range(limit + 1):
+        containers = [item for item in level if isinstance(item, (list, dict))]
+        if not containers:
+            return False
+        level = [child for item in containers for child in (item.values() if isinstance(item, dict) else item)]
+    return True
 
 
 class LimitedJSONParser(JSONParser):
@@ -28,4 +59,10 @@ class LimitedJSONParser(JSONParser):
         body = stream.read(limit + 1) if stream is not None else b""
         if len(body) > limit:
             raise BodyTooLarge()
-        return super().parse(io.BytesIO(body), media_type, parser_context)
+        try:
+            data = super().parse(io.BytesIO(body), media_type, parser_context)
+        except RecursionError:
+            raise NestedTooDeep() from None
+        if nesting_depth_exceeds(data, MAX_JSON_DEPTH):
+            raise NestedTooDeep()
+        return data
