@@ -149,7 +149,7 @@ SESSION_MAX_AGE_HOURS = float(os.environ.get("SESSION_MAX_AGE_HOURS", "168"))
 # after it, so API requests get the write lock in between.
 PURGE_BATCH_SIZE = int(os.environ.get("PURGE_BATCH_SIZE", "50"))
 PURGE_BATCH_PAUSE_SECONDS = float(os.environ.get("PURGE_BATCH_PAUSE_SECONDS", "0.1"))
-# Used by the migration that creates the django-q2 schedule (editable in the admin afterwards).
+# Used by the migration that creates the django-q2 schedule (changed on the admin's policy page afterwards).
 PURGE_INTERVAL_MINUTES = int(os.environ.get("PURGE_INTERVAL_MINUTES", "15"))
 
 # --- Logging --------------------------------------------------------------------
