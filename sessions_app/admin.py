@@ -14,19 +14,23 @@ shows the purge schedule and changes its interval only.
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 
 import django_q.admin  # noqa: F401  registers django-q2's pages first, so they can be removed below
+from axes.helpers import get_cool_off
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.auth import get_permission_codename
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 from django_q.models import Failure, OrmQ, Schedule, Success
+from rest_framework.throttling import BaseThrottle
 
 from . import retention, selectors
 from .erasure import erase_and_record
@@ -307,3 +311,32 @@ class DeletionAuditAdmin(admin.ModelAdmin):
     def duration(self, audit):
         return f"{audit.duration_ms} ms"
 
+
+# --- admin login attempts (django-axes, configured in settings) --------------------
+
+
+def login_client_address(request) -> str | None:
+    """The client's address as the API's throttling sees it (honouring NUM_PROXIES),
+    so behind a proxy every operator does not share one lockout address."""
+    address = BaseThrottle().get_ident(request)
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:  # a malformed forwarded header: the peer's address instead
+        return request.META.get("REMOTE_ADDR")
+
+
+def login_lockout_response(request, original_response=None, credentials=None):
+    """What a locked-out client gets: a readable 429 page. Its context holds no
+    username (axes' own template context would, and Django logs contexts at DEBUG)."""
+    return render(
+        request,
+        "admin/locked_out.html",
+        {"failure_limit": settings.AXES_FAILURE_LIMIT, "cooloff_minutes": int(get_cool_off(request).total_seconds() // 60)},
+        status=429,
+    )
+
+
+def login_attempt_label(username, ip_address, user_agent, path_info, request) -> str:
+    """How axes names a client in its log lines: the address, never the typed
+    username (people type passwords into the wrong field)."""
+    return f"address {ip_address}, path {path_info}"

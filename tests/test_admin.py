@@ -355,6 +355,7 @@ def test_no_resume_content_on_any_admin_page(admin_client, api, new_session, set
         "audit page": admin_client.get(
             reverse("admin:sessions_app_deletionaudit_change", args=[DeletionAudit.objects.get().pk])
         ),
+        "login attempts": admin_client.get(reverse("admin:axes_accessattempt_changelist")),
     }
     for name, response in pages.items():
         assert response.status_code == 200, name
