@@ -200,6 +200,42 @@ CACHES = {
     }
 }
 
+# --- Admin login attempts (django-axes) -------------------------------------------
+# (one block: the app, its middleware and the auth backends are all here)
+# After AXES_FAILURE_LIMIT wrong passwords within the cool-off, further logins
+# are refused (a 429 page) for AXES_COOLOFF_TIME, even with the right password.
+# Counted per username (from any address: guessing one operator's password from
+# many addresses) and per address (for any username: one client trying many
+# usernames); either locks. The price: someone who knows a username can lock
+# that operator out for the cool-off; `manage.py axes_reset_username NAME` lifts it.
+# Failed attempts are rows in axes' tables in this database, counted under a
+# row lock (on SQLite the IMMEDIATE transaction), so parallel guesses all count.
+from datetime import timedelta  # noqa: E402  (here to keep this block self-contained)
+
+INSTALLED_APPS += ["axes"]
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last, as axes asks
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out client before any password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = True  # guessing on while locked keeps it locked
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_LOCKOUT_CALLABLE = "sessions_app.admin.login_lockout_response"  # a 429 page
+# The client's address as DRF throttling sees it (NUM_PROXIES), not a proxy's.
+AXES_CLIENT_IP_CALLABLE = "sessions_app.admin.login_client_address"
+# Keep little, briefly: no row per successful login, no permanent failure log;
+# attempt rows expire with the cool-off (deleted at the next login, logout or
+# failed attempt). The stored form data masks the password, the username and the
+# CSRF token; log lines name the address, never the typed username.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_ENABLE_ACCESS_FAILURE_LOG = False
+AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "csrfmiddlewaretoken"]
+AXES_CLIENT_STR_CALLABLE = "sessions_app.admin.login_attempt_label"
+AXES_VERBOSE = False
+
 # --- Retention ----------------------------------------------------------------
 SESSION_TTL_HOURS = float(os.environ.get("SESSION_TTL_HOURS", "24"))
 SESSION_MAX_AGE_HOURS = float(os.environ.get("SESSION_MAX_AGE_HOURS", "168"))
@@ -207,7 +243,7 @@ SESSION_MAX_AGE_HOURS = float(os.environ.get("SESSION_MAX_AGE_HOURS", "168"))
 # after it, so API requests get the write lock in between.
 PURGE_BATCH_SIZE = int(os.environ.get("PURGE_BATCH_SIZE", "50"))
 PURGE_BATCH_PAUSE_SECONDS = float(os.environ.get("PURGE_BATCH_PAUSE_SECONDS", "0.1"))
-# Used by the migration that creates the django-q2 schedule (editable in the admin afterwards).
+# Used by the migration that creates the django-q2 schedule (changed on the admin's policy page afterwards).
 PURGE_INTERVAL_MINUTES = int(os.environ.get("PURGE_INTERVAL_MINUTES", "15"))
 
 # --- Logging --------------------------------------------------------------------

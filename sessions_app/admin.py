@@ -4,27 +4,43 @@ Only sessions (metadata only) and the deletion audit are registered; events,
 app state and user state hold resume text and conversations, so they have no
 admin pages. Every deletion made here goes through `erasure` or `retention`,
 which overwrite the bytes and write the audit row.
+
+django-q2's own pages are removed: they let staff write a schedule's or a
+task's function, arguments and hook, which the scheduler then runs as the
+service (and the service sees every token and plaintext). The policy page
+shows the purge schedule and changes its interval only.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 
+import django_q.admin  # noqa: F401  registers django-q2's pages first, so they can be removed below
+from axes.helpers import get_cool_off
+from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.auth import get_permission_codename
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
+from django_q.models import Failure, OrmQ, Schedule, Success
+from rest_framework.throttling import BaseThrottle
 
 from . import retention, selectors
 from .erasure import erase_and_record
 from .models import AgentSession, DeletionAudit
 
 TEMPLATES = "admin/sessions_app/agentsession"
+
+for django_q_model in (Schedule, OrmQ, Success, Failure):
+    if admin.site.is_registered(django_q_model):
+        admin.site.unregister(django_q_model)
 
 
 def time_left(expires_at: dt.datetime, now: dt.datetime) -> str:
@@ -44,6 +60,17 @@ def time_left(expires_at: dt.datetime, now: dt.datetime) -> str:
 def local_time(moment: dt.datetime | None) -> str:
     # Formatted as the list formats datetimes; the detail page would print a method's datetime raw.
     return formats.localize(timezone.template_localtime(moment)) if moment else "-"
+
+
+class PurgeIntervalForm(forms.Form):
+    """The one setting of the purge schedule the admin may change."""
+
+    minutes = forms.IntegerField(
+        label=_("Purge every (minutes)"),
+        min_value=retention.PURGE_INTERVAL_MIN_MINUTES,
+        max_value=retention.PURGE_INTERVAL_MAX_MINUTES,
+        help_text=_("From 1 to 1440 (once a day). The new interval counts from the next run."),
+    )
 
 
 class RetentionStatusFilter(admin.SimpleListFilter):
@@ -223,6 +250,26 @@ class AgentSessionAdmin(admin.ModelAdmin):
     def policy_view(self, request):
         if not self.has_view_permission(request):
             raise PermissionDenied
+        policy = selectors.retention_policy()
+        # Changing the interval decides how soon expired sessions are erased:
+        # the same duty as "purge now", so the same (delete) permission.
+        can_change = self.has_erase_permission(request)
+        interval_form = None
+        if request.method == "POST":
+            if not can_change:
+                raise PermissionDenied
+            interval_form = PurgeIntervalForm(request.POST)
+            if interval_form.is_valid():
+                minutes = interval_form.cleaned_data["minutes"]
+                if retention.set_purge_interval(minutes):
+                    self.message_user(
+                        request, _("The purge now runs every %(minutes)d min.") % {"minutes": minutes}, messages.SUCCESS
+                    )
+                else:
+                    self.message_user(request, _("There is no purge schedule to change."), messages.WARNING)
+                return redirect(request.path)
+        elif can_change and policy.schedule and policy.schedule.schedule_type == Schedule.MINUTES:
+            interval_form = PurgeIntervalForm(initial={"minutes": policy.schedule.minutes})
         return TemplateResponse(
             request,
             f"{TEMPLATES}/policy.html",
@@ -230,7 +277,8 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 **self.admin_site.each_context(request),
                 "title": _("Retention policy"),
                 "opts": self.opts,
-                "policy": selectors.retention_policy(),
+                "policy": policy,
+                "interval_form": interval_form,
             },
         )
 
@@ -262,3 +310,33 @@ class DeletionAuditAdmin(admin.ModelAdmin):
     @admin.display(description=_("duration"), ordering="duration_ms")
     def duration(self, audit):
         return f"{audit.duration_ms} ms"
+
+
+# --- admin login attempts (django-axes, configured in settings) --------------------
+
+
+def login_client_address(request) -> str | None:
+    """The client's address as the API's throttling sees it (honouring NUM_PROXIES),
+    so behind a proxy every operator does not share one lockout address."""
+    address = BaseThrottle().get_ident(request)
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:  # a malformed forwarded header: the peer's address instead
+        return request.META.get("REMOTE_ADDR")
+
+
+def login_lockout_response(request, original_response=None, credentials=None):
+    """What a locked-out client gets: a readable 429 page. Its context holds no
+    username (axes' own template context would, and Django logs contexts at DEBUG)."""
+    return render(
+        request,
+        "admin/locked_out.html",
+        {"failure_limit": settings.AXES_FAILURE_LIMIT, "cooloff_minutes": int(get_cool_off(request).total_seconds() // 60)},
+        status=429,
+    )
+
+
+def login_attempt_label(username, ip_address, user_agent, path_info, request) -> str:
+    """How axes names a client in its log lines: the address, never the typed
+    username (people type passwords into the wrong field)."""
+    return f"address {ip_address}, path {path_info}"

@@ -99,3 +99,25 @@ def purge_expired(
     record(trigger, total, started)
     result.seconds = time.monotonic() - started
     return result
+
+
+# How often the scheduled purge may run: at least once a day, at most once a minute.
+PURGE_INTERVAL_MIN_MINUTES = 1
+PURGE_INTERVAL_MAX_MINUTES = 24 * 60
+
+
+def set_purge_interval(minutes: int) -> int:
+    """Sets how many minutes apart the scheduled purge runs, and nothing else.
+
+    The only write the admin makes to django-q2's tables: one column, never a
+    schedule's function, arguments or hook (the scheduler would run those as
+    the service). Returns how many schedules changed: 0 when there is none.
+    """
+    from django_q.models import Schedule
+
+    from .selectors import PURGE_TASK
+
+    if not PURGE_INTERVAL_MIN_MINUTES <= minutes <= PURGE_INTERVAL_MAX_MINUTES:
+        raise ValueError(f"purge interval {minutes} min is outside {PURGE_INTERVAL_MIN_MINUTES}..{PURGE_INTERVAL_MAX_MINUTES}")
+    # update(), not save(): the statement names `minutes` alone.
+    return Schedule.objects.filter(func=PURGE_TASK, schedule_type=Schedule.MINUTES).update(minutes=minutes)
