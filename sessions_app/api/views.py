@@ -22,7 +22,7 @@ from .serializers import (
     MessageResponse,
     SessionMetadata,
 )
-from .throttles import SessionCreateThrottle
+from .throttles import ClientMessageThrottle, SessionCreateThrottle, SessionMessageThrottle
 
 NOT_FOUND = OpenApiResponse(ErrorResponse, description="Unknown, expired, deleted or not yours")
 NO_TOKEN = OpenApiResponse(ErrorResponse, description="X-Session-Token header missing")
@@ -103,6 +103,12 @@ class SessionDetailView(OwnedSessionView):
 
 @hide_posted_text
 class SessionMessagesView(OwnedSessionView):
+    throttle_classes = [ClientMessageThrottle, SessionMessageThrottle]
+
+    def get_throttles(self):
+        # Only sending a message runs the model; reading the conversation is not counted.
+        return super().get_throttles() if self.request.method == "POST" else []
+
     @extend_schema(responses={200: Conversation, 401: NO_TOKEN, 404: NOT_FOUND}, summary="The conversation so far")
     def get(self, request, session_id):
         session = self.owned_session(session_id)
@@ -116,8 +122,13 @@ class SessionMessagesView(OwnedSessionView):
             400: ErrorResponse,
             401: NO_TOKEN,
             404: NOT_FOUND,
-            409: OpenApiResponse(ErrorResponse, description="Another turn on this session is running"),
-            502: OpenApiResponse(ErrorResponse, description="The model gave a bad answer"),
+            409: OpenApiResponse(
+                ErrorResponse,
+                description="Another turn on this session is running, or the session is full"
+                " (`code`: session_turn_limit, session_size_limit)",
+            ),
+            429: OpenApiResponse(ErrorResponse, description="Too many messages (see Retry-After)"),
+            502: OpenApiResponse(ErrorResponse, description="The model gave a bad answer or called tools too often"),
             503: OpenApiResponse(ErrorResponse, description="The model is unavailable (see Retry-After)"),
             504: OpenApiResponse(ErrorResponse, description="The model timed out"),
         },
