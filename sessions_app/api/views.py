@@ -143,8 +143,23 @@ class SessionMessagesView(OwnedSessionView):
         return Response(MessageResponse(result).data)
 
 
+# The export's size follows from the session limits (README, "Limits").
+EXPORT_BOUND = (
+    "Everything stored about the session, as a JSON attachment. Its size is bounded: a session takes at most"
+    " SESSION_MAX_TURNS turns (default 50), and no turn starts once the session stores SESSION_MAX_BYTES"
+    " (default 5 MiB, sealed). The export holds the state once and each event's text twice (in `events` and"
+    " in `conversation`), so it is at most about twice the stored bytes: about 10.5 MB with the defaults, plus"
+    " twice the last turn. A 50-turn session of 4,000-character messages with a 50,000-character resume"
+    " exports under 2 MB (benchmarks/results/session_limits.md)."
+)
+
+
 class SessionExportView(OwnedSessionView):
-    @extend_schema(responses={200: dict, 401: NO_TOKEN, 404: NOT_FOUND}, summary="Everything stored about the session")
+    @extend_schema(
+        responses={200: dict, 401: NO_TOKEN, 404: NOT_FOUND},
+        summary="Everything stored about the session",
+        description=EXPORT_BOUND,
+    )
     @hide_locals
     def get(self, request, session_id):
         session = self.owned_session(session_id)
