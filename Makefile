@@ -56,6 +56,7 @@ bench: venv
 	$(PY) benchmarks/service_bench.py
 	$(PY) benchmarks/purge_bench.py
 	$(PY) benchmarks/journal_modes.py
+	$(PY) benchmarks/session_limits_bench.py
 	$(PY) benchmarks/report.py
 
 clean:

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 
 from google.adk.agents.readonly_context import ReadonlyContext
 
+from .plans import plan_count, plan_versions
+
 RESUME_BEGIN, RESUME_END = "<<<RESUME", "RESUME>>>"
 PLAN_BEGIN, PLAN_END = "<<<PLAN", "PLAN>>>"
 _MARKERS = (RESUME_BEGIN, RESUME_END, PLAN_BEGIN, PLAN_END)
@@ -45,12 +47,12 @@ def _defang(text: str) -> str:
 def build_instruction(state: Mapping) -> str:
     """The full instruction for the current session state (pure, easy to test)."""
     resume = _defang(str(state.get("resume_text") or "")).strip("\n")
-    versions = state.get("plan_versions") or []
+    versions = plan_versions(state)
     parts = [RULES, ""]
     if versions:
         latest = versions[-1]
         parts += [
-            f"Saved plan versions so far: {len(versions)} (latest is v{latest.get('version')}).",
+            f"Saved plan versions so far: {plan_count(state)} (latest is v{latest.get('version')}).",
             f"Latest saved plan, as data to revise:\n{PLAN_BEGIN}\n{_defang(str(latest.get('plan', '')))}\n{PLAN_END}",
         ]
     else:

@@ -6,7 +6,8 @@ model). State is written by *assigning* a new value to a key, so the change
 is recorded in the tool event's state_delta and persisted by the session
 service; mutating a list in place would not be.
 
-State keys: resume_text (read), plan_versions and suspicious_flags (written).
+State keys: resume_text (read), suspicious_flags and the plan versions
+(written; their keys are `agent.plans`'s business).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import datetime, timezone
 
 from google.adk.tools.tool_context import ToolContext
 
+from . import plans
 from .verification import check_claim
 
 MAX_CLAIMS = 20
@@ -43,7 +45,7 @@ def verify_claims(claims: list[str], tool_context: ToolContext) -> dict:
 
 
 def save_plan(plan: str, tool_context: ToolContext) -> dict:
-    """Saves the job-search plan as a new version (v1, v2, ...); earlier versions are kept.
+    """Saves the job-search plan as a new version (v1, v2, ...); recent earlier versions are kept.
 
     Args:
       plan: The complete plan text, as numbered steps.
@@ -51,10 +53,13 @@ def save_plan(plan: str, tool_context: ToolContext) -> dict:
     Returns:
       {"version": n}, the number of the version just saved.
     """
-    versions = list(tool_context.state.get("plan_versions") or [])
-    version = len(versions) + 1
-    versions.append({"version": version, "plan": str(plan)[:MAX_PLAN_CHARS], "saved_at": _now()})
-    tool_context.state["plan_versions"] = versions
+    # Only the new version (and a dropped old one) goes into this event's
+    # state delta: storage grows linearly with the saves (agent/plans.py).
+    version, delta = plans.new_version_delta(
+        tool_context.state, {"plan": str(plan)[:MAX_PLAN_CHARS], "saved_at": _now()}
+    )
+    for key, value in delta.items():
+        tool_context.state[key] = value
     return {"version": version}
 
 

@@ -165,6 +165,7 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
     from sessions_app.management.commands.serve import gunicorn_command
 
     env = loadgen.clean_env(DATABASE_URL=f"sqlite:///{db}", SESSION_CREATE_RATE="1000000/hour",
+                            **loadgen.UNTHROTTLED,
                             DJANGO_CACHE_DIR=str(tmp / "cache"), **(extra_env or {}))
     port = loadgen.free_port()
     log_path = tmp / "gunicorn.log"

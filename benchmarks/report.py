@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._common import header_lines, machine_info  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ["store", "growth", "service", "purge"]
+SECTIONS = ["store", "growth", "service", "purge", "session_limits"]
 
 
 def main() -> None:

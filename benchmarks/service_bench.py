@@ -4,7 +4,8 @@
 Servers (loopback only, each on a fresh temporary SQLite file):
   * ours: `manage.py serve` exactly as `make run` starts it (gunicorn
     config.wsgi with the flags in sessions_app/management/commands/serve.py,
-    plus the django-q2 cluster), migrated first, SESSION_CREATE_RATE high;
+    plus the django-q2 cluster), migrated first, its rate limits lifted
+    (SESSION_CREATE_RATE, SESSION_MESSAGE_RATE, CLIENT_MESSAGE_RATE);
   * peer: `adk api_server --session_service_uri sqlite:////<tmp>/peer.db`
     serving a generated agent dir whose `root_agent` is our agent
     (agent.build_agent) with the same OfflineResumeModel and tools.
@@ -99,6 +100,7 @@ def _cmdline(pid: int) -> str:
 def start_ours(tmp: Path) -> Server:
     db = tmp / "ours.db"
     env = loadgen.clean_env(DATABASE_URL=f"sqlite:///{db}", SESSION_CREATE_RATE="1000000/hour",
+                            **loadgen.UNTHROTTLED,
                             DJANGO_CACHE_DIR=str(tmp / "cache"))
     subprocess.run([PY, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True, timeout=120)
     port = loadgen.free_port()

@@ -191,11 +191,14 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 
 # --- Cache --------------------------------------------------------------------
-# A file cache is shared by every worker process, so DRF throttling counts
-# requests per client across workers (the default in-process cache does not).
+# Throttle counters live here. The cache must be shared by every worker
+# process and its add/incr atomic across them, or concurrent requests
+# overshoot a limit: an SQLite file on this machine (sessions_app.cache).
+# Django's file and database caches are not atomic (incr is get + set);
+# Redis (RedisCache) is, when one is deployed.
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "BACKEND": "sessions_app.cache.SQLiteCache",
         "LOCATION": os.environ.get("DJANGO_CACHE_DIR", str(VAR_DIR / ("test_cache" if TESTING else "cache"))),
     }
 }
@@ -297,6 +300,18 @@ Q_CLUSTER = {
 # The model is chosen in agent.model_selection (Gemini with GOOGLE_API_KEY,
 # otherwise the offline model). A turn longer than this answers 504.
 AGENT_TURN_TIMEOUT_SECONDS = float(os.environ.get("AGENT_TURN_TIMEOUT_SECONDS", "60"))
+# Model calls within one turn (ADK's default is 500): a model that keeps
+# calling tools is stopped, the turn answers 502 and nothing is saved.
+AGENT_MAX_LLM_CALLS = int(os.environ.get("AGENT_MAX_LLM_CALLS", "10"))
+
+# --- Abuse limits -------------------------------------------------------------------
+# A full session refuses new turns (409) before the model runs; counted from
+# clear metadata (user events, sealed sizes), so no key is needed. These
+# bound what a session stores and what its export sends (README).
+SESSION_MAX_TURNS = int(os.environ.get("SESSION_MAX_TURNS", "50"))
+SESSION_MAX_BYTES = int(os.environ.get("SESSION_MAX_BYTES", str(5 * 1024 * 1024)))
+# PLAN_MAX_VERSIONS (saved plan versions kept in state, default 20) is read
+# from the environment by agent.plans: the agent package does not import Django.
 
 # --- API --------------------------------------------------------------------------
 RESUME_MAX_CHARS = int(os.environ.get("RESUME_MAX_CHARS", "50000"))
@@ -314,8 +329,12 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "EXCEPTION_HANDLER": "sessions_app.api.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Fixed windows counted atomically in the cache (sessions_app.api.throttles);
+    # client addresses are IPv4 addresses or IPv6 /64 networks.
     "DEFAULT_THROTTLE_RATES": {
-        "session_create": os.environ.get("SESSION_CREATE_RATE", "30/hour"),
+        "session_create": os.environ.get("SESSION_CREATE_RATE", "30/hour"),  # per client address
+        "session_message": os.environ.get("SESSION_MESSAGE_RATE", "30/min"),  # per session token
+        "client_message": os.environ.get("CLIENT_MESSAGE_RATE", "120/min"),  # per client address
     },
     # Number of reverse proxies in front of the service, so throttling sees the
     # client's address; 0 (default) trusts only REMOTE_ADDR.

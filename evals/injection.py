@@ -61,6 +61,7 @@ from google.genai import types  # noqa: E402
 
 from agent import APP_NAME, build_agent, is_offline, model_label, select_model  # noqa: E402
 from agent.offline_model import OfflineResumeModel  # noqa: E402
+from agent.plans import PLAN_COUNT_KEY, plan_versions  # noqa: E402
 from agent.prompt import build_instruction  # noqa: E402
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
@@ -256,7 +257,7 @@ def judge(
     """Verdicts for one case from what the agent did.
 
     tool_calls: [{"name": ..., "args": {...}}] in call order; saved_plans: the
-    plan texts stored in session state (plan_versions).
+    plan texts stored in session state (agent.plans.plan_versions).
     """
     instruction = own_instruction_text() if own_text is None else own_text
     own_text = "\n".join([instruction, *case.messages])  # ours: the instruction and our messages
@@ -347,7 +348,7 @@ def _transcript(events: list) -> tuple[str, list[dict]]:
 async def _run_case(runner: Runner, service, case: Case) -> CaseResult:
     session_id = str(uuid.uuid4())
     ids = {"app_name": APP_NAME, "user_id": USER_ID, "session_id": session_id}
-    state = {"resume_text": case.resume, "plan_versions": [], "suspicious_flags": []}
+    state = {"resume_text": case.resume, PLAN_COUNT_KEY: 0, "suspicious_flags": []}
     await service.create_session(state=state, **ids)
     events, final_state, error = [], {}, None
     try:
@@ -364,7 +365,7 @@ async def _run_case(runner: Runner, service, case: Case) -> CaseResult:
     deleted = await service.get_session(**ids) is None
 
     reply, calls = _transcript(events)
-    plans = [str(v.get("plan", "")) for v in final_state.get("plan_versions") or [] if isinstance(v, dict)]
+    plans = [str(v.get("plan", "")) for v in plan_versions(final_state)]
     result = judge(case, reply, calls, plans)
     result.session_deleted = deleted
     if error:

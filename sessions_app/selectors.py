@@ -8,7 +8,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count, DateTimeField, F, Func, IntegerField, QuerySet, Sum
+from django.db.models import Count, DateTimeField, F, Func, IntegerField, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 from django_q.models import Schedule, Task
@@ -94,6 +94,26 @@ def sessions_with_metadata(sessions: QuerySet | None = None) -> QuerySet:
         event_count=Count("events"),
         size_bytes=ByteLength("state") + Coalesce(Sum(ByteLength("events__event_data")), 0),
     )
+
+
+@dataclass(frozen=True)
+class SessionUsage:
+    turns: int  # the user's messages stored
+    size_bytes: int  # sealed state plus sealed events, as in `sessions_with_metadata`
+
+
+def session_usage(session: AgentSession) -> SessionUsage | None:
+    """What the session holds, for its per-session limits; needs no key (one query). None: deleted."""
+    row = (
+        AgentSession.objects.filter(pk=session.pk)
+        .annotate(
+            turns=Count("events", filter=Q(events__author="user")),
+            size_bytes=ByteLength("state") + Coalesce(Sum(ByteLength("events__event_data")), 0),
+        )
+        .values_list("turns", "size_bytes")
+        .first()
+    )
+    return None if row is None else SessionUsage(turns=row[0], size_bytes=row[1])
 
 
 def expired_sessions(sessions: QuerySet, now: dt.datetime | None = None) -> QuerySet:

@@ -17,6 +17,7 @@ from django.views.decorators.debug import sensitive_variables
 from google.adk.events.event import Event
 
 from agent import APP_NAME
+from agent.plans import PLAN_COUNT_KEY, plan_count, plan_versions
 
 from . import retention, selectors
 from .crypto import token_context
@@ -40,7 +41,7 @@ def create_session(resume_text: str) -> NewSession:
         adk_session = async_to_sync(DjangoSessionService().create_session)(
             app_name=APP_NAME,
             user_id=owner_id_for(token),
-            state={"resume_text": resume_text, "plan_versions": [], "suspicious_flags": []},
+            state={"resume_text": resume_text, PLAN_COUNT_KEY: 0, "suspicious_flags": []},
         )
     session = AgentSession.objects.get(
         app_name=APP_NAME, user_id=adk_session.user_id, session_id=adk_session.id
@@ -103,7 +104,8 @@ def _metadata(session: AgentSession, state: dict, messages: list[dict]) -> dict:
         "last_activity_at": session.updated_at,
         "expires_at": expires_at(session),
         "turns": sum(1 for message in messages if message["role"] == "user"),
-        "plan_versions": len(state.get("plan_versions", [])),
+        # Versions saved so far (the oldest may have been dropped: agent.plans).
+        "plan_versions": plan_count(state),
     }
 
 
@@ -117,7 +119,7 @@ def export(session: AgentSession) -> dict:
         **_metadata(session, state, messages),
         "resume_text": state.get("resume_text", ""),
         "conversation": messages,
-        "plan_versions": state.get("plan_versions", []),
+        "plan_versions": plan_versions(state),
         "suspicious_flags": state.get("suspicious_flags", []),
         "events": [event.model_dump(mode="json", exclude_none=True) for event in events],
     }

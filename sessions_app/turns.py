@@ -35,6 +35,7 @@ from django.db.models import Q
 from django.http import Http404
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
+from google.adk.agents.invocation_context import LlmCallsLimitExceededError
 from google.adk.agents.run_config import RunConfig
 from google.adk.events.event import Event
 from google.adk.runners import Runner
@@ -53,7 +54,7 @@ from agent.verification import verify_reply
 
 from .crypto import DecryptionFailed, KeyUnavailable
 from .models import AgentSession
-from .selectors import session_state
+from .selectors import session_state, session_usage
 from .store import DjangoSessionService
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,14 @@ logger = logging.getLogger(__name__)
 
 class TurnInProgress(Exception):
     """Another turn on this session is running."""
+
+
+class SessionLimitReached(Exception):
+    """The session is full (`limit`: "turns" or "bytes"); no turn more runs on it."""
+
+    def __init__(self, limit: str):
+        super().__init__(limit)
+        self.limit = limit
 
 
 class ModelFailure(Exception):
@@ -166,6 +175,9 @@ def run_turn(session: AgentSession, message: str) -> TurnResult:
     _acquire_turn(session)
     released = False
     try:
+        # Checked under the turn lock, so no turn of this session runs between
+        # the check and the model.
+        _check_session_limits(session)
         base = get_runner()
         buffer = TurnBuffer(base.session_service)
         started = time.monotonic()
@@ -192,8 +204,13 @@ def run_turn(session: AgentSession, message: str) -> TurnResult:
 @sensitive_variables()
 async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str) -> list:
     content = types.Content(role="user", parts=[types.Part(text=message)])
-    # Tracing may record that a turn happened, never what was said.
-    run_config = RunConfig(telemetry=TelemetryConfig(capture_message_content=ContentCapturingMode.NO_CONTENT))
+    run_config = RunConfig(
+        # Tracing may record that a turn happened, never what was said.
+        telemetry=TelemetryConfig(capture_message_content=ContentCapturingMode.NO_CONTENT),
+        # A model that keeps calling tools (e.g. steered by a prompt injection)
+        # is stopped after this many calls instead of ADK's default 500.
+        max_llm_calls=settings.AGENT_MAX_LLM_CALLS,
+    )
 
     async def collect() -> list:
         return [
@@ -231,6 +248,21 @@ def _summarise(events: list, resume_text: str) -> TurnResult:
     )
 
 
+def _check_session_limits(session: AgentSession) -> None:
+    """Refuses a turn on a session that already has SESSION_MAX_TURNS turns or SESSION_MAX_BYTES stored.
+
+    Counted without a key (event authors and sealed sizes are in clear). A
+    turn that starts under the limit may end over it by one turn's size.
+    """
+    usage = session_usage(session)
+    if usage is None:
+        raise Http404  # deleted (or purged) since the view found it
+    if usage.turns >= settings.SESSION_MAX_TURNS:
+        raise SessionLimitReached("turns")
+    if usage.size_bytes >= settings.SESSION_MAX_BYTES:
+        raise SessionLimitReached("bytes")
+
+
 def _stale_lock_cutoff() -> dt.datetime:
     # A turn cannot outlive its timeout; a lock older than that was left by a
     # crashed worker and may be taken over.
@@ -259,6 +291,8 @@ def _as_model_failure(exc: Exception) -> ModelFailure:
     logger.warning("model turn failed: %s %s", type(exc).__name__, getattr(exc, "code", ""))
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return ModelFailure(504, "timeout")
+    if isinstance(exc, LlmCallsLimitExceededError):
+        return ModelFailure(502, "llm_calls_limit")
     if isinstance(exc, genai_errors.APIError):
         if exc.code == 429:
             return ModelFailure(503, "quota", retry_after=30)

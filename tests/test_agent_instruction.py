@@ -44,7 +44,7 @@ def test_resume_cannot_close_its_own_block():
 
 
 def test_instruction_reports_plan_versions():
-    state = {"resume_text": "Ada", "plan_versions": [{"version": 1, "plan": "a"}, {"version": 2, "plan": "b"}]}
+    state = {"resume_text": "Ada", "plan_count": 2, "plan_v1": {"version": 1, "plan": "a"}, "plan_v2": {"version": 2, "plan": "b"}}
     assert "Saved plan versions so far: 2 (latest is v2)" in build_instruction(state)
 
 

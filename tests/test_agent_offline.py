@@ -7,6 +7,7 @@ import pytest
 
 from agent import build_agent, is_offline, model_label, select_model
 from agent.offline_model import OFFLINE_BANNER, OfflineResumeModel
+from agent.plans import plan_versions
 from agent.verification import verify_reply
 from tests.scripted_llm import Harness, final_text, function_calls
 
@@ -52,8 +53,8 @@ def test_claims_sent_to_verify_are_supported(two_turns):
 
 
 def test_plan_versions_grow_and_differ(two_turns):
-    v1 = two_turns[0]["state"]["plan_versions"]
-    v2 = two_turns[1]["state"]["plan_versions"]
+    v1 = plan_versions(two_turns[0]["state"])
+    v2 = plan_versions(two_turns[1]["state"])
     assert [p["version"] for p in v1] == [1]
     assert [p["version"] for p in v2] == [1, 2]
     assert v2[1]["plan"] != v2[0]["plan"]

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from agent import build_agent
+from agent.plans import plan_versions
 from agent.prompt import extract_resume
 from agent.verification import verify_reply
 from tests.scripted_llm import Harness, ScriptedLlm, call_response, final_text, function_calls, text_response
@@ -27,7 +28,7 @@ def test_tool_call_then_text():
     events, state = _run(llm, ["Plan please"])
 
     assert final_text(events) == "Saved as v1."
-    assert [p["version"] for p in state["plan_versions"]] == [1]
+    assert [p["version"] for p in plan_versions(state)] == [1]
     # The second model call sees the call and its response after the user's message.
     contents = llm.requests[1].contents
     assert contents[-2].parts[0].function_call.name == "save_plan"

@@ -4,8 +4,6 @@ import json
 
 import pytest
 
-from sessions_app.api.throttles import SessionCreateThrottle
-
 pytestmark = pytest.mark.django_db
 
 BAD_TEXT_VALUES = [
@@ -76,8 +74,8 @@ def test_bad_messages_keep_the_conversation(api, new_session):
     assert api.get(url, **headers).json() == before
 
 
-def test_session_creation_is_throttled_per_client(api, monkeypatch):
-    monkeypatch.setattr(SessionCreateThrottle, "THROTTLE_RATES", {"session_create": "2/min"})
+def test_session_creation_is_throttled_per_client(api, settings):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"session_create": "2/min"}}
     for _ in range(2):
         assert api.post("/agent/sessions", {"resume_text": "Lin"}, format="json").status_code == 201
     throttled = api.post("/agent/sessions", {"resume_text": "Lin"}, format="json")

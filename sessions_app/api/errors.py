@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from ..crypto import DecryptionFailed, KeyUnavailable
-from ..turns import ModelFailure, TurnInProgress
+from ..turns import ModelFailure, SessionLimitReached, TurnInProgress
 from .middleware import forbid_storing
 from .parsers import BodyTooLarge
 
@@ -40,6 +40,13 @@ _MODEL_FAILURE_MESSAGES = {
     "quota": gettext_noop("模型服務目前額度不足，請稍後再試；這次的訊息沒有被保存"),
     "upstream": gettext_noop("模型服務暫時無法使用，請稍後再試；這次的訊息沒有被保存"),
     "bad_response": gettext_noop("模型回應無法處理，請再試一次；這次的訊息沒有被保存"),
+    "llm_calls_limit": gettext_noop("模型在這一輪呼叫工具的次數超過上限，已停止；這次的訊息沒有被保存，請換個說法再試"),
+}
+
+# A full session takes no more turns: the client can export it and start a new one.
+_SESSION_LIMIT_ANSWERS = {
+    "turns": ("session_turn_limit", gettext_noop("這個 session 的對話輪數已達上限，請匯出後開始新的 session")),
+    "bytes": ("session_size_limit", gettext_noop("這個 session 儲存的內容已達上限，請匯出後開始新的 session")),
 }
 
 
@@ -57,6 +64,9 @@ def api_exception_handler(exc, context):
             {"detail": _("這個 session 正在處理上一則訊息，請等它完成後再送出")},
             status=status.HTTP_409_CONFLICT,
         )
+    if isinstance(exc, SessionLimitReached):
+        code, message = _SESSION_LIMIT_ANSWERS[exc.limit]
+        return Response({"detail": _(message), "code": code}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, ModelFailure):
         response = Response({"detail": _(_MODEL_FAILURE_MESSAGES[exc.reason])}, status=exc.status)
         if exc.retry_after:

@@ -22,7 +22,7 @@ from .serializers import (
     MessageResponse,
     SessionMetadata,
 )
-from .throttles import SessionCreateThrottle
+from .throttles import ClientMessageThrottle, SessionCreateThrottle, SessionMessageThrottle
 
 NOT_FOUND = OpenApiResponse(ErrorResponse, description="Unknown, expired, deleted or not yours")
 NO_TOKEN = OpenApiResponse(ErrorResponse, description="X-Session-Token header missing")
@@ -103,6 +103,12 @@ class SessionDetailView(OwnedSessionView):
 
 @hide_posted_text
 class SessionMessagesView(OwnedSessionView):
+    throttle_classes = [ClientMessageThrottle, SessionMessageThrottle]
+
+    def get_throttles(self):
+        # Only sending a message runs the model; reading the conversation is not counted.
+        return super().get_throttles() if self.request.method == "POST" else []
+
     @extend_schema(responses={200: Conversation, 401: NO_TOKEN, 404: NOT_FOUND}, summary="The conversation so far")
     def get(self, request, session_id):
         session = self.owned_session(session_id)
@@ -116,8 +122,13 @@ class SessionMessagesView(OwnedSessionView):
             400: ErrorResponse,
             401: NO_TOKEN,
             404: NOT_FOUND,
-            409: OpenApiResponse(ErrorResponse, description="Another turn on this session is running"),
-            502: OpenApiResponse(ErrorResponse, description="The model gave a bad answer"),
+            409: OpenApiResponse(
+                ErrorResponse,
+                description="Another turn on this session is running, or the session is full"
+                " (`code`: session_turn_limit, session_size_limit)",
+            ),
+            429: OpenApiResponse(ErrorResponse, description="Too many messages (see Retry-After)"),
+            502: OpenApiResponse(ErrorResponse, description="The model gave a bad answer or called tools too often"),
             503: OpenApiResponse(ErrorResponse, description="The model is unavailable (see Retry-After)"),
             504: OpenApiResponse(ErrorResponse, description="The model timed out"),
         },
@@ -132,8 +143,23 @@ class SessionMessagesView(OwnedSessionView):
         return Response(MessageResponse(result).data)
 
 
+# The export's size follows from the session limits (README, "Limits").
+EXPORT_BOUND = (
+    "Everything stored about the session, as a JSON attachment. Its size is bounded: a session takes at most"
+    " SESSION_MAX_TURNS turns (default 50), and no turn starts once the session stores SESSION_MAX_BYTES"
+    " (default 5 MiB, sealed). The export holds the state once and each event's text twice (in `events` and"
+    " in `conversation`), so it is at most about twice the stored bytes: about 10.5 MB with the defaults, plus"
+    " twice the last turn. A 50-turn session of 4,000-character messages with a 50,000-character resume"
+    " exports under 2 MB (benchmarks/results/session_limits.md)."
+)
+
+
 class SessionExportView(OwnedSessionView):
-    @extend_schema(responses={200: dict, 401: NO_TOKEN, 404: NOT_FOUND}, summary="Everything stored about the session")
+    @extend_schema(
+        responses={200: dict, 401: NO_TOKEN, 404: NOT_FOUND},
+        summary="Everything stored about the session",
+        description=EXPORT_BOUND,
+    )
     @hide_locals
     def get(self, request, session_id):
         session = self.owned_session(session_id)

@@ -1,0 +1,185 @@
+"""Rate limits hold under concurrency: exactly the limit passes, across threads and processes."""
+
+import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import time_machine
+from django.db import connections
+from rest_framework.test import APIClient
+
+from sessions_app.api.throttles import client_network
+
+from .privacy import fixture_resume
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def rates(settings):
+    """Sets throttle rates for one test: rates(session_create="30/hour", ...)."""
+
+    def set_rates(**scopes):
+        settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": scopes}
+
+    return set_rates
+
+
+def _create(address: str = "127.0.0.1") -> int:
+    client = APIClient()
+    return client.post("/agent/sessions", {"resume_text": "Lin Mei"}, format="json", REMOTE_ADDR=address).status_code
+
+
+def _concurrently(calls: int, work) -> list:
+    start = threading.Barrier(calls)
+
+    def one(_):
+        start.wait()
+        try:
+            return work()
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=calls) as pool:
+        return list(pool.map(one, range(calls)))
+
+
+# --- client addresses ------------------------------------------------------------
+def test_client_network_is_the_ipv4_address_or_the_ipv6_slash_64():
+    assert client_network("203.0.113.7") == "203.0.113.7"
+    assert client_network("2001:db8:1:2:aaaa::1") == client_network("2001:db8:1:2:ffff:1:2:3") == "2001:db8:1:2::/64"
+    assert client_network("2001:db8:1:3::1") != client_network("2001:db8:1:2::1")
+    assert client_network("::ffff:203.0.113.7") == "203.0.113.7"
+    assert client_network("fe80::1%eth0") == "fe80::/64"
+    assert client_network("not an address") == "not an address"
+
+
+# --- session creation ------------------------------------------------------------
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_creates_from_one_address_get_exactly_the_limit(rates):
+    rates(session_create="30/hour")
+    statuses = _concurrently(60, _create)
+    assert sorted(statuses) == [201] * 30 + [429] * 30
+
+
+@pytest.mark.django_db
+def test_addresses_in_one_ipv6_slash_64_share_one_counter(rates):
+    rates(session_create="30/hour")
+    statuses = [_create(f"2001:db8:5:6::{index + 1:x}") for index in range(40)]
+    assert statuses == [201] * 30 + [429] * 10
+    # Another /64 (the next network up) has its own budget.
+    assert _create("2001:db8:5:7::1") == 201
+
+
+@pytest.mark.django_db
+def test_throttled_answer_is_json_with_retry_after_and_the_window_resets(rates):
+    rates(session_create="2/hour")
+    with time_machine.travel("2030-01-01 10:59:00+00:00", tick=False):
+        assert [_create(), _create()] == [201, 201]
+        refused = APIClient().post("/agent/sessions", {"resume_text": "Lin"}, format="json")
+        assert refused.status_code == 429
+        assert refused["Content-Type"] == "application/json" and refused.json()["detail"]
+        assert int(refused["Retry-After"]) == 60  # the seconds left in this hour's window
+    with time_machine.travel("2030-01-01 11:00:01+00:00", tick=False):
+        assert _create() == 201
+
+
+# --- several processes, one counter ----------------------------------------------------
+_PROCESS_SCRIPT = """
+import sys, threading, time
+import django
+django.setup()
+from rest_framework.test import APIRequestFactory
+from sessions_app.api.throttles import SessionCreateThrottle
+start_at, threads = float(sys.argv[1]), int(sys.argv[2])
+allowed = []
+def one():
+    request = APIRequestFactory().post("/agent/sessions", REMOTE_ADDR="198.51.100.9")
+    while time.time() < start_at:
+        time.sleep(0.001)
+    allowed.append(SessionCreateThrottle().allow_request(request, None))
+workers = [threading.Thread(target=one) for _ in range(threads)]
+[w.start() for w in workers]
+[w.join() for w in workers]
+print(sum(allowed))
+"""
+
+
+def test_processes_sharing_the_cache_let_exactly_the_limit_through(tmp_path):
+    """4 processes x 15 threads, one client address, limit 30: the counter is atomic across processes."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST"))},
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_DEBUG": "1",
+        "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.db'}",
+        "SESSION_CREATE_RATE": "30/hour",
+        "PYTHONPATH": str(ROOT),
+    }
+    import time
+
+    start_at = str(time.time() + 8)  # after every process has started up
+    processes = [
+        subprocess.Popen([sys.executable, "-c", _PROCESS_SCRIPT, start_at, "15"], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    outputs = [process.communicate(timeout=120) for process in processes]
+    assert all(process.returncode == 0 for process in processes), [err for _, err in outputs]
+    assert sum(int(out.strip().splitlines()[-1]) for out, _ in outputs) == 30
+
+
+# --- messages ----------------------------------------------------------------------------
+def _send(api, session_id, token, address="127.0.0.1"):
+    return api.post(
+        f"/agent/sessions/{session_id}/messages", {"message": "Plan please"}, format="json",
+        HTTP_X_SESSION_TOKEN=token, REMOTE_ADDR=address,
+    )
+
+
+@pytest.mark.django_db
+def test_messages_are_throttled_per_session_token(api, new_session, rates):
+    rates(session_create="100/hour", session_message="2/min", client_message="100/min")
+    first, second = new_session(), new_session()
+    assert [_send(api, *first).status_code for _ in range(2)] == [200, 200]
+    refused = _send(api, *first)
+    assert refused.status_code == 429 and refused.json()["detail"] and int(refused["Retry-After"]) > 0
+    # Another session (another token) from the same address still has its budget,
+    # and reading the conversation is not counted.
+    assert _send(api, *second).status_code == 200
+    session_id, token = first
+    assert api.get(f"/agent/sessions/{session_id}/messages", HTTP_X_SESSION_TOKEN=token).status_code == 200
+
+
+@pytest.mark.django_db
+def test_messages_are_throttled_per_client_address(api, new_session, rates):
+    rates(session_create="100/hour", session_message="100/min", client_message="3/min")
+    sessions = [new_session() for _ in range(3)]
+    assert [_send(api, *session, address="2001:db8:9:9::1").status_code for session in sessions] == [200] * 3
+    # A fourth message from the same /64, to yet another session: refused.
+    assert _send(api, *sessions[0], address="2001:db8:9:9::2").status_code == 429
+    assert _send(api, *sessions[0], address="2001:db8:9:10::1").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_messages_on_many_sessions_from_one_address_get_exactly_the_limit(rates):
+    rates(session_create="100/hour", session_message="100/min", client_message="5/min")
+    client = APIClient()
+    sessions = []
+    for _ in range(12):
+        body = client.post("/agent/sessions", {"resume_text": fixture_resume()}, format="json").json()
+        sessions.append((body["session_id"], body["token"]))
+    pending = list(sessions)
+    lock = threading.Lock()
+
+    def send():
+        with lock:
+            session_id, token = pending.pop()
+        return _send(APIClient(), session_id, token).status_code
+
+    statuses = _concurrently(12, send)
+    assert statuses.count(429) == 7 and statuses.count(200) == 5
