@@ -231,6 +231,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 "title": _("Retention policy"),
                 "opts": self.opts,
                 "policy": selectors.retention_policy(),
+                "integrity_failures": selectors.integrity_failure_counts(),
             },
         )
 
