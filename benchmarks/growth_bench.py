@@ -121,18 +121,21 @@ def fill_ours(service, workload: Workload, user_id: str, count: int) -> str:
         [
             SessionEvent(
                 session=row,
+                seq=seq,
                 event_id=e.id,
                 invocation_id=e.invocation_id,
                 author=e.author,
                 timestamp=e.timestamp,
-                event_data=sealing.seal_event(sealer, e.id, e.timestamp, e.model_dump_json(exclude_none=True)),
+                event_data=sealing.seal_event(sealer, seq, e.id, e.timestamp, e.model_dump_json(exclude_none=True)),
             )
-            for e in events
+            for seq, e in enumerate(events, start=1)
         ],
         batch_size=500,
     )
     AgentSession.objects.filter(pk=row.pk).update(
-        revision=count, updated_at=dt.datetime.fromtimestamp(events[-1].timestamp, tz=dt.timezone.utc)
+        revision=count,
+        state=sealing.seal_state(sealer, dict(workload.state), count),  # the state's place names the revision
+        updated_at=dt.datetime.fromtimestamp(events[-1].timestamp, tz=dt.timezone.utc),
     )
     return session.id
 
@@ -190,7 +193,7 @@ def fill_background(total: int, batch: int = 5000) -> float:
                 when = updated_field.get_db_prep_save(base + dt.timedelta(seconds=k), connection)
                 user_id, session_id = f"owner-bg-{k:07d}", str(uuid.uuid4())
                 sealers.append(sealing.session_sealer(APP, user_id, session_id))
-                rows.append((APP, user_id, session_id, sealing.seal_state(sealers[-1], state), when, when, 2))
+                rows.append((APP, user_id, session_id, sealing.seal_state(sealers[-1], state, 2), when, when, 2))
             cursor.executemany(
                 f"INSERT INTO {s_table} (app_name, user_id, session_id, state, created_at, updated_at, revision)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s)",
@@ -203,11 +206,11 @@ def fill_background(total: int, batch: int = 5000) -> float:
                 for j in range(2):
                     event_id, timestamp = str(uuid.uuid4()), 1_767_225_600.0 + j
                     event_json = event_template.replace("EVENT-ID", event_id)
-                    events.append((pk, event_id, "inv-0", "user", timestamp,
-                                   sealing.seal_event(sealer, event_id, timestamp, event_json)))
+                    events.append((pk, j + 1, event_id, "inv-0", "user", timestamp,
+                                   sealing.seal_event(sealer, j + 1, event_id, timestamp, event_json)))
             cursor.executemany(
-                f"INSERT INTO {e_table} (session_id, event_id, invocation_id, author, timestamp, event_data)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
+                f"INSERT INTO {e_table} (session_id, seq, event_id, invocation_id, author, timestamp, event_data)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
                 events,
             )
         n = upto
@@ -374,9 +377,18 @@ class Ops:
 
 
 def ours_cleanup(ops: Ops, invocation_id: str) -> None:
-    from sessions_app.models import SessionEvent
+    # The store binds the state to the revision and each event to its number
+    # (sessions_app.sealing), so dropping the newest events means rewinding the
+    # revision and re-sealing the state with it too, as only the key holder can.
+    from sessions_app import sealing
+    from sessions_app.models import AgentSession, SessionEvent
 
-    SessionEvent.objects.filter(session__session_id=ops.session_id, invocation_id=invocation_id).delete()
+    row = AgentSession.objects.get(app_name=APP, user_id=ops.user_id, session_id=ops.session_id)
+    SessionEvent.objects.filter(session=row, invocation_id=invocation_id).delete()
+    sealer = sealing.session_sealer(APP, ops.user_id, ops.session_id)
+    state = sealing.open_state(sealer, row.state, row.revision)
+    revision = SessionEvent.objects.filter(session=row).count()
+    AgentSession.objects.filter(pk=row.pk).update(revision=revision, state=sealing.seal_state(sealer, state, revision))
 
 
 def adk_cleanup_for(db_path: Path):

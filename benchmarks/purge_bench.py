@@ -86,10 +86,10 @@ def build_database(path: Path, sessions: int, seed: int = 7) -> dict:
             ),
         )
         conn.executemany(
-            "INSERT INTO sessions_app_sessionevent (session_id, event_id, invocation_id, author, timestamp, event_data)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sessions_app_sessionevent (session_id, seq, event_id, invocation_id, author, timestamp,"
+            " event_data) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
-                (i, f"ev-{i}-{j}", f"inv-{i}", "user" if j % 7 == 0 else "resume_agent", old.timestamp() + j,
+                (i, j + 1, f"ev-{i}-{j}", f"inv-{i}", "user" if j % 7 == 0 else "resume_agent", old.timestamp() + j,
                  json.dumps({"id": f"ev-{i}-{j}", "marker": MARKER, "text": pool[(i * 31 + j) % len(pool)]}))
                 for i in range(1, sessions + 1)
                 for j in range(EVENTS_PER_SESSION)

@@ -279,6 +279,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 "opts": self.opts,
                 "policy": policy,
                 "interval_form": interval_form,
+                "integrity_failures": selectors.integrity_failure_counts(),
             },
         )
 

@@ -12,12 +12,15 @@ keyed by the owner's session token; `sessions_app.sealing` says what goes
 where): the session state, each event, and the owner's `user:` state are
 binary columns holding ciphertext. The other columns stay in clear because
 retention and operations need them: ids, the derived owner id, times, an
-event's author and invocation id, the revision and the turn lock.
+event's author and invocation id, an event's sequence number, the revision
+and the turn lock.
 """
 
 import uuid
 
 from django.db import models
+
+from .sealing import FailureKind
 
 
 def new_session_id() -> str:
@@ -62,13 +65,18 @@ class SessionEvent(models.Model):
     event_id = models.CharField(max_length=128)
     invocation_id = models.CharField(max_length=256, blank=True, default="")
     author = models.CharField(max_length=256, blank=True, default="")
+    # Its position in the session, 1 for the first: the session's revision
+    # when it was appended. Events are read in this order.
+    seq = models.PositiveIntegerField()
     # ADK's float timestamp, kept exact for `after_timestamp` filtering.
     timestamp = models.FloatField()
     # The whole ADK Event as JSON (Event.model_dump_json), sealed: its place is
-    # bound to event_id and timestamp above, which stay in clear.
+    # bound to seq, event_id and timestamp above, which stay in clear, so a
+    # deleted, swapped or renumbered event is detected (`sealing`).
     event_data = models.BinaryField()
 
     class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="unique_event_seq_per_session")]
         indexes = [
             models.Index(fields=["session", "timestamp"], name="event_session_time_idx"),
             # append_event looks for an equal copy of the event (same id) before
@@ -128,3 +136,20 @@ class DeletionAudit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_trigger_display()}: {self.sessions_deleted} sessions"
+
+
+class IntegrityFailure(models.Model):
+    """One row per read refused because a session's stored values or history did not verify.
+
+    When and what kind only: the session's id goes to the log line, not here,
+    so nothing ties a row to a person once the session is deleted.
+    """
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    kind = models.CharField(max_length=32, choices=FailureKind.choices)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.created_at:%Y-%m-%d %H:%M}"

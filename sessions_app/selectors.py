@@ -10,14 +10,15 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db.models import Count, DateTimeField, F, Func, IntegerField, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, Least
+from django.http import Http404
 from django.utils import timezone
 from django_q.models import Schedule, Task
 from google.adk.events.event import Event
 
 from agent import APP_NAME
 
-from . import retention, sealing
-from .models import AgentSession
+from . import retention, sealing, store
+from .models import AgentSession, IntegrityFailure
 
 
 def owned_live_session(session_id: str, owner_id: str) -> AgentSession | None:
@@ -33,7 +34,8 @@ def owned_live_session(session_id: str, owner_id: str) -> AgentSession | None:
 
 
 # --- Content of an owned session: needs its token in `crypto.token_context` ---
-# KeyUnavailable without one, DecryptionFailed for a value that does not open
+# KeyUnavailable without one; `sealing.IntegrityCheckFailed` (a DecryptionFailed)
+# for a value that does not open or a history that was rolled back or truncated
 # (the API answers both with its uniform 404).
 def _session_sealer(session: AgentSession):
     return sealing.session_sealer(session.app_name, session.user_id, session.session_id)
@@ -41,7 +43,7 @@ def _session_sealer(session: AgentSession):
 
 def session_state(session: AgentSession) -> dict:
     """The session's stored state (resume, plan versions, flags); a turn needs no more."""
-    return sealing.open_state(_session_sealer(session), session.state)
+    return sealing.open_state(_session_sealer(session), session.state, session.revision)
 
 
 @dataclass(frozen=True)
@@ -52,13 +54,27 @@ class SessionContent:
 
 def session_content(session: AgentSession) -> SessionContent:
     """State and events, opened whole: one value that does not open fails every read
-    of the session alike, whichever part that read shows."""
+    of the session alike, whichever part that read shows.
+
+    `session` is the row as read (its state and revision, one snapshot); the
+    events are those up to that revision, checked against the stored
+    sequence before anything is decrypted.
+    """
     sealer = _session_sealer(session)
-    return SessionContent(state=sealing.open_state(sealer, session.state), events=_open_events(session, sealer))
+    stored = store.stored_sequence(session.pk)
+    if stored.revision is None:
+        raise Http404  # deleted since `session` was read
+    sealing.check_event_sequence(session.session_id, session.revision, stored)
+    state = sealing.open_state(sealer, session.state, session.revision)
+    return SessionContent(state=state, events=_open_events(session, sealer))
 
 
 def _open_events(session: AgentSession, sealer) -> list[Event]:
-    rows = session.events.order_by("pk").values_list("event_id", "timestamp", "event_data")
+    rows = (
+        session.events.filter(seq__lte=session.revision)
+        .order_by("seq")
+        .values_list("seq", "event_id", "timestamp", "event_data")
+    )
     return [Event.model_validate_json(sealing.open_event(sealer, *row)) for row in rows]
 
 
@@ -145,4 +161,29 @@ def retention_policy() -> RetentionPolicy:
         schedule=Schedule.objects.filter(func=PURGE_TASK).order_by("next_run").first(),
         # Task holds both Success and Failure rows (they are proxies of it).
         last_run=Task.objects.filter(func=PURGE_TASK).order_by("-stopped").first(),
+    )
+
+
+@dataclass(frozen=True)
+class IntegrityFailureCounts:
+    last_day: int
+    total: int
+    by_kind: list[tuple[str, int, int]]  # (kind's label, last 24 h, total), most frequent first
+
+
+def integrity_failure_counts(now: dt.datetime | None = None) -> IntegrityFailureCounts:
+    """Reads refused because a session did not verify (`sessions_app.integrity`), in one query."""
+    since = (now or timezone.now()) - dt.timedelta(hours=24)
+    rows = (
+        IntegrityFailure.objects.order_by()
+        .values("kind")
+        .annotate(total=Count("pk"), last_day=Count("pk", filter=Q(created_at__gte=since)))
+        .order_by("-total", "kind")
+    )
+    labels = dict(sealing.FailureKind.choices)
+    by_kind = [(labels.get(row["kind"], row["kind"]), row["last_day"], row["total"]) for row in rows]
+    return IntegrityFailureCounts(
+        last_day=sum(last_day for _, last_day, _ in by_kind),
+        total=sum(total for _, _, total in by_kind),
+        by_kind=by_kind,
     )

@@ -21,8 +21,16 @@ Session state, events and `user:` state are stored sealed (`sealing`), with
 keys derived from the session token the API puts in `crypto.token_context`
 for the request; `sync_to_async` carries that context to the thread that runs
 the queries. Without a token, reading or writing content raises
-`KeyUnavailable` before anything is written; a value that does not open
-raises `DecryptionFailed`. Deleting needs no key.
+`KeyUnavailable` before anything is written; a value that does not open, or
+a history that was rolled back or truncated, raises
+`sealing.IntegrityCheckFailed` (a `DecryptionFailed`). Deleting needs no key.
+
+The history is bound as `sealing` describes: event number n of a session is
+stored with `seq` n and sealed with n in its place, and the state is re-sealed
+with the new revision on every append (so an append decrypts and re-seals
+the state even when the event does not change it: the state's place must
+name the revision). A read checks the stored sequence with one aggregate
+statement (`_stored_sequence`) before it decrypts anything.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ from google.adk.sessions.state import State
 from typing_extensions import override
 
 from . import sealing
+from .crypto import DecryptionFailed
 from .models import AgentSession, AppState, SessionEvent, UserState, new_session_id
 
 _STALE_MESSAGE = (
@@ -122,8 +131,8 @@ class _Sql:
 
         s_pk, s_app, s_user, s_sid = (col(AgentSession, n) for n in ("id", "app_name", "user_id", "session_id"))
         s_state, s_updated, s_revision = (col(AgentSession, n) for n in ("state", "updated_at", "revision"))
-        e_pk, e_session, e_event_id = (col(SessionEvent, n) for n in ("id", "session", "event_id"))
-        e_columns = [col(SessionEvent, n) for n in ("session", "event_id", "invocation_id", "author")]
+        e_session, e_event_id, e_seq = (col(SessionEvent, n) for n in ("session", "event_id", "seq"))
+        e_columns = [col(SessionEvent, n) for n in ("session", "seq", "event_id", "invocation_id", "author")]
         e_time, e_data = col(SessionEvent, "timestamp"), col(SessionEvent, "event_data")
         owner = f"{s_app} = %s AND {s_user} = %s AND {s_sid} = %s"
         for_update = " FOR UPDATE" if connection.features.has_select_for_update else ""
@@ -141,17 +150,24 @@ class _Sql:
             f" (SELECT {col(UserState, 'state')} FROM {user_states}"
             f" WHERE {col(UserState, 'app_name')} = %s AND {col(UserState, 'user_id')} = %s)"
         )
-        # An event's id and timestamp name the place its sealed data opens in.
-        self.events = f"SELECT {e_event_id}, {e_time}, {e_data} FROM {events} WHERE {e_session} = %s"
-        self.events_after = f"{self.events} AND {e_time} >= %s"
-        self.events_order = f" ORDER BY {e_pk} DESC"
-        self.limit = connection.ops.limit_offset_sql
-        # The write lock of the append: the session's key and revision (and
-        # its state, only when the event changes it).
-        self.lock_session = f"SELECT {s_pk}, {s_revision} FROM {sessions} WHERE {owner}{for_update}"
-        self.lock_session_with_state = (
-            f"SELECT {s_pk}, {s_revision}, {s_state} FROM {sessions} WHERE {owner}{for_update}"
+        # The session's revision and its events' sequence numbers in one
+        # statement, so they are one snapshot (the revision is NULL once the
+        # session is gone); on the (session, seq) unique index.
+        self.stored_sequence = (
+            f"SELECT (SELECT {s_revision} FROM {sessions} WHERE {s_pk} = %s),"
+            f" COUNT(*), COUNT(DISTINCT {e_seq}), MIN({e_seq}), MAX({e_seq}) FROM {events} WHERE {e_session} = %s"
         )
+        # An event's sequence number, id and timestamp name the place its
+        # sealed data opens in. Only those up to the revision the state was
+        # read at: a later one was appended after that read.
+        self.events = (
+            f"SELECT {e_seq}, {e_event_id}, {e_time}, {e_data} FROM {events} WHERE {e_session} = %s AND {e_seq} <= %s"
+        )
+        self.events_after = f"{self.events} AND {e_time} >= %s"
+        self.events_order = f" ORDER BY {e_seq} DESC"
+        self.limit = connection.ops.limit_offset_sql
+        # The write lock of the append: the session's key, revision and state.
+        self.lock_session = f"SELECT {s_pk}, {s_revision}, {s_state} FROM {sessions} WHERE {owner}{for_update}"
         self.session_updated_at = f"SELECT {s_updated} FROM {sessions} WHERE {s_pk} = %s"
         # list_sessions: the app's (or one user's) sessions, oldest activity first.
         listed = f"SELECT {s_user}, {s_sid}, {s_updated}, {s_revision}, {s_state} FROM {sessions} WHERE {s_app} = %s"
@@ -172,14 +188,13 @@ class _Sql:
         # none): sealed values differ on every write, so an equal re-delivery is
         # found by opening them, not by comparing bytes in SQL.
         self.events_with_id = (
-            f"SELECT {e_time}, {e_data} FROM {events} WHERE {e_session} = %s AND {e_event_id} = %s"
+            f"SELECT {e_seq}, {e_time}, {e_data} FROM {events} WHERE {e_session} = %s AND {e_event_id} = %s"
         )
         self.insert_event = (
             f"INSERT INTO {events} ({', '.join(e_columns)}, {e_time}, {e_data})"
-            " VALUES (%s, %s, %s, %s, %s, %s)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)"
         )
-        self.update_session = f"UPDATE {sessions} SET {s_revision} = %s, {s_updated} = %s WHERE {s_pk} = %s"
-        self.update_session_with_state = (
+        self.update_session = (
             f"UPDATE {sessions} SET {s_revision} = %s, {s_updated} = %s, {s_state} = %s WHERE {s_pk} = %s"
         )
 
@@ -211,6 +226,18 @@ def _to_db(field, value, connection):
 
 _SESSION_UPDATED_AT = AgentSession._meta.get_field("updated_at")
 _APP_STATE = AppState._meta.get_field("state")
+
+
+def stored_sequence(session_pk: int) -> sealing.StoredSequence:
+    """The session's revision and its events' sequence numbers, as one snapshot."""
+    connection = transaction.get_connection()
+    with connection.cursor() as cursor:
+        return _stored_sequence(cursor, _sql(connection), session_pk)
+
+
+def _stored_sequence(cursor, sql: _Sql, session_pk: int) -> sealing.StoredSequence:
+    cursor.execute(sql.stored_sequence, [session_pk, session_pk])
+    return sealing.StoredSequence(*cursor.fetchone())
 
 
 def _scoped_states(cursor, connection, app_name: str, user_id: str) -> tuple[dict, dict]:
@@ -303,7 +330,7 @@ class DjangoSessionService(BaseSessionService):
                 app_name=app_name,
                 user_id=user_id,
                 session_id=session_id,
-                state=sealing.seal_state(sealer, deltas["session"]),
+                state=sealing.seal_state(sealer, deltas["session"], 0),
                 created_at=now,
                 updated_at=now,
             )
@@ -343,34 +370,42 @@ class DjangoSessionService(BaseSessionService):
             if row is None:
                 return None
             pk, state, updated_at, revision, app_state, user_state = row
-            event_rows = self._load_event_rows(cursor, sql, pk, config)
+            stored = _stored_sequence(cursor, sql, pk)
+            if stored.revision is None:
+                return None  # deleted since the first statement
+            event_rows = self._load_event_rows(cursor, sql, pk, revision, config)
         sealer = sealing.session_sealer(app_name, user_id, session_id)
+        # The history first: it needs no decryption.
+        sealing.check_event_sequence(session_id, revision, stored)
+        session_state = sealing.open_state(sealer, state, revision)
         events = [
-            Event.model_validate_json(sealing.open_event(sealer, event_id, timestamp, sealed))
-            for event_id, timestamp, sealed in reversed(event_rows)
+            Event.model_validate_json(sealing.open_event(sealer, *event_row)) for event_row in reversed(event_rows)
         ]
-        merged = _merged_state(
-            _from_db(_APP_STATE, app_state, connection) or {},
-            _open_user_state(app_name, user_id, user_state),
-            sealing.open_state(sealer, state),
-        )
+        try:
+            owner_state = _open_user_state(app_name, user_id, user_state)
+        except DecryptionFailed:
+            raise sealing.IntegrityCheckFailed(session_id, sealing.FailureKind.USER_STATE_TAMPERED) from None
+        merged = _merged_state(_from_db(_APP_STATE, app_state, connection) or {}, owner_state, session_state)
         updated_at = _from_db(_SESSION_UPDATED_AT, updated_at, connection)
         return _to_adk_session(app_name, user_id, session_id, updated_at, revision, merged, events)
 
     @staticmethod
-    def _load_event_rows(cursor, sql: _Sql, pk: int, config: Optional[GetSessionConfig]) -> list[tuple]:
-        """(event id, timestamp, sealed event JSON) of the stored events, newest first (the caller reverses them)."""
+    def _load_event_rows(
+        cursor, sql: _Sql, pk: int, revision: int, config: Optional[GetSessionConfig]
+    ) -> list[tuple]:
+        """(seq, event id, timestamp, sealed event JSON) of the events stored up to `revision`,
+        newest first (the caller reverses them)."""
         if config and config.num_recent_events == 0:
             return []
-        # Events come back in the order they were appended (the primary key),
-        # as ADK's in-memory service keeps them.
-        query, params = sql.events, [pk]
+        # Events come back in the order they were appended (their sequence
+        # number), as ADK's in-memory service keeps them.
+        query, params = sql.events, [pk, revision]
         if config and config.after_timestamp is not None:
             # Every event at or after the cutoff, as GetSessionConfig documents
             # and ADK's persistent services do. The in-memory service returns
             # only those after the last older event, which differs only when
             # timestamps are out of append order.
-            query, params = sql.events_after, [pk, config.after_timestamp]
+            query, params = sql.events_after, [pk, revision, config.after_timestamp]
         query += sql.events_order
         if config and config.num_recent_events is not None:
             query += " " + sql.limit(0, config.num_recent_events)
@@ -413,7 +448,7 @@ class DjangoSessionService(BaseSessionService):
                 _merged_state(
                     app_state,
                     state_by_user.get(row_user_id, {}),
-                    sealing.open_state(sealing.session_sealer(app_name, row_user_id, session_id), state),
+                    sealing.open_state(sealing.session_sealer(app_name, row_user_id, session_id), state, revision),
                 ),
                 [],
             )
@@ -465,49 +500,48 @@ class DjangoSessionService(BaseSessionService):
         with transaction.atomic(), connection.cursor() as cursor:
             # FOR UPDATE (where the database has it) makes the revision check
             # and the update one atomic step; on SQLite the IMMEDIATE
-            # transaction already holds the write lock. The stored session
-            # state is read only when this event changes it.
+            # transaction already holds the write lock.
             owner = [session.app_name, session.user_id, session.id]
-            cursor.execute(sql.lock_session_with_state if deltas["session"] else sql.lock_session, owner)
+            cursor.execute(sql.lock_session, owner)
             row = cursor.fetchone()
             if row is None:
                 raise SessionNotFoundError(f"Session {session.id} not found.")
-            pk, revision = row[0], row[1]
+            pk, revision, sealed_state = row
             if self._equal_event_stored(cursor, sql, sealer, pk, event.id, event_json):
                 # An equal re-delivery (same id, same content) is applied once,
                 # as ADK's in-memory service does.
                 return False
             self._check_not_stale(cursor, sql, connection, session, pk, revision)
+            state = {**sealing.open_state(sealer, sealed_state, revision), **deltas["session"]}
             _apply_scoped_deltas(session.app_name, session.user_id, deltas)
-            sealed_event = sealing.seal_event(sealer, event.id, event.timestamp, event_json)
-            cursor.execute(
-                sql.insert_event,
-                [pk, event.id, event.invocation_id or "", event.author or "", event.timestamp, sealed_event],
-            )
+            # The row is locked for this transaction: the next revision is
+            # known, and it is this event's sequence number.
+            seq = revision + 1
+            sealed_event = sealing.seal_event(sealer, seq, event.id, event.timestamp, event_json)
+            try:
+                cursor.execute(
+                    sql.insert_event,
+                    [pk, seq, event.id, event.invocation_id or "", event.author or "", event.timestamp, sealed_event],
+                )
+            except IntegrityError:
+                # An event numbered `seq` is already stored: the revision was put back.
+                raise sealing.IntegrityCheckFailed(session.id, sealing.FailureKind.STATE_REPLAYED) from None
             updated_at = _to_datetime(event.timestamp)
             stored_time = _to_db(_SESSION_UPDATED_AT, updated_at, connection)
-            # The row is locked for this transaction: the next revision is known.
-            if deltas["session"]:
-                state = {**sealing.open_state(sealer, row[2]), **deltas["session"]}
-                cursor.execute(
-                    sql.update_session_with_state,
-                    [revision + 1, stored_time, sealing.seal_state(sealer, state), pk],
-                )
-            else:
-                cursor.execute(sql.update_session, [revision + 1, stored_time, pk])
+            cursor.execute(sql.update_session, [seq, stored_time, sealing.seal_state(sealer, state, seq), pk])
         # The stored time keeps microseconds only; the caller's session gets the
         # stored value (as DatabaseSessionService does), so the session a writer
         # holds and the one the next get_session returns compare equal.
         session.last_update_time = updated_at.timestamp()
-        session._storage_update_marker = str(revision + 1)
+        session._storage_update_marker = str(seq)
         return True
 
     @staticmethod
     def _equal_event_stored(cursor, sql: _Sql, sealer, pk: int, event_id: str, event_json: str) -> bool:
         cursor.execute(sql.events_with_id, [pk, event_id])
         return any(
-            sealing.open_event(sealer, event_id, timestamp, sealed) == event_json
-            for timestamp, sealed in cursor.fetchall()
+            sealing.open_event(sealer, seq, event_id, timestamp, sealed) == event_json
+            for seq, timestamp, sealed in cursor.fetchall()
         )
 
     @staticmethod
@@ -523,7 +557,7 @@ class DjangoSessionService(BaseSessionService):
         if updated_at.timestamp() > session.last_update_time:
             last_stored = (
                 SessionEvent.objects.filter(session_id=pk)
-                .order_by("-pk")
+                .order_by("-seq")
                 .values_list("event_id", flat=True)
                 .first()
             )

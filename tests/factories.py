@@ -25,16 +25,21 @@ def make_session(user_id="anon-0123456789abcdef", *, last_activity=None, created
     )
     with token_context(FACTORY_TOKEN):
         sealer = sealing.session_sealer(session.app_name, session.user_id, session.session_id)
-        session.state = sealing.seal_state(sealer, {"resume_text": text})
+        # As the store leaves it after `events` appends: revision n, events numbered 1..n.
+        session.revision = events
+        session.state = sealing.seal_state(sealer, {"resume_text": text}, events)
         session.save()
         SessionEvent.objects.bulk_create(
             SessionEvent(
                 session=session,
-                event_id=f"e{i}",
+                seq=seq,
+                event_id=f"e{seq}",
                 timestamp=0.0,
-                event_data=sealing.seal_event(sealer, f"e{i}", 0.0, json.dumps({"text": text}, ensure_ascii=False)),
+                event_data=sealing.seal_event(
+                    sealer, seq, f"e{seq}", 0.0, json.dumps({"text": text}, ensure_ascii=False)
+                ),
             )
-            for i in range(events)
+            for seq in range(1, events + 1)
         )
     return session
 

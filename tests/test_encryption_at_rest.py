@@ -45,7 +45,7 @@ SECRETS = fixture_markers() + list(MESSAGES)
 # docs/DATA_INVENTORY.md, "Encryption at rest", lists the same columns.
 CLEAR_COLUMNS = {
     AgentSession: {"id", "app_name", "user_id", "session_id", "created_at", "updated_at", "revision", "turn_started_at"},
-    SessionEvent: {"id", "session_id", "event_id", "invocation_id", "author", "timestamp"},
+    SessionEvent: {"id", "session_id", "seq", "event_id", "invocation_id", "author", "timestamp"},
     UserState: {"id", "app_name", "user_id", "updated_at"},
     # ADK `app:` state has no owner to key it: in clear, and it must stay empty.
     AppState: {"id", "app_name", "state", "updated_at"},

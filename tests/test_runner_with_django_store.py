@@ -85,13 +85,13 @@ def _stored_events(session_id: str) -> list[Event]:
     rows = SessionEvent.objects.filter(session__session_id=session_id).order_by("pk")
     return [
         Event.model_validate_json(sealing.open_event(sealer, *row))
-        for row in rows.values_list("event_id", "timestamp", "event_data")
+        for row in rows.values_list("seq", "event_id", "timestamp", "event_data")
     ]
 
 
 def _stored_state(session_id: str) -> dict:
     row = AgentSession.objects.get(app_name=APP, user_id=USER, session_id=session_id)
-    return sealing.open_state(sealing.session_sealer(APP, USER, session_id), row.state)
+    return sealing.open_state(sealing.session_sealer(APP, USER, session_id), row.state, row.revision)
 
 
 def _stored_user_state() -> dict:

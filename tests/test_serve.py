@@ -86,9 +86,9 @@ def _insert_expired_sessions(db: Path, count: int) -> None:
                 (f"anon-old-{i}", f"old-{i}", old, old),
             )
             conn.executemany(
-                "INSERT INTO sessions_app_sessionevent (session_id, event_id, invocation_id, author, timestamp,"
-                " event_data) VALUES (?, ?, '', 'user', 0, randomblob(1030))",
-                [(cursor.lastrowid, f"e{j}") for j in range(14)],
+                "INSERT INTO sessions_app_sessionevent (session_id, seq, event_id, invocation_id, author, timestamp,"
+                " event_data) VALUES (?, ?, ?, '', 'user', 0, randomblob(1030))",
+                [(cursor.lastrowid, j + 1, f"e{j}") for j in range(14)],
             )
 
 

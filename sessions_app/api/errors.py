@@ -13,6 +13,8 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from ..crypto import DecryptionFailed, KeyUnavailable
+from ..integrity import record_failure
+from ..sealing import IntegrityCheckFailed
 from ..turns import ModelFailure, SessionLimitReached, TurnInProgress
 from .middleware import forbid_storing
 from .parsers import BodyTooLarge
@@ -58,6 +60,8 @@ _NOT_FOUND = (SessionNotFound, Http404, exceptions.NotFound, DecryptionFailed, K
 
 def api_exception_handler(exc, context):
     if isinstance(exc, _NOT_FOUND):
+        if isinstance(exc, IntegrityCheckFailed):
+            record_failure(exc)  # one log line and one count; the caller sees only the 404
         return session_not_found_response()
     if isinstance(exc, TurnInProgress):
         return Response(

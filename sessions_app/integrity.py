@@ -1,0 +1,27 @@
+"""Integrity failures: recorded where the API answers them.
+
+`sealing` raises `IntegrityCheckFailed` where a session's stored values or
+history do not verify (altered, moved, put back, deleted); the API answers it
+with its uniform 404, so the caller learns nothing, and records it here: one
+log line naming the session's public id and the kind, never content or a
+token, and one row counting it for the operators (the retention policy page).
+Recorded at the API's edge, not where it is detected, because detection may
+happen inside a transaction that is then rolled back (a turn's writes).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+
+from .models import IntegrityFailure
+from .sealing import IntegrityCheckFailed
+
+logger = logging.getLogger(__name__)
+
+
+def record_failure(failure: IntegrityCheckFailed) -> None:
+    logger.warning("integrity failure: session=%s kind=%s", failure.session_id, failure.kind.value)
+    with transaction.atomic():
+        IntegrityFailure.objects.create(kind=failure.kind)
