@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SECRET_KEY_FILE := var/secret_key
 
-.PHONY: run test venv migrate bench clean
+.PHONY: run test venv migrate bench mutants clean
 
 # The venv is rebuilt when requirements.txt changes.
 $(VENV)/.installed: requirements.txt
@@ -58,6 +58,17 @@ bench: venv
 	$(PY) benchmarks/journal_modes.py
 	$(PY) benchmarks/session_limits_bench.py
 	$(PY) benchmarks/report.py
+
+# Mutation testing of the guarantee modules ([tool.mutmut] in pyproject.toml),
+# outside `make test` and CI: long, since every mutant reruns the tests that
+# reach its function. mutmut works in mutants/ and
+# keeps its results there (a rerun tests only what changed); then
+# docs/MUTATION_REPORT.md. MUTANT_CHILDREN: parallel workers.
+MUTANT_CHILDREN ?= 2
+mutants: venv
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m mutmut run --max-children $(MUTANT_CHILDREN)
+	$(PY) benchmarks/mutation_report.py
 
 clean:
 	rm -rf $(VENV) var

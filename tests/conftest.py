@@ -1,6 +1,8 @@
 import io
 import logging
 import os
+import re
+import shutil
 
 import pytest
 from django.conf import settings
@@ -11,6 +13,34 @@ from django.db import connection
 def db_path():
     """Path of the test database file (settings put it on disk, not in memory)."""
     return connection.settings_dict["NAME"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _files_of_this_process():
+    """The test database and the cache belong to the process that runs the tests.
+
+    Settings name the test database after the process that read them. A runner
+    that forks workers after that (mutmut runs each mutant in a fork of one
+    process) would have its workers share one database file and one cache, so a
+    forked worker gets its own.
+    """
+    name = settings.DATABASES["default"].get("TEST", {}).get("NAME") if settings.configured else None
+    suffix = f"_{os.getpid()}.db"
+    if not name or name.endswith(suffix) or not re.search(r"_\d+\.db$", name):
+        yield
+        return
+    from django.test import override_settings
+
+    settings.DATABASES["default"]["TEST"]["NAME"] = re.sub(r"_\d+\.db$", suffix, name)
+    cache = {**settings.CACHES["default"], "LOCATION": f"{settings.CACHES['default']['LOCATION']}_{os.getpid()}"}
+    with override_settings(CACHES={"default": cache}):
+        yield
+    shutil.rmtree(cache["LOCATION"], ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(_files_of_this_process, django_db_modify_db_settings_parallel_suffix):
+    """pytest-django's seam for the test database's name: runs after the fixture above."""
 
 
 @pytest.fixture(autouse=True)
