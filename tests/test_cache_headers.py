@@ -7,7 +7,6 @@ import pytest
 from django.utils import timezone
 from google.genai import errors as genai_errors
 
-from sessions_app.api.throttles import SessionCreateThrottle
 from sessions_app.models import AgentSession
 
 from .scripted_llm import text_response
@@ -35,7 +34,8 @@ def test_create_and_its_errors(api, settings, monkeypatch):
         413: api.post("/agent/sessions", too_big, content_type="application/json"),
         415: api.post("/agent/sessions", "resume_text=Lin", content_type="application/x-www-form-urlencoded"),
     }
-    monkeypatch.setattr(SessionCreateThrottle, "THROTTLE_RATES", {"session_create": "1/min"})
+    rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {**rates, "session_create": "1/min"}}
     api.post("/agent/sessions", {"resume_text": "Lin"}, format="json", REMOTE_ADDR="10.1.1.1")
     answers[429] = api.post("/agent/sessions", {"resume_text": "Lin"}, format="json", REMOTE_ADDR="10.1.1.1")
     for expected, response in answers.items():

@@ -44,6 +44,8 @@ def served(tmp_path):
         "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
         "SESSION_TTL_HOURS": "1",
         "SESSION_CREATE_RATE": "10000/hour",
+        "SESSION_MESSAGE_RATE": "10000/min",
+        "CLIENT_MESSAGE_RATE": "10000/min",
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     # Make the scheduler run the purge every cycle, starting now.
