@@ -1,8 +1,17 @@
-"""Declares the session token as an OpenAPI security scheme."""
+"""The OpenAPI description of the session API, beyond what the serializers say.
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+Every answer the server can give is declared (statuses, bodies, headers), so
+a generated client or a fuzzer that trusts the schema is never surprised, and
+the session a client creates is linked (its id and token) to every operation
+that names a session, so a client can follow it without reading prose.
+"""
+
+from django.urls import reverse
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerFieldExtension
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
 from ..ownership import TOKEN_HEADER
+from .serializers import BLANK_TEXT, NUL_CHARACTER, ErrorResponse
 
 
 class SessionTokenScheme(OpenApiAuthenticationExtension):
@@ -16,3 +25,89 @@ class SessionTokenScheme(OpenApiAuthenticationExtension):
             "name": TOKEN_HEADER,
             "description": "The token returned once by POST /agent/sessions.",
         }
+
+
+class CleanTextSchema(OpenApiSerializerFieldExtension):
+    """The text rules of `CleanTextField` in JSON Schema: its length, not blank, no NUL.
+
+    Said with `not` rather than one anchored `pattern` over the whole text:
+    validators and generators (schemathesis) bound a pattern's repetitions by
+    maxLength, which turns it into a regex of tens of thousands of states.
+    """
+
+    target_class = "sessions_app.api.serializers.CleanTextField"
+
+    def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        refused = {"anyOf": [{"pattern": BLANK_TEXT}, {"pattern": NUL_CHARACTER}]}
+        return {**schema, "not": refused, "description": "Some visible character; no NUL character."}
+
+
+# Also a header parameter (besides the security scheme): OpenAPI links can only
+# fill parameters, and the link from POST /agent/sessions fills this one.
+TOKEN_PARAMETER = OpenApiParameter(
+    TOKEN_HEADER,
+    type=str,
+    location=OpenApiParameter.HEADER,
+    required=True,
+    description="The token returned once by POST /agent/sessions.",
+)
+WWW_AUTHENTICATE = OpenApiParameter(
+    "WWW-Authenticate", type=str, location=OpenApiParameter.HEADER, required=True, response=[401]
+)
+RETRY_AFTER = OpenApiParameter(
+    "Retry-After",
+    type=int,
+    location=OpenApiParameter.HEADER,
+    response=[429, 503],
+    description="Seconds to wait before trying again, when the server can tell.",
+)
+ATTACHMENT = OpenApiParameter(
+    "Content-Disposition", type=str, location=OpenApiParameter.HEADER, required=True, response=[200]
+)
+
+NOT_FOUND = OpenApiResponse(
+    ErrorResponse, description="Unknown, malformed, expired, deleted or not yours: one identical answer"
+)
+NO_TOKEN = OpenApiResponse(ErrorResponse, description="The X-Session-Token header is missing")
+NOT_ACCEPTABLE = OpenApiResponse(ErrorResponse, description="The Accept header allows no application/json answer")
+BODY_TOO_LARGE = OpenApiResponse(ErrorResponse, description="The body is larger than API_MAX_BODY_BYTES")
+NOT_JSON = OpenApiResponse(ErrorResponse, description="The body is not application/json")
+THROTTLED = OpenApiResponse(ErrorResponse, description="Too many requests; see Retry-After")
+
+# What every operation that names a session may answer besides its own result.
+SESSION_PARAMETERS = [TOKEN_PARAMETER, WWW_AUTHENTICATE]
+SESSION_ERRORS = {401: NO_TOKEN, 404: NOT_FOUND, 406: NOT_ACCEPTABLE}
+# ...and every operation that reads a JSON body.
+BODY_ERRORS = {406: NOT_ACCEPTABLE, 413: BODY_TOO_LARGE, 415: NOT_JSON}
+
+
+def link_created_session(result, generator, request, public):
+    """POSTPROCESSING_HOOKS entry: links a new session to every operation on it.
+
+    The 201 of POST /agent/sessions gets one OpenAPI link per operation with a
+    `session_id` path parameter, filling that parameter and the token header
+    from the answer's body.
+    """
+    paths = result.get("paths", {})
+    create = paths.get(reverse("session-create"), {}).get("post")
+    if create is None:  # a schema filtered to other paths
+        return result
+    links = {}
+    for item in paths.values():
+        for operation in item.values():
+            if not isinstance(operation, dict) or "operationId" not in operation:
+                continue
+            names = {(p.get("in"), p.get("name")) for p in operation.get("parameters", [])}
+            if ("path", "session_id") in names and ("header", TOKEN_HEADER) in names:
+                links[operation["operationId"]] = {
+                    "operationId": operation["operationId"],
+                    "parameters": {
+                        "path.session_id": "$response.body#/session_id",
+                        f"header.{TOKEN_HEADER}": "$response.body#/token",
+                    },
+                    "description": "The session just created, with its token.",
+                }
+    if links:
+        create["responses"]["201"]["links"] = links
+    return result

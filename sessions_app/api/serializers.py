@@ -1,20 +1,46 @@
-"""Request and response shapes of the session API (also the OpenAPI schema)."""
+"""Request and response shapes of the session API (also the OpenAPI schema).
+
+What the schema says a request may hold is exactly what the server accepts:
+the text rules are declared in JSON Schema (`api.schema.CleanTextSchema`)
+and checked on the text as sent, so a client or a fuzzer that follows the
+schema is never refused, and one that breaks it always is.
+"""
+
+import re
 
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
+# Python's whitespace (str.isspace, what str.strip removes), spelled out so the
+# patterns mean the same in Python, ECMA (JSON Schema) and Rust regexes.
+WHITESPACE_CLASS = r"\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# A text must match neither (the schema says so with `not`, the server with these).
+BLANK_TEXT = rf"^[{WHITESPACE_CLASS}]*$"
+NUL_CHARACTER = r"\x00"
+_blank = re.compile(BLANK_TEXT)
+_nul = re.compile(NUL_CHARACTER)
+
 
 class CleanTextField(serializers.CharField):
-    """Text that must be a JSON string with visible content and no NUL bytes."""
+    """A JSON string of 1 to `max_length` characters, some visible, none NUL.
+
+    Checked on the text as sent, not trimmed: the length the schema declares
+    is the length the server counts.
+    """
 
     default_error_messages = {"nul": _("文字不可包含 NUL 字元")}
+
+    def __init__(self, **kwargs):
+        super().__init__(trim_whitespace=False, min_length=1, **kwargs)
 
     def to_internal_value(self, data):
         if not isinstance(data, str):  # CharField would accept numbers
             self.fail("invalid")
-        if "\x00" in data:
+        if _nul.search(data):
             self.fail("nul")
+        if _blank.match(data):
+            self.fail("blank")
         return super().to_internal_value(data)
 
 
@@ -73,5 +99,62 @@ class Conversation(serializers.Serializer):
     messages = ConversationMessage(many=True)
 
 
+class PlanVersion(serializers.Serializer):
+    version = serializers.IntegerField()
+    plan = serializers.CharField(allow_blank=True)
+    saved_at = serializers.DateTimeField()
+
+
+class SuspiciousFlag(serializers.Serializer):
+    excerpt = serializers.CharField(allow_blank=True)
+    reason = serializers.CharField(allow_blank=True)
+    flagged_at = serializers.DateTimeField()
+
+
+class SessionExport(serializers.Serializer):
+    """Everything stored about a session: its metadata and all it holds."""
+
+    session_id = serializers.UUIDField()
+    created_at = serializers.DateTimeField()
+    last_activity_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    turns = serializers.IntegerField()
+    resume_text = serializers.CharField()
+    conversation = ConversationMessage(many=True)
+    plan_versions = PlanVersion(many=True)
+    suspicious_flags = SuspiciousFlag(many=True)
+    events = serializers.ListField(
+        child=serializers.DictField(), help_text="The stored ADK events, tool calls and results included."
+    )
+
+
 class ErrorResponse(serializers.Serializer):
     detail = serializers.CharField()
+
+
+class SessionFullResponse(ErrorResponse):
+    code = serializers.ChoiceField(
+        choices=["session_turn_limit", "session_size_limit"],
+        required=False,
+        help_text="Present when the session is full; absent when another turn is running.",
+    )
+
+
+def _error_messages(help_text: str) -> serializers.ListField:
+    return serializers.ListField(child=serializers.CharField(), required=False, help_text=help_text)
+
+
+class CreateSessionErrors(serializers.Serializer):
+    """A 400 of POST /agent/sessions: the field's errors, or `detail` when the body is not JSON."""
+
+    resume_text = _error_messages("Why resume_text was refused.")
+    non_field_errors = _error_messages("The body is JSON but not an object.")
+    detail = serializers.CharField(required=False, help_text="The body is not valid JSON.")
+
+
+class MessageErrors(serializers.Serializer):
+    """A 400 of POST .../messages: the field's errors, or `detail` when the body is not JSON."""
+
+    message = _error_messages("Why message was refused.")
+    non_field_errors = _error_messages("The body is JSON but not an object.")
+    detail = serializers.CharField(required=False, help_text="The body is not valid JSON.")

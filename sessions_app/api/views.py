@@ -2,7 +2,7 @@
 
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -13,19 +13,22 @@ from ..models import AgentSession
 from ..ownership import TOKEN_HEADER
 from .authentication import SessionTokenAuthentication
 from .errors import SessionNotFound
+from .schema import ATTACHMENT, BODY_ERRORS, RETRY_AFTER, SESSION_ERRORS, SESSION_PARAMETERS, THROTTLED
 from .serializers import (
     Conversation,
+    CreateSessionErrors,
     CreateSessionRequest,
     CreateSessionResponse,
     ErrorResponse,
+    MessageErrors,
     MessageRequest,
     MessageResponse,
+    SessionExport,
+    SessionFullResponse,
     SessionMetadata,
 )
 from .throttles import ClientMessageThrottle, SessionCreateThrottle, SessionMessageThrottle
 
-NOT_FOUND = OpenApiResponse(ErrorResponse, description="Unknown, expired, deleted or not yours")
-NO_TOKEN = OpenApiResponse(ErrorResponse, description="X-Session-Token header missing")
 # Debug error pages must not show what people send us: posted fields, and the
 # local variables of every frame that holds a resume, a message or a token.
 hide_posted_text = method_decorator(sensitive_post_parameters("resume_text", "message"), name="dispatch")
@@ -40,7 +43,20 @@ class SessionCreateView(APIView):
 
     @extend_schema(
         request=CreateSessionRequest,
-        responses={201: CreateSessionResponse, 400: ErrorResponse, 429: ErrorResponse},
+        examples=[
+            OpenApiExample(
+                "A resume",
+                value={"resume_text": "Chen Mei-Ling\nExperience\n- Data Analyst, Harbor Logistics (2020-2024)"},
+                request_only=True,
+            )
+        ],
+        parameters=[RETRY_AFTER],
+        responses={
+            201: CreateSessionResponse,
+            400: OpenApiResponse(CreateSessionErrors, description="Invalid input"),
+            **BODY_ERRORS,
+            429: THROTTLED,
+        },
         summary="Start a session with a resume; returns the session token once",
     )
     @hide_locals
@@ -89,12 +105,16 @@ class OwnedSessionView(APIView):
 
 
 class SessionDetailView(OwnedSessionView):
-    @extend_schema(responses={200: SessionMetadata, 401: NO_TOKEN, 404: NOT_FOUND}, summary="Session metadata")
+    @extend_schema(
+        parameters=SESSION_PARAMETERS, responses={200: SessionMetadata, **SESSION_ERRORS}, summary="Session metadata"
+    )
     def get(self, request, session_id):
         session = self.owned_session(session_id)
         return Response(SessionMetadata(services.metadata(session)).data)
 
-    @extend_schema(responses={204: None, 401: NO_TOKEN, 404: NOT_FOUND}, summary="Delete the session for good")
+    @extend_schema(
+        parameters=SESSION_PARAMETERS, responses={204: None, **SESSION_ERRORS}, summary="Delete the session for good"
+    )
     def delete(self, request, session_id):
         if not services.delete_owned_session(session_id, request.user.owner_id):
             raise SessionNotFound
@@ -109,7 +129,9 @@ class SessionMessagesView(OwnedSessionView):
         # Only sending a message runs the model; reading the conversation is not counted.
         return super().get_throttles() if self.request.method == "POST" else []
 
-    @extend_schema(responses={200: Conversation, 401: NO_TOKEN, 404: NOT_FOUND}, summary="The conversation so far")
+    @extend_schema(
+        parameters=SESSION_PARAMETERS, responses={200: Conversation, **SESSION_ERRORS}, summary="The conversation so far"
+    )
     def get(self, request, session_id):
         session = self.owned_session(session_id)
         body = {"session_id": session.session_id, "messages": services.conversation(session)}
@@ -117,17 +139,19 @@ class SessionMessagesView(OwnedSessionView):
 
     @extend_schema(
         request=MessageRequest,
+        examples=[OpenApiExample("A message", value={"message": "Please draft my job-search plan"}, request_only=True)],
+        parameters=[*SESSION_PARAMETERS, RETRY_AFTER],
         responses={
             200: MessageResponse,
-            400: ErrorResponse,
-            401: NO_TOKEN,
-            404: NOT_FOUND,
+            400: OpenApiResponse(MessageErrors, description="Invalid input"),
+            **SESSION_ERRORS,
+            **BODY_ERRORS,
             409: OpenApiResponse(
-                ErrorResponse,
+                SessionFullResponse,
                 description="Another turn on this session is running, or the session is full"
                 " (`code`: session_turn_limit, session_size_limit)",
             ),
-            429: OpenApiResponse(ErrorResponse, description="Too many messages (see Retry-After)"),
+            429: THROTTLED,
             502: OpenApiResponse(ErrorResponse, description="The model gave a bad answer or called tools too often"),
             503: OpenApiResponse(ErrorResponse, description="The model is unavailable (see Retry-After)"),
             504: OpenApiResponse(ErrorResponse, description="The model timed out"),
@@ -156,8 +180,9 @@ EXPORT_BOUND = (
 
 class SessionExportView(OwnedSessionView):
     @extend_schema(
-        responses={200: dict, 401: NO_TOKEN, 404: NOT_FOUND},
-        summary="Everything stored about the session",
+        parameters=[*SESSION_PARAMETERS, ATTACHMENT],
+        responses={200: SessionExport, **SESSION_ERRORS},
+        summary="Everything stored about the session, as a JSON attachment",
         description=EXPORT_BOUND,
     )
     @hide_locals

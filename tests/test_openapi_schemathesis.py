@@ -1,0 +1,207 @@
+"""The OpenAPI schema tells the truth: schemathesis runs every phase and check against the app.
+
+In process (the project's WSGI application, no network). The stateless phases
+(examples, coverage, fuzzing) use a real session and its token, given as fixed
+parameter values; the stateful phase gets none and must follow the schema's
+links from POST /agent/sessions (the new session's id and token).
+
+One check is off: `ignored_auth` expects 401/403 for a wrong token, but this
+API answers a wrong token with the same 404 as an unknown session by design
+(README: every miss is one identical 404), and it mistakes the token a link
+supplies for a made-up one. A missing token is still checked: the token
+header is a required parameter, so the coverage phase sends requests without
+it and `missing_required_header` expects the 401.
+"""
+
+import hypothesis
+import pytest
+import schemathesis
+from django.conf import settings
+
+from sessions_app.api.throttles import SessionCreateThrottle
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SEED = 20260101
+MAX_EXAMPLES = 25  # per operation and phase
+STATEFUL_SCENARIOS = 25
+STATEFUL_STEPS = 8
+PHASES = ("examples", "coverage", "fuzzing", "stateful")
+OPERATIONS = {
+    "POST /agent/sessions",
+    "GET /agent/sessions/{session_id}",
+    "DELETE /agent/sessions/{session_id}",
+    "GET /agent/sessions/{session_id}/messages",
+    "POST /agent/sessions/{session_id}/messages",
+    "GET /agent/sessions/{session_id}/export",
+}
+# Fictional; each test's database gets this session afresh (see known_session).
+KNOWN_SESSION_ID = "5f0c2a3e-8d1b-4c7a-9e6f-2b3d4a5c6e7f"
+KNOWN_TOKEN = "fixture-token-for-the-schemathesis-tests-only"
+
+
+def _config(phases: tuple[str, ...], **project) -> schemathesis.Config:
+    return schemathesis.Config.from_dict(
+        {
+            "seed": SEED,
+            "suppress-health-check": ["all"],
+            "generation": {"max-examples": MAX_EXAMPLES, "deterministic": True, "database": "none"},
+            "checks": {"ignored_auth": {"enabled": False}},
+            "phases": {
+                **{name: {"enabled": name in phases} for name in PHASES},
+                "examples": {"enabled": "examples" in phases, "fill-missing": True},
+            },
+            **project,
+        }
+    )
+
+
+def _load(config: schemathesis.Config):
+    from config.wsgi import application
+
+    return schemathesis.openapi.from_wsgi("/api/schema/", application, config=config)
+
+
+@pytest.fixture
+def many_sessions_allowed(monkeypatch):
+    # The fuzzer creates sessions by the dozen; a throttled one would only test the 429.
+    monkeypatch.setattr(SessionCreateThrottle, "THROTTLE_RATES", {"session_create": "100000/min"})
+
+
+@pytest.fixture(autouse=True)
+def known_session(many_sessions_allowed):
+    """The session the stateless phases use: its id and token are fixed when tests are collected."""
+    from asgiref.sync import async_to_sync
+
+    from agent import APP_NAME
+    from sessions_app.crypto import token_context
+    from sessions_app.ownership import owner_id_for
+    from sessions_app.store import DjangoSessionService
+
+    from .privacy import fixture_resume
+
+    with token_context(KNOWN_TOKEN):
+        async_to_sync(DjangoSessionService().create_session)(
+            app_name=APP_NAME,
+            user_id=owner_id_for(KNOWN_TOKEN),
+            session_id=KNOWN_SESSION_ID,
+            state={"resume_text": fixture_resume(), "plan_versions": [], "suspicious_flags": []},
+        )
+
+
+schema = _load(
+    _config(
+        ("examples", "coverage", "fuzzing"),
+        parameters={"path.session_id": KNOWN_SESSION_ID, "header.X-Session-Token": KNOWN_TOKEN},
+    )
+)
+
+
+@schema.parametrize()
+def test_every_answer_matches_the_schema(case):
+    case.call_and_validate()
+
+
+def test_a_created_session_is_followed_through_the_links(many_sessions_allowed):
+    api_schema = _load(_config(("stateful",)))
+    links = api_schema.raw_schema["paths"]["/agent/sessions"]["post"]["responses"]["201"]["links"]
+    assert len(links) == 5  # every operation that names a session
+    succeeded = set()
+
+    class Workflow(api_schema.as_state_machine()):
+        def after_call(self, response, case):
+            super().after_call(response, case)
+            if response.status_code < 300:
+                succeeded.add(case.operation.label)
+
+    Workflow.run(
+        settings=hypothesis.settings(
+            max_examples=STATEFUL_SCENARIOS,
+            stateful_step_count=STATEFUL_STEPS,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            suppress_health_check=list(hypothesis.HealthCheck),
+        )
+    )
+    # Only a created session's own id and token, which the links carry, can succeed.
+    assert succeeded == OPERATIONS
+
+
+def _operations():
+    return [result.ok() for result in schema.get_all_operations()]
+
+
+def _edge_requests(operation):
+    """Requests for the answers a fuzzer rarely provokes: (expected status, case, call kwargs)."""
+    names_session = "{session_id}" in operation.path
+    has_body = operation.method.upper() == "POST"
+
+    def case(session_id=KNOWN_SESSION_ID, token=KNOWN_TOKEN, headers=None):
+        return operation.Case(
+            path_parameters={"session_id": session_id} if names_session else {},
+            headers={**({"X-Session-Token": token} if names_session and token else {}), **(headers or {})},
+            **({"body": {"message" if names_session else "resume_text": "Lin Yu"}} if has_body else {}),
+            **({"media_type": "application/json"} if has_body else {}),
+        )
+
+    yield 406, case(headers={"Accept": "application/xml"}), {}
+    if names_session:
+        yield 401, case(token=None), {}
+        yield 404, case(session_id="not-a-session"), {}
+    if has_body:
+        as_json = {"headers": {"Content-Type": "application/json"}}
+        yield 400, case(), {"data": b'{"broken', **as_json}
+        yield 400, case(), {"data": b"[]", **as_json}
+        yield 413, case(), {"data": b" " * (settings.API_MAX_BODY_BYTES + 1), **as_json}
+        as_form = {"headers": {"Content-Type": "application/x-www-form-urlencoded"}}
+        yield 415, case(), {"data": b"resume_text=Lin", **as_form}
+
+
+@pytest.mark.parametrize("operation", _operations(), ids=lambda operation: operation.label)
+def test_every_error_answer_is_declared(operation):
+    """Status, body and headers of each error answer match the schema (the checks of the fuzzer)."""
+    for status, case, kwargs in _edge_requests(operation):
+        response = case.call_and_validate(**kwargs)
+        assert response.status_code == status, (status, kwargs)
+
+
+def test_the_throttled_answer_is_declared(monkeypatch):
+    monkeypatch.setattr(SessionCreateThrottle, "THROTTLE_RATES", {"session_create": "1/min"})
+    operation = schema["/agent/sessions"]["POST"]
+    statuses = [
+        operation.Case(body={"resume_text": "Lin Yu"}, media_type="application/json").call_and_validate().status_code
+        for _ in range(2)
+    ]
+    assert statuses == [201, 429]
+
+
+WHITESPACE = [chr(code) for code in range(0x110000) if chr(code).isspace()]
+NOT_WHITESPACE = ["a", "\u200b", "\ufeff", "\x1b", "\x7f", "\u00ad", "字"]
+TEXTS = [
+    "",
+    *WHITESPACE,
+    "".join(WHITESPACE),
+    *NOT_WHITESPACE,
+    *(f" {text}\n" for text in NOT_WHITESPACE),
+    "\x00",
+    "Lin\x00Yu",
+    "\x00 ",
+]
+
+
+@pytest.mark.parametrize("validator", ["jsonschema", "jsonschema_rs"])
+def test_the_text_rules_of_the_schema_are_the_servers(api, many_sessions_allowed, validator):
+    """Blank and NUL: what the schema allows is accepted, what it refuses is refused (Python and Rust regexes)."""
+    import jsonschema
+    import jsonschema_rs
+
+    document = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    declared = document["components"]["schemas"]["CreateSessionRequest"]["properties"]["resume_text"]
+    if validator == "jsonschema":
+        is_valid = jsonschema.Draft4Validator(declared).is_valid
+    else:
+        is_valid = jsonschema_rs.validator_for(declared).is_valid
+    for text in TEXTS:
+        response = api.post("/agent/sessions", {"resume_text": text}, format="json")
+        assert response.status_code == (201 if is_valid(text) else 400), repr(text)
