@@ -352,6 +352,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The token is declared as what it is, a required header parameter of each
+    # operation on a session, not as an authentication scheme: it is the key to
+    # one session, and a wrong token is answered like a wrong session id (the
+    # one 404), never 401/403, which an authentication scheme would promise.
+    "AUTHENTICATION_WHITELIST": [],
     # The created session (id and token) is linked to every operation on it.
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

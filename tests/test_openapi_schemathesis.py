@@ -5,12 +5,11 @@ In process (the project's WSGI application, no network). The stateless phases
 parameter values; the stateful phase gets none and must follow the schema's
 links from POST /agent/sessions (the new session's id and token).
 
-One check is off: `ignored_auth` expects 401/403 for a wrong token, but this
-API answers a wrong token with the same 404 as an unknown session by design
-(README: every miss is one identical 404), and it mistakes the token a link
-supplies for a made-up one. A missing token is still checked: the token
-header is a required parameter, so the coverage phase sends requests without
-it and `missing_required_header` expects the 401.
+Every check is on. The token is a required header parameter, not an
+authentication scheme (settings.SPECTACULAR_SETTINGS says why): a missing
+token is checked by `missing_required_header` (the coverage phase sends
+requests without it and expects the declared 401), and a wrong one gets the
+declared 404 like any other miss.
 """
 
 import hypothesis
@@ -18,7 +17,6 @@ import pytest
 import schemathesis
 from django.conf import settings
 
-from sessions_app.api.throttles import SessionCreateThrottle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,7 +44,6 @@ def _config(phases: tuple[str, ...], **project) -> schemathesis.Config:
             "seed": SEED,
             "suppress-health-check": ["all"],
             "generation": {"max-examples": MAX_EXAMPLES, "deterministic": True, "database": "none"},
-            "checks": {"ignored_auth": {"enabled": False}},
             "phases": {
                 **{name: {"enabled": name in phases} for name in PHASES},
                 "examples": {"enabled": "examples" in phases, "fill-missing": True},
@@ -62,10 +59,15 @@ def _load(config: schemathesis.Config):
     return schemathesis.openapi.from_wsgi("/api/schema/", application, config=config)
 
 
+def _set_rates(settings, **rates):
+    current = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {**current, **rates}}
+
+
 @pytest.fixture
-def many_sessions_allowed(monkeypatch):
-    # The fuzzer creates sessions by the dozen; a throttled one would only test the 429.
-    monkeypatch.setattr(SessionCreateThrottle, "THROTTLE_RATES", {"session_create": "100000/min"})
+def many_sessions_allowed(settings):
+    # The fuzzer creates sessions and sends messages by the dozen; a throttled one would only test the 429.
+    _set_rates(settings, session_create="100000/min", session_message="100000/min", client_message="100000/min")
 
 
 @pytest.fixture(autouse=True)
@@ -166,8 +168,8 @@ def test_every_error_answer_is_declared(operation):
         assert response.status_code == status, (status, kwargs)
 
 
-def test_the_throttled_answer_is_declared(monkeypatch):
-    monkeypatch.setattr(SessionCreateThrottle, "THROTTLE_RATES", {"session_create": "1/min"})
+def test_the_throttled_answer_is_declared(settings):
+    _set_rates(settings, session_create="1/min")
     operation = schema["/agent/sessions"]["POST"]
     statuses = [
         operation.Case(body={"resume_text": "Lin Yu"}, media_type="application/json").call_and_validate().status_code

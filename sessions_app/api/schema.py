@@ -7,24 +7,11 @@ that names a session, so a client can follow it without reading prose.
 """
 
 from django.urls import reverse
-from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerFieldExtension
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
 from ..ownership import TOKEN_HEADER
 from .serializers import BLANK_TEXT, NUL_CHARACTER, ErrorResponse
-
-
-class SessionTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "sessions_app.api.authentication.SessionTokenAuthentication"
-    name = "SessionToken"
-
-    def get_security_definition(self, auto_schema):
-        return {
-            "type": "apiKey",
-            "in": "header",
-            "name": TOKEN_HEADER,
-            "description": "The token returned once by POST /agent/sessions.",
-        }
 
 
 class CleanTextSchema(OpenApiSerializerFieldExtension):
@@ -43,8 +30,8 @@ class CleanTextSchema(OpenApiSerializerFieldExtension):
         return {**schema, "not": refused, "description": "Some visible character; no NUL character."}
 
 
-# Also a header parameter (besides the security scheme): OpenAPI links can only
-# fill parameters, and the link from POST /agent/sessions fills this one.
+# A header parameter (settings.SPECTACULAR_SETTINGS says why it is no security
+# scheme); OpenAPI links fill parameters, and the link from POST /agent/sessions fills this one.
 TOKEN_PARAMETER = OpenApiParameter(
     TOKEN_HEADER,
     type=str,
