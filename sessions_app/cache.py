@@ -29,6 +29,8 @@ import time
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT, BaseCache
 
+from config.private_files import PrivateSQLiteConnection
+
 FILE_NAME = "cache.sqlite3"
 BUSY_TIMEOUT_SECONDS = 20
 CULL_EVERY_SECONDS = 60  # expired rows are deleted at most this often per connection
@@ -51,7 +53,10 @@ class SQLiteCache(BaseCache):
         if getattr(local, "pid", None) != os.getpid():
             os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
             # isolation_level=None: every statement commits on its own.
-            db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+            # Owner-only file (0600) and sidecars, like the sessions database.
+            db = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, factory=PrivateSQLiteConnection
+            )
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(_SCHEMA)

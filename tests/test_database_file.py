@@ -139,3 +139,18 @@ def test_an_admin_session_cookie_expires_after_eight_hours(client, django_user_m
     assert client.get(reverse("admin:index")).status_code == 200
     monkeypatch.setattr(time, "time", lambda: signed_at + 8.1 * 3600)
     assert client.get(reverse("admin:index")).status_code == 302  # to the login page
+
+
+def test_the_rate_limit_cache_file_is_owner_only(tmp_path):
+    from sessions_app.cache import SQLiteCache
+
+    previous = os.umask(0o022)
+    try:
+        cache = SQLiteCache(str(tmp_path / "cache"), {})
+        cache.add("k", 0)
+        assert cache.incr("k") == 1
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
+    for path in (tmp_path / "cache").iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
