@@ -68,25 +68,33 @@ def restrict_database_files(database) -> None:
     """Creates the database file 0600 if missing; puts it and any sidecar at 0600.
 
     Only plain paths: in-memory databases and `file:` URIs are left to SQLite.
+    Never opens the database file itself: closing any descriptor of a file
+    drops every POSIX lock this process holds on it, including the locks of
+    SQLite connections in other threads (SQLite's documented "how to corrupt"
+    case). So a missing file is made under a temporary name and linked into
+    place, and modes are changed by path.
     """
     name = os.fspath(database)
     if isinstance(name, bytes):
         name = os.fsdecode(name)
     if not name or name == ":memory:" or name.startswith("file:"):
         return
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE_MODE)
-    except (FileNotFoundError, NotADirectoryError):
+    directory = os.path.dirname(os.path.abspath(name))
+    if not os.path.isdir(directory):
         return  # no such directory: SQLite reports it as it always does
-    try:
-        if _mode(os.fstat(fd)) != PRIVATE_FILE_MODE:
-            os.fchmod(fd, PRIVATE_FILE_MODE)
-    finally:
-        os.close(fd)
-    for suffix in SQLITE_SIDECARS:
+    if not os.path.exists(name):
+        fd, draft = tempfile.mkstemp(dir=directory, prefix=".new-database.")  # mkstemp: 0600
+        os.close(fd)  # the draft's descriptor: no connection has it open
         try:
-            if _mode(os.stat(name + suffix)) != PRIVATE_FILE_MODE:
-                os.chmod(name + suffix, PRIVATE_FILE_MODE)
+            os.link(draft, name)
+        except FileExistsError:
+            pass  # made meanwhile by another process or thread
+        finally:
+            os.unlink(draft)
+    for path in (name, *(name + suffix for suffix in SQLITE_SIDECARS)):
+        try:
+            if _mode(os.stat(path)) != PRIVATE_FILE_MODE:
+                os.chmod(path, PRIVATE_FILE_MODE)
         except FileNotFoundError:
             pass
 

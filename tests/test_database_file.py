@@ -154,3 +154,24 @@ def test_the_rate_limit_cache_file_is_owner_only(tmp_path):
     assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
     for path in (tmp_path / "cache").iterdir():
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def test_opening_a_connection_keeps_the_locks_other_connections_hold(tmp_path):
+    """Closing any descriptor of the database file drops every POSIX lock the process
+    holds on it (SQLite's "how to corrupt" list): making the file private must never
+    open and close it while another thread's connection holds a lock."""
+    from config.private_files import PrivateSQLiteConnection
+
+    path = str(tmp_path / "locks.db")
+    writer = sqlite3.connect(path, factory=PrivateSQLiteConnection, isolation_level=None)
+    writer.execute("CREATE TABLE t (x)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO t VALUES (1)")  # holds the write lock
+    sqlite3.connect(path, factory=PrivateSQLiteConnection).close()  # another thread's new connection
+    other_process = subprocess.run(
+        [sys.executable, "-c", f"import sqlite3; sqlite3.connect({path!r}, timeout=0).execute('BEGIN IMMEDIATE')"],
+        capture_output=True,
+        text=True,
+    )
+    writer.execute("ROLLBACK")
+    assert other_process.returncode != 0 and "database is locked" in other_process.stderr
