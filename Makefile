@@ -6,16 +6,23 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SECRET_KEY_FILE := var/secret_key
 
-.PHONY: run test venv migrate bench mutants clean
+.PHONY: run test venv dev-venv migrate bench mutants clean
 
-# The venv is rebuilt when requirements.txt changes.
+# The service's packages (requirements.txt) for `make run`; the tools for tests,
+# benchmarks and mutation testing on top (requirements-dev.txt). Each stamp is
+# redone when a file it depends on changes.
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $@
 
+$(VENV)/.installed-dev: $(VENV)/.installed requirements.txt requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
 venv: $(VENV)/.installed
+dev-venv: $(VENV)/.installed-dev
 
 # A local secret key, made once and kept out of git (var/ is ignored); owner-only
 # from the start (umask), like var/ itself. With DJANGO_DEBUG=1 the settings
@@ -45,14 +52,14 @@ browser:
 		echo "note: /usr/bin/chromium is missing (install it as root: make browser); the browser test will be skipped"; \
 	fi
 
-test: venv browser
+test: dev-venv browser
 	$(PY) -m pytest
 
 # All benchmarks (about 10 minutes on 2 cores), then benchmarks/RESULTS.md.
-# Each script also runs alone, e.g. `.venv/bin/python benchmarks/store_bench.py --quick`.
-bench: venv
+# Each script also runs alone, e.g. `.venv/bin/python benchmarks/store_bench.py --quick --out var/bench`
+# (--out: where <name>.md and .json go; default benchmarks/results).
+bench: dev-venv
 	$(PY) benchmarks/store_bench.py
-	$(PY) benchmarks/growth_bench.py
 	$(PY) benchmarks/service_bench.py
 	$(PY) benchmarks/purge_bench.py
 	$(PY) benchmarks/journal_modes.py
@@ -65,8 +72,7 @@ bench: venv
 # keeps its results there (a rerun tests only what changed); then
 # docs/MUTATION_REPORT.md. MUTANT_CHILDREN: parallel workers.
 MUTANT_CHILDREN ?= 2
-mutants: venv
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+mutants: dev-venv
 	$(PY) -m mutmut run --max-children $(MUTANT_CHILDREN)
 	$(PY) benchmarks/mutation_report.py
 

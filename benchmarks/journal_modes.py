@@ -1,36 +1,26 @@
 #!/usr/bin/env python3
-"""Which SQLite settings leave no byte of a deleted session in any database file?
+"""SQLite journal modes and deleted sessions: which settings leave no byte of a deleted
+session in any database file? (docs/JOURNAL_MODES.md reads the results.)
 
-For each configuration, in a fresh temporary directory, this script creates a
-database shaped like ours (a `sessions` table whose JSON `state` is written by
-`json.dumps`, i.e. non-ASCII escaped as \\uXXXX, and an `events` table whose
-`event_data` is raw UTF-8 JSON, with `ON DELETE CASCADE`), stores a few other
-sessions plus one "marker" session (a fictional resume), deletes the marker
-session in one transaction and scans the raw bytes of every file of the
-database (main, -journal, -wal, -shm) for every marker in every encoding.
+Per configuration, in a fresh temporary directory: tables shaped like ours (a JSON
+`state` written by `json.dumps`, so non-ASCII as \\uXXXX; raw UTF-8 `event_data`;
+`ON DELETE CASCADE`), a few other sessions and one "marker" session (a fictional
+resume); the marker session is deleted in one transaction and every file of the
+database (main, -journal, -wal, -shm) is scanned for every marker in every encoding.
+Also: the rollback journal during the delete (its size, and the markers in it before
+COMMIT), and temp_store DEFAULT vs MEMORY for large transactions whose statement
+journal SQLite spills to an unlinked temp file ("etilqs_*", visible only through
+/proc/self/fd while the statement runs, where a progress handler looks).
 
-It also measures, outside the main table:
-  * the rollback journal during the delete transaction (its maximum size and
-    whether it holds the markers before COMMIT): the before-images that DELETE
-    and TRUNCATE modes only unlink/truncate, leaving them in free filesystem
-    blocks that no user-level scan can reach;
-  * temp_store DEFAULT vs MEMORY for large transactions that need a statement
-    journal: SQLite spills it to an unlinked temp file ("etilqs_*"), which is
-    only visible through /proc/self/fd while the statement runs, so a
-    progress handler looks there (and reads the file) during the statement.
-
-Standard library only. Run:
-    .venv/bin/python benchmarks/journal_modes.py [--out var/journal_modes.md]
-All data is fictional.
+Standard library and sqlite3 only:
+    .venv/bin/python benchmarks/journal_modes.py --out var    # writes var/journal_modes.md
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import sqlite3
 import sys
@@ -39,57 +29,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# ---------------------------------------------------------------------------
-# Fictional data
-# ---------------------------------------------------------------------------
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-MARKERS: tuple[str, ...] = (
-    "鄭雨澄",
-    "蒼鷺燈塔科技股份有限公司",
-    "霧峰貨運調度台",
-    "玉山星圖觀測站",
-    "Heron Lighthouse Technologies",
-    "Misty Ridge Dispatch Board",
-    "Jade Summit Star Atlas",
-)
+from benchmarks import _common  # noqa: E402
 
-RESUME = """\
-鄭雨澄 Cheng Yu-Cheng — 履歷 Resume (fictional person)
-Email: yucheng.cheng@example.test | Phone: +886 900 111 222 (fictional)
-
-學歷 Education
-- 國立想像海洋大學 資訊工程研究所 碩士 (2015-2017) — Imaginary Ocean University, M.S. CS
-- 南島虛構大學 數學系 學士 (2011-2015)
-
-工作經歷 Experience
-- 蒼鷺燈塔科技股份有限公司 Heron Lighthouse Technologies, Staff Engineer (2020-present)
-  帶領六人團隊重寫計費系統，將每月對帳時間從三天縮短為四小時。
-  Rebuilt the billing pipeline; monthly reconciliation went from three days to four hours.
-- 白鷺港口資訊 Egret Harbour Informatics, Backend Engineer (2017-2020)
-  以 Django 與 PostgreSQL 建置港口排班 API，服務兩百個碼頭。
-
-專案 Projects
-- 霧峰貨運調度台 Misty Ridge Dispatch Board: 即時貨運調度看板，Go 與 WebSocket。
-  A real-time freight dispatch board in Go and WebSocket, 900 GitHub stars.
-- 玉山星圖觀測站 Jade Summit Star Atlas: 業餘天文觀測資料平台，Python 與 SQLite。
-  An amateur astronomy data platform in Python and SQLite.
-
-技能 Skills
-Python, Django, Go, PostgreSQL, SQLite, Kubernetes, Terraform
-"""
-
-_FILLER = (
-    "The assistant reviewed wording, tense and ordering of the bullet points and "
-    "suggested shorter sentences with measurable outcomes for each role. "
-)
+# A fictional resume and its 7 markers (4 Traditional Chinese, 3 English): the tests' fixtures.
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+MARKERS: tuple[str, ...] = tuple(json.loads((FIXTURES / "markers.json").read_text("utf-8")))
+RESUME = (FIXTURES / "resume_lin.txt").read_text("utf-8")
+_FILLER = ("The assistant reviewed wording, tense and ordering of the bullet points and "
+           "suggested shorter sentences with measurable outcomes for each role. ")
+LINES = [line for line in RESUME.splitlines() if line.strip()]
 
 
 def _filler(n: int) -> str:
-    return (_FILLER * (n // len(_FILLER) + 1))[:n]
-
-
-def _resume_lines() -> list[str]:
-    return [line for line in RESUME.splitlines() if line.strip()]
+    return (_FILLER * (n // len(_FILLER) + 1))[:n]  # "" for n <= 0
 
 
 def marker_forms(marker: str) -> dict[str, bytes]:
@@ -107,23 +61,11 @@ def marker_forms(marker: str) -> dict[str, bytes]:
 
 def expected_forms() -> frozenset[tuple[str, str]]:
     """What a correct insert must put on disk: UTF-8 (events) and \\uXXXX (state)."""
-    return frozenset(
-        (marker, form) for marker in MARKERS for form in marker_forms(marker) if form != "json-escaped-upper"
-    )
+    return frozenset((m, form) for m in MARKERS for form in marker_forms(m) if form != "json-escaped-upper")
 
 
 def scan_bytes(data: bytes) -> frozenset[tuple[str, str]]:
-    return frozenset(
-        (marker, form)
-        for marker in MARKERS
-        for form, needle in marker_forms(marker).items()
-        if needle in data
-    )
-
-
-# ---------------------------------------------------------------------------
-# Sizes and configurations
-# ---------------------------------------------------------------------------
+    return frozenset((m, form) for m in MARKERS for form, needle in marker_forms(m).items() if needle in data)
 
 
 @dataclass(frozen=True)
@@ -154,117 +96,72 @@ class Config:
 
     @property
     def label(self) -> str:
-        parts = [self.journal_mode]
-        if self.journal_size_limit is not None:
-            parts.append(f"journal_size_limit={self.journal_size_limit}")
-        if self.checkpoint:
-            parts.append("wal_checkpoint(TRUNCATE)")
-        if self.open_reader:
-            parts.append("open reader")
-        return " + ".join(parts)
+        return " + ".join([self.journal_mode]
+                          + [f"journal_size_limit={self.journal_size_limit}"] * (self.journal_size_limit is not None)
+                          + ["wal_checkpoint(TRUNCATE)"] * self.checkpoint + ["open reader"] * self.open_reader)
 
 
 def default_configs() -> list[Config]:
-    c: list[Config] = []
-    for mode in ("DELETE", "TRUNCATE"):
-        for sd in ("ON", "OFF", "FAST"):
-            c.append(Config(mode, sd))
-    c.append(Config("PERSIST", "ON"))
-    c.append(Config("PERSIST", "ON", journal_size_limit=0))
-    c.append(Config("MEMORY", "ON"))
-    for sd in ("ON", "OFF", "FAST"):
-        c.append(Config("WAL", sd))
-    c.append(Config("WAL", "ON", journal_size_limit=0))
-    for sd in ("ON", "OFF", "FAST"):
-        c.append(Config("WAL", sd, checkpoint=True))
-    c.append(Config("WAL", "ON", checkpoint=True, open_reader=True))
-    # Values larger than a page: the text lives in overflow pages.
-    for sd in ("ON", "OFF", "FAST"):
-        c.append(Config("DELETE", sd, layout="overflow"))
-    for sd in ("ON", "FAST"):
-        c.append(Config("WAL", sd, checkpoint=True, layout="overflow"))
-    return c
+    every = ("ON", "OFF", "FAST")
+    return [
+        *(Config(mode, sd) for mode in ("DELETE", "TRUNCATE") for sd in every),
+        Config("PERSIST", "ON"), Config("PERSIST", "ON", journal_size_limit=0), Config("MEMORY", "ON"),
+        *(Config("WAL", sd) for sd in every), Config("WAL", "ON", journal_size_limit=0),
+        *(Config("WAL", sd, checkpoint=True) for sd in every),
+        Config("WAL", "ON", checkpoint=True, open_reader=True),
+        # Values larger than a page: the text lives in overflow pages.
+        *(Config("DELETE", sd, layout="overflow") for sd in every),
+        *(Config("WAL", sd, checkpoint=True, layout="overflow") for sd in ("ON", "FAST")),
+    ]
 
 
 CHOSEN = Config("DELETE", "ON", temp_store="MEMORY")
 
-# ---------------------------------------------------------------------------
-# Database shaped like ours
-# ---------------------------------------------------------------------------
-
 SCHEMA = """
-CREATE TABLE sessions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    app_name varchar(128) NOT NULL,
-    user_id varchar(128) NOT NULL,
-    session_id varchar(128) NOT NULL,
-    state text NOT NULL CHECK ((JSON_VALID(state) OR state IS NULL)),
-    created_at datetime NOT NULL,
-    updated_at datetime NOT NULL,
-    revision bigint unsigned NOT NULL CHECK (revision >= 0),
-    turn_started_at datetime NULL,
-    UNIQUE (app_name, user_id, session_id)
-);
+CREATE TABLE sessions (id INTEGER PRIMARY KEY AUTOINCREMENT, app_name varchar(128) NOT NULL,
+    user_id varchar(128) NOT NULL, session_id varchar(128) NOT NULL,
+    state text NOT NULL CHECK ((JSON_VALID(state) OR state IS NULL)), created_at datetime NOT NULL,
+    updated_at datetime NOT NULL, revision bigint unsigned NOT NULL CHECK (revision >= 0),
+    turn_started_at datetime NULL, UNIQUE (app_name, user_id, session_id));
 CREATE INDEX sessions_updated_at ON sessions (updated_at);
 CREATE INDEX session_id_idx ON sessions (session_id);
-CREATE TABLE events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id bigint NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    event_id varchar(128) NOT NULL,
-    invocation_id varchar(256) NOT NULL,
-    author varchar(256) NOT NULL,
-    timestamp real NOT NULL,
-    event_data text NOT NULL
-);
+CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id bigint NOT NULL REFERENCES sessions (id) ON DELETE CASCADE, event_id varchar(128) NOT NULL,
+    invocation_id varchar(256) NOT NULL, author varchar(256) NOT NULL, timestamp real NOT NULL,
+    event_data text NOT NULL);
 CREATE INDEX event_session_time_idx ON events (session_id, timestamp);
 """
 
 SECURE_DELETE_VALUES = {"OFF": 0, "ON": 1, "FAST": 2}
-TEMP_STORE_VALUES = {"DEFAULT": 0, "FILE": 1, "MEMORY": 2}
 
 
 def marker_state(target_bytes: int, overflow: bool) -> str:
     """JSONField-style state (json.dumps: non-ASCII escaped), about target_bytes long."""
     state: dict = {"resume_text": RESUME, "target_role": "Staff Backend Engineer", "notes": ""}
-    lines = _resume_lines()
-    if overflow:
-        # Repeat resume lines so the markers sit everywhere, including the
-        # part of the record that goes to overflow pages.
+    if overflow:  # resume lines repeated, so markers sit in the part that goes to overflow pages too
         state["drafts"] = []
-        i = 0
         while len(json.dumps(state)) < target_bytes:
-            state["drafts"].append(lines[i % len(lines)])
-            i += 1
+            state["drafts"].append(LINES[len(state["drafts"]) % len(LINES)])
     else:
-        missing = target_bytes - len(json.dumps(state))
-        state["notes"] = _filler(max(0, missing))
+        state["notes"] = _filler(target_bytes - len(json.dumps(state)))
     return json.dumps(state)
 
 
 def marker_events(count: int, target_bytes: int, overflow: bool) -> list[str]:
     """ADK-style event JSON, raw UTF-8 (ensure_ascii=False), each quoting the resume."""
-    lines = _resume_lines()
     out = []
     for i in range(count):
-        quote = f"{lines[i % len(lines)]} / {lines[(i + count) % len(lines)]}"
-        model = i % 2 == 1
-        event = {
-            "id": f"evt-{i:04d}",
-            "invocation_id": f"inv-{i // 2}",
-            "author": "resume_agent" if model else "user",
-            "timestamp": 1_800_000_000.0 + i,
-            "content": {"role": "model" if model else "user", "parts": [{"text": quote}]},
-            "actions": {"state_delta": {"last_quote": quote} if model else {}},
-            "summary": "",
-        }
-        if overflow:
-            j = i
-            while len(json.dumps(event, ensure_ascii=False).encode()) < target_bytes:
-                event["summary"] += lines[j % len(lines)] + "\n"
-                j += 1
-        else:
-            missing = target_bytes - len(json.dumps(event, ensure_ascii=False).encode())
-            event["summary"] = _filler(max(0, missing))
+        quote, model = f"{LINES[i % len(LINES)]} / {LINES[(i + count) % len(LINES)]}", i % 2 == 1
+        event = {"id": f"evt-{i:04d}", "invocation_id": f"inv-{i // 2}", "author": "resume_agent" if model else "user",
+                 "timestamp": 1_800_000_000.0 + i,
+                 "content": {"role": "model" if model else "user", "parts": [{"text": quote}]},
+                 "actions": {"state_delta": {"last_quote": quote} if model else {}}, "summary": ""}
+        j = i
+        while overflow and len(json.dumps(event, ensure_ascii=False).encode()) < target_bytes:
+            event["summary"] += LINES[j % len(LINES)] + "\n"
+            j += 1
+        if not overflow:
+            event["summary"] = _filler(target_bytes - len(json.dumps(event, ensure_ascii=False).encode()))
         out.append(json.dumps(event, ensure_ascii=False))
     return out
 
@@ -313,12 +210,7 @@ def insert_session(conn, n: int, state: str, events: list[str], updated_days: in
     return sid
 
 
-# ---------------------------------------------------------------------------
-# Scanning
-# ---------------------------------------------------------------------------
-
-SUFFIXES = ("", "-journal", "-wal", "-shm")
-FILE_NAMES = {"": "main", "-journal": "-journal", "-wal": "-wal", "-shm": "-shm"}
+FILES = {"": "main", "-journal": "-journal", "-wal": "-wal", "-shm": "-shm"}  # suffix -> name
 
 
 @dataclass(frozen=True)
@@ -331,56 +223,37 @@ class FileState:
 
 def scan_database(db: Path) -> dict[str, FileState]:
     out = {}
-    for suffix in SUFFIXES:
+    for suffix, name in FILES.items():
         path = Path(f"{db}{suffix}")
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            out[FILE_NAMES[suffix]] = FileState(False)
+        if not path.exists():
+            out[name] = FileState(False)
             continue
+        data = path.read_bytes()
         hits = scan_bytes(data)
-        pages = (0, 0)
-        if suffix == "" and hits:
-            with_hits, on_freelist = hit_pages(data)
-            pages = (len(with_hits), len(on_freelist))
-        out[FILE_NAMES[suffix]] = FileState(True, len(data), hits, pages)
+        out[name] = FileState(True, len(data), hits, hit_pages(data) if suffix == "" and hits else (0, 0))
     return out
 
 
-def freelist_pages(data: bytes) -> set[int]:
-    """Page numbers on the freelist of a database file image (trunk and leaf pages)."""
-    if len(data) < 100 or not data.startswith(b"SQLite format 3\x00"):
-        return set()
-    page_size = int.from_bytes(data[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    free: set[int] = set()
-    trunk = int.from_bytes(data[32:36], "big")
-    while trunk and trunk not in free and trunk * page_size <= len(data):
-        free.add(trunk)
-        off = (trunk - 1) * page_size
-        count = int.from_bytes(data[off + 4 : off + 8], "big")
-        for k in range(min(count, page_size // 4 - 2)):
-            free.add(int.from_bytes(data[off + 8 + 4 * k : off + 12 + 4 * k], "big"))
-        trunk = int.from_bytes(data[off : off + 4], "big")
-    return free
-
-
-def hit_pages(data: bytes) -> tuple[set[int], set[int]]:
-    """(pages holding any marker, of which on the freelist) in a database file image."""
+def hit_pages(data: bytes) -> tuple[int, int]:
+    """(pages holding any marker, of which on the freelist) of a database file image."""
     page_size = int.from_bytes(data[16:18], "big") if len(data) >= 100 else 4096
     page_size = 65536 if page_size == 1 else page_size
     pages = set()
-    for marker in MARKERS:
-        for needle in marker_forms(marker).values():
-            start = data.find(needle)
-            while start != -1:
-                pages.add(start // page_size + 1)
-                start = data.find(needle, start + 1)
-    return pages, pages & freelist_pages(data)
-
-
-def all_hits(scan: dict[str, FileState]) -> frozenset:
-    return frozenset().union(*(s.hits for s in scan.values()))
+    for needle in (needle for m in MARKERS for needle in marker_forms(m).values()):
+        start = data.find(needle)
+        while start != -1:
+            pages.add(start // page_size + 1)
+            start = data.find(needle, start + 1)
+    free: set[int] = set()  # the freelist: trunk pages, each listing leaf pages
+    trunk = int.from_bytes(data[32:36], "big") if data.startswith(b"SQLite format 3\x00") else 0
+    while trunk and trunk not in free and trunk * page_size <= len(data):
+        free.add(trunk)
+        off = (trunk - 1) * page_size
+        count = int.from_bytes(data[off + 4: off + 8], "big")
+        free |= {int.from_bytes(data[off + 8 + 4 * k: off + 12 + 4 * k], "big")
+                 for k in range(min(count, page_size // 4 - 2))}
+        trunk = int.from_bytes(data[off: off + 4], "big")
+    return len(pages), len(pages & free)
 
 
 def leaking_files(scan: dict[str, FileState]) -> list[str]:
@@ -400,8 +273,6 @@ class Watcher:
         self.journal_max = 0
         self.temp_files: dict[str, int] = {}  # link target -> max size seen
         self.temp_hits: frozenset = frozenset()
-        self.calls = 0
-        self.proc_fd = Path("/proc/self/fd").is_dir()
 
     def __call__(self) -> int:
         try:
@@ -411,59 +282,33 @@ class Watcher:
         return 0
 
     def poll(self) -> None:
-        self.calls += 1
-        if self.journal is not None:
-            try:
-                self.journal_max = max(self.journal_max, self.journal.stat().st_size)
-            except FileNotFoundError:
-                pass
-        if not self.proc_fd:
-            return
-        for name in os.listdir("/proc/self/fd"):
+        if self.journal is not None and self.journal.exists():
+            self.journal_max = max(self.journal_max, self.journal.stat().st_size)
+        for name in os.listdir("/proc/self/fd") if Path("/proc/self/fd").is_dir() else []:
             link = f"/proc/self/fd/{name}"
             try:
                 target = os.readlink(link)
-                if "etilqs_" not in target:
-                    continue
-                size = os.stat(link).st_size
+                if "etilqs_" in target:
+                    size = os.stat(link).st_size
+                    if size != self.temp_files.get(target, -1):
+                        self.temp_hits |= scan_bytes(Path(link).read_bytes())
+                    self.temp_files[target] = max(size, self.temp_files.get(target, 0))
             except OSError:
                 continue
-            if size != self.temp_files.get(target, -1):
-                try:
-                    with open(link, "rb") as fh:
-                        self.temp_hits |= scan_bytes(fh.read())
-                except OSError:
-                    pass
-            self.temp_files[target] = max(size, self.temp_files.get(target, 0))
 
-
-# ---------------------------------------------------------------------------
-# Measurement: delete one session
-# ---------------------------------------------------------------------------
 
 
 @dataclass
 class Result:
     config: Config
-    before: dict[str, FileState]
-    before_ok: bool
+    before_ok: bool  # every expected form of every marker was on disk before the delete
     pre_commit: dict[str, FileState]  # after the DELETE statement, before COMMIT
     journal_max_during: int
-    temp_files_during: dict[str, int]
     after: dict[str, FileState]  # right after COMMIT (and the checkpoint, if any)
     after_close: dict[str, FileState]  # once every connection is closed
     rows_left: tuple[int, int]
     checkpoint: tuple | None = None
     checkpoint_seconds: float | None = None
-    seconds: float = 0.0
-
-    @property
-    def leaks(self) -> list[str]:
-        return leaking_files(self.after)
-
-    @property
-    def clean(self) -> bool:
-        return self.before_ok and not self.leaks
 
     @property
     def verdict(self) -> str:
@@ -471,21 +316,15 @@ class Result:
             return "INVALID: markers not found before the delete"
         if self.rows_left != (0, 0):
             return f"INVALID: rows left {self.rows_left}"
-        return "clean" if not self.leaks else "LEAK: " + ", ".join(self.leaks)
+        leaks = leaking_files(self.after)
+        return "LEAK: " + ", ".join(leaks) if leaks else "clean"
 
 
-def measure(
-    config: Config,
-    sizes: Sizes = Sizes(),
-    *,
-    checkpoint_timeout_ms: int = 1000,
-    workdir: str | None = None,
-) -> Result:
+def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: int = 1000) -> Result:
     """Insert, commit, delete the marker session (cascade), commit, scan every file."""
     if config.open_reader and config.journal_mode != "WAL":
         raise ValueError("an open reader blocks COMMIT in rollback-journal modes; only WAL is measured")
-    started = time.monotonic()
-    tmp = Path(tempfile.mkdtemp(prefix="journal_modes_", dir=workdir))
+    tmp = Path(tempfile.mkdtemp(prefix="journal_modes_"))
     db = tmp / "sessions.db"
     reader = None
     conn = connect(db, config)
@@ -493,20 +332,16 @@ def measure(
         conn.executescript(SCHEMA)
         overflow = config.layout == "overflow"
         state = marker_state(sizes.overflow_state_bytes if overflow else sizes.state_bytes, overflow)
-        events = marker_events(
-            sizes.events, sizes.overflow_event_bytes if overflow else sizes.event_bytes, overflow
-        )
+        events = marker_events(sizes.events, sizes.overflow_event_bytes if overflow else sizes.event_bytes, overflow)
         conn.execute("BEGIN IMMEDIATE")
-        for n in range(sizes.other_sessions // 2):
+        others = list(range(sizes.other_sessions))
+        for n in others[: len(others) // 2]:
             insert_session(conn, n, other_state(n), [other_event(n, i) for i in range(sizes.other_events)])
         target = insert_session(conn, 9999, state, events)
-        for n in range(sizes.other_sessions // 2, sizes.other_sessions):
+        for n in others[len(others) // 2:]:
             insert_session(conn, n, other_state(n), [other_event(n, i) for i in range(sizes.other_events)])
         conn.execute("COMMIT")
-
-        before = scan_database(db)
-        before_ok = expected_forms() <= all_hits(before)
-
+        before_ok = expected_forms() <= frozenset().union(*(s.hits for s in scan_database(db).values()))
         if config.open_reader:
             reader = sqlite3.connect(db, timeout=20, isolation_level=None)
             reader.execute("BEGIN")
@@ -519,78 +354,37 @@ def measure(
         conn.set_progress_handler(None, 0)
         watcher.poll()
         pre_commit = scan_database(db)
-        journal_max = max(watcher.journal_max, pre_commit["-journal"].size)
         conn.execute("COMMIT")
-        rows_left = (
-            conn.execute("SELECT count(*) FROM sessions WHERE id = ?", (target,)).fetchone()[0],
-            conn.execute("SELECT count(*) FROM events WHERE session_id = ?", (target,)).fetchone()[0],
-        )
-
+        rows_left = tuple(conn.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?", (target,)).fetchone()[0]
+                          for table, column in (("sessions", "id"), ("events", "session_id")))
         checkpoint = checkpoint_seconds = None
         if config.checkpoint:
             conn.execute(f"PRAGMA busy_timeout={checkpoint_timeout_ms}")
-            t0 = time.monotonic()
+            started = time.monotonic()
             checkpoint = tuple(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
-            checkpoint_seconds = time.monotonic() - t0
-
+            checkpoint_seconds = time.monotonic() - started
         after = scan_database(db)
-        if reader is not None:
-            reader.execute("ROLLBACK")
-            reader.close()
-            reader = None
-        conn.close()
-        after_close = scan_database(db)
-        return Result(
-            config=config,
-            before=before,
-            before_ok=before_ok,
-            pre_commit=pre_commit,
-            journal_max_during=journal_max,
-            temp_files_during=dict(watcher.temp_files),
-            after=after,
-            after_close=after_close,
-            rows_left=rows_left,
-            checkpoint=checkpoint,
-            checkpoint_seconds=checkpoint_seconds,
-            seconds=time.monotonic() - started,
-        )
+        for connection in (reader, conn):
+            if connection is not None:
+                connection.close()  # the reader's read transaction ends with it
+        return Result(config, before_ok, pre_commit, max(watcher.journal_max, pre_commit["-journal"].size), after,
+                      scan_database(db), rows_left, checkpoint, checkpoint_seconds)
     finally:
-        if reader is not None:
-            reader.close()
-        conn.close()
+        for connection in (reader, conn):
+            if connection is not None:
+                connection.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-# ---------------------------------------------------------------------------
-# Measurement: temp_store and statement journals
-# ---------------------------------------------------------------------------
-
-TEMP_SCENARIOS = {
-    # The TTL purge shape: one DELETE with a subquery, cascading to events.
-    "purge": [
-        "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE updated_at < :cutoff)",
-    ],
-    # A transaction that first touches the rows and then deletes them. This
-    # UPDATE cannot fail half-way (no constraint on the column it sets).
-    "update then purge": [
-        "UPDATE sessions SET turn_started_at = :cutoff WHERE updated_at < :cutoff",
-        "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE updated_at < :cutoff)",
-    ],
-    # The same with an UPDATE that can fail half-way (CHECK (revision >= 0)),
-    # so SQLite opens a statement journal for it.
-    "abortable update then purge": [
-        "UPDATE sessions SET revision = revision + 1 WHERE updated_at < :cutoff",
-        "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE updated_at < :cutoff)",
-    ],
-    # Two multi-row UPDATEs, then the purge. The CHECK (revision >= 0) may fail
-    # mid-statement, so the second UPDATE needs a statement journal holding the
-    # before-images of the pages the first one already wrote.
-    "update twice then purge": [
-        "UPDATE sessions SET revision = revision + 1 WHERE updated_at < :cutoff",
-        "UPDATE sessions SET revision = revision + 1 WHERE updated_at < :cutoff",
-        "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE updated_at < :cutoff)",
-    ],
-}
+# The TTL purge shape: one DELETE with a subquery, cascading to events.
+PURGE = "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE updated_at < :cutoff)"
+# An UPDATE that cannot fail half-way (no constraint on the column it sets) ...
+TOUCH = "UPDATE sessions SET turn_started_at = :cutoff WHERE updated_at < :cutoff"
+# ... and one that can (CHECK (revision >= 0)), so SQLite opens a statement journal for it; run
+# twice, the second needs the before-images of the pages the first one already wrote.
+BUMP = "UPDATE sessions SET revision = revision + 1 WHERE updated_at < :cutoff"
+TEMP_SCENARIOS = {"purge": [PURGE], "update then purge": [TOUCH, PURGE], "abortable update then purge": [BUMP, PURGE],
+                  "update twice then purge": [BUMP, BUMP, PURGE]}
 
 
 @dataclass
@@ -599,36 +393,24 @@ class TempResult:
     journal_mode: str
     temp_store: str
     rows: int
-    temp_files: dict[str, int]
+    temp_files: dict[str, int]  # unlinked temp files seen in /proc/self/fd -> max size
     temp_hits: frozenset
-    observable: bool
-    progress_calls: int
     main_after: FileState
-    tmpdir_left: list[str]
 
     @property
     def verdict(self) -> str:
-        if not self.observable:
+        if not Path("/proc/self/fd").is_dir():
             return "not observable (/proc/self/fd missing)"
         if not self.temp_files:
             return "no temp file"
-        if self.temp_hits:
-            return "LEAK: markers written to an unlinked temp file"
-        return "temp file without markers"
+        return "LEAK: markers written to an unlinked temp file" if self.temp_hits else "temp file without markers"
 
 
-def measure_temp_store(
-    scenario: str,
-    temp_store: str,
-    journal_mode: str = "DELETE",
-    rows: int = 300,
-    sizes: Sizes = Sizes(),
-    workdir: str | None = None,
-) -> TempResult:
-    tmp = Path(tempfile.mkdtemp(prefix="journal_modes_temp_", dir=workdir))
+def measure_temp_store(scenario: str, temp_store: str, journal_mode: str = "DELETE", rows: int = 300,
+                       sizes: Sizes = Sizes()) -> TempResult:
+    tmp = Path(tempfile.mkdtemp(prefix="journal_modes_temp_"))
     db = tmp / "sessions.db"
-    config = Config(journal_mode, "ON", temp_store=temp_store)
-    conn = connect(db, config)
+    conn = connect(db, Config(journal_mode, "ON", temp_store=temp_store))
     try:
         conn.executescript(SCHEMA)
         state = marker_state(sizes.state_bytes, overflow=False)
@@ -651,38 +433,11 @@ def measure_temp_store(
         conn.execute("COMMIT")
         if journal_mode == "WAL":
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        main_after = scan_database(db)["main"]
-        tmpdir = os.environ.get("SQLITE_TMPDIR")
-        left = sorted(os.listdir(tmpdir)) if tmpdir and os.path.isdir(tmpdir) else []
-        return TempResult(
-            scenario=scenario,
-            journal_mode=journal_mode,
-            temp_store=temp_store,
-            rows=rows,
-            temp_files=dict(watcher.temp_files),
-            temp_hits=watcher.temp_hits,
-            observable=watcher.proc_fd,
-            progress_calls=watcher.calls,
-            main_after=main_after,
-            tmpdir_left=left,
-        )
+        return TempResult(scenario, journal_mode, temp_store, rows, dict(watcher.temp_files), watcher.temp_hits,
+                          scan_database(db)["main"])
     finally:
         conn.close()
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def default_temp_cases() -> list[tuple[str, str, str]]:
-    return [
-        (scenario, temp_store, mode)
-        for mode in ("DELETE", "WAL")
-        for scenario in TEMP_SCENARIOS
-        for temp_store in ("DEFAULT", "MEMORY")
-    ]
-
-
-# ---------------------------------------------------------------------------
-# Report
-# ---------------------------------------------------------------------------
 
 
 def _size(n: int) -> str:
@@ -694,15 +449,9 @@ def _hits(state: FileState) -> str:
         return "no file"
     if not state.hits:
         return "0"
-    markers = {m for m, _ in state.hits}
-    forms = sorted({f for _, f in state.hits})
     short = {"utf-8": "utf-8", "json-escaped": "\\u", "json-escaped-upper": "\\U"}
-    return f"**{len(markers)}/{len(MARKERS)}** ({'+'.join(short[f] for f in forms)})"
-
-
-def _sidecars(scan: dict[str, FileState]) -> str:
-    files = [f"{name} {_size(s.size)}" for name, s in scan.items() if name != "main" and s.exists]
-    return ", ".join(files) if files else "none"
+    forms = "+".join(short[f] for f in sorted({f for _, f in state.hits}))
+    return f"**{len({m for m, _ in state.hits})}/{len(MARKERS)}** ({forms})"
 
 
 def _note(r: Result) -> str:
@@ -712,113 +461,71 @@ def _note(r: Result) -> str:
         notes.append(f"main: markers on {main.pages[0]} page(s), {main.pages[1]} of them on the freelist")
     if r.checkpoint is not None:
         busy, log, done = r.checkpoint
-        notes.append(
-            f"checkpoint busy={busy} log={log} checkpointed={done} in {r.checkpoint_seconds:.2f} s"
-        )
-    if r.temp_files_during:
-        notes.append(f"{len(r.temp_files_during)} temp file(s) during delete")
+        notes.append(f"checkpoint busy={busy} log={log} checkpointed={done} in {r.checkpoint_seconds:.2f} s")
     return "; ".join(notes)
 
 
-def render(results: list[Result], temp_results: list[TempResult], command: str) -> str:
-    out = []
-    out.append(f"Command: `{command}`  ")
-    out.append(f"Date (UTC): {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M:%S')}  ")
-    out.append(f"Machine: `{platform.uname().system} {platform.uname().release} {platform.uname().machine}`, "
-               f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}  ")
-    out.append(f"Markers: {len(MARKERS)} ({sum(1 for m in MARKERS if not m.isascii())} Traditional Chinese, "
-               f"{sum(1 for m in MARKERS if m.isascii())} English), each searched as UTF-8 and as \\uXXXX "
-               "(lower- and upper-case hex).")
-    out.append("")
-    out.append("### After DELETE + COMMIT of the marker session")
-    out.append("")
-    out.append(
-        "| # | config | layout | secure_delete | markers before (all forms found) | main after "
-        "| -journal after | -wal after | sidecar files after | verdict | after all connections closed | note |"
-    )
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+def render(results: list[Result], temp_results: list[TempResult]) -> list[str]:
+    chinese = sum(1 for m in MARKERS if not m.isascii())
+    out = [f"Markers: {len(MARKERS)} ({chinese} Traditional Chinese, {len(MARKERS) - chinese} English), each"
+           " searched as UTF-8 and as \\uXXXX (lower- and upper-case hex).", "",
+           "### After DELETE + COMMIT of the marker session", ""]
+    rows = []
     for i, r in enumerate(results, 1):
-        c = r.config
-        before = "yes" if r.before_ok else "**NO**"
-        close = "clean" if not leaking_files(r.after_close) else "LEAK: " + ", ".join(leaking_files(r.after_close))
-        out.append(
-            f"| {i} | {c.label} | {c.layout} | {c.secure_delete} | {before} | {_hits(r.after['main'])} "
-            f"| {_hits(r.after['-journal'])} | {_hits(r.after['-wal'])} | {_sidecars(r.after)} "
-            f"| {r.verdict if r.clean else '**' + r.verdict + '**'} | {close} | {_note(r)} |"
-        )
-    out.append("")
-    out.append("`**n/7**` = n of the 7 markers found in that file (forms: utf-8 = raw UTF-8, \\u = json.dumps "
-               "escapes). `0` = file present, nothing found. temp_store=MEMORY in all rows above.")
-    out.append("")
-    out.append("### The rollback journal during the delete transaction (before COMMIT)")
-    out.append("")
-    out.append("| config | layout | secure_delete | -journal max size during delete | markers in -journal before COMMIT "
-               "| -journal after COMMIT |")
-    out.append("|---|---|---|---|---|---|")
-    for r in results:
-        c = r.config
-        if c.journal_mode not in ("DELETE", "TRUNCATE", "PERSIST") or c.secure_delete != "ON":
-            continue
-        j = r.after["-journal"]
-        after = "unlinked" if not j.exists else f"{_size(j.size)} kept"
-        out.append(
-            f"| {c.label} | {c.layout} | {c.secure_delete} | {_size(r.journal_max_during)} "
-            f"| {_hits(r.pre_commit['-journal'])} | {after} |"
-        )
-    out.append("")
-    out.append("### temp_store: statement journals of large transactions (secure_delete=ON)")
-    out.append("")
-    out.append("| scenario | journal_mode | temp_store | rows | temp files seen in /proc/self/fd (max size) "
-               "| markers in temp file | main after | verdict |")
-    out.append("|---|---|---|---|---|---|---|---|")
-    for t in temp_results:
-        files = ", ".join(f"{Path(k.replace(' (deleted)', '')).name} (deleted) {_size(v)}"
-                          for k, v in t.temp_files.items()) or "none"
-        found = (f"**{len({m for m, _ in t.temp_hits})}/{len(MARKERS)}**" if t.temp_hits else "0") if t.temp_files else "-"
-        out.append(
-            f"| {t.scenario} | {t.journal_mode} | {t.temp_store} | {t.rows} | {files} | {found} "
-            f"| {_hits(t.main_after)} | {t.verdict} |"
-        )
-    out.append("")
-    return "\n".join(out)
+        c, leaks = r.config, leaking_files(r.after_close)
+        sidecars = ", ".join(f"{name} {_size(s.size)}" for name, s in r.after.items() if name != "main" and s.exists)
+        rows.append([i, c.label, c.layout, c.secure_delete, "yes" if r.before_ok else "**NO**",
+                     *(_hits(r.after[name]) for name in ("main", "-journal", "-wal")), sidecars or "none",
+                     r.verdict if r.verdict == "clean" else f"**{r.verdict}**",
+                     "LEAK: " + ", ".join(leaks) if leaks else "clean", _note(r)])
+    out += _common.md_table(["#", "config", "layout", "secure_delete", "markers before (all forms found)",
+                             "main after", "-journal after", "-wal after", "sidecar files after", "verdict",
+                             "after all connections closed", "note"], rows)
+    out += ["", f"`**n/{len(MARKERS)}**` = n of the markers found in that file (forms: utf-8 = raw UTF-8, \\u ="
+            " json.dumps escapes). `0` = file present, nothing found. temp_store=MEMORY in all rows above.", "",
+            "### The rollback journal during the delete transaction (before COMMIT)", ""]
+    out += _common.md_table(
+        ["config", "layout", "secure_delete", "-journal max size during delete", "markers in -journal before COMMIT",
+         "-journal after COMMIT"],
+        [[r.config.label, r.config.layout, r.config.secure_delete, _size(r.journal_max_during),
+          _hits(r.pre_commit["-journal"]),
+          f"{_size(r.after['-journal'].size)} kept" if r.after["-journal"].exists else "unlinked"]
+         for r in results if r.config.journal_mode in ("DELETE", "TRUNCATE", "PERSIST")
+         and r.config.secure_delete == "ON"])
+    out += ["", "### temp_store: statement journals of large transactions (secure_delete=ON)", ""]
+    out += _common.md_table(
+        ["scenario", "journal_mode", "temp_store", "rows", "temp files seen in /proc/self/fd (max size)",
+         "markers in temp file", "main after", "verdict"],
+        [[t.scenario, t.journal_mode, t.temp_store, t.rows,
+          ", ".join(f"{Path(k.replace(' (deleted)', '')).name} (deleted) {_size(v)}" for k, v in t.temp_files.items())
+          or "none",
+          (f"**{len({m for m, _ in t.temp_hits})}/{len(MARKERS)}**" if t.temp_hits else "0") if t.temp_files else "-",
+          _hits(t.main_after), t.verdict] for t in temp_results])
+    return out
 
 
-def run_all(sizes: Sizes = Sizes(), checkpoint_timeout_ms: int = 1000) -> tuple[list[Result], list[TempResult]]:
-    results = [measure(c, sizes, checkpoint_timeout_ms=checkpoint_timeout_ms) for c in default_configs()]
-    temp_results = [
-        measure_temp_store(scenario, temp_store, mode, rows=sizes.temp_rows, sizes=sizes)
-        for scenario, temp_store, mode in default_temp_cases()
-    ]
-    return results, temp_results
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="var/journal_modes.md", help="Markdown output (default: %(default)s)")
-    parser.add_argument("--quick", action="store_true", help="small sizes (what the tests use)")
-    parser.add_argument("--checkpoint-timeout-ms", type=int, default=1000,
-                        help="busy timeout of the checkpoint that an open reader blocks (default: %(default)s)")
-    args = parser.parse_args(argv)
-
+def run(args) -> tuple[list[str], dict]:
     # A dedicated, empty temp dir for SQLite (read once, when SQLite initializes).
     sqlite_tmp = tempfile.mkdtemp(prefix="journal_modes_sqlite_tmp_")
     os.environ["SQLITE_TMPDIR"] = sqlite_tmp
     try:
         sizes = Sizes.quick() if args.quick else Sizes()
-        results, temp_results = run_all(sizes, args.checkpoint_timeout_ms)
-        command = " ".join([".venv/bin/python", "benchmarks/journal_modes.py", *(argv if argv is not None else sys.argv[1:])])
-        report = render(results, temp_results, command)
+        results = [measure(config, sizes) for config in default_configs()]
+        temp_results = [measure_temp_store(scenario, temp_store, mode, rows=sizes.temp_rows, sizes=sizes)
+                        for mode in ("DELETE", "WAL") for scenario in TEMP_SCENARIOS
+                        for temp_store in ("DEFAULT", "MEMORY")]
         left = os.listdir(sqlite_tmp)
-        report += f"\nSQLITE_TMPDIR={sqlite_tmp} held {len(left)} file(s) after the run (temp files are unlinked at open).\n"
     finally:
         shutil.rmtree(sqlite_tmp, ignore_errors=True)
-    print(report)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report, encoding="utf-8")
-    print(f"written to {out}", file=sys.stderr)
-    return 0 if all(r.before_ok for r in results) else 1
+    body = render(results, temp_results) + [
+        "", f"SQLITE_TMPDIR held {len(left)} file(s) after the run (temp files are unlinked at open)."]
+    data = {"valid": all(r.before_ok for r in results),
+            "deletes": [{"config": r.config.label, "layout": r.config.layout, "secure_delete": r.config.secure_delete,
+                         "verdict": r.verdict, "after_close_leaks": leaking_files(r.after_close)} for r in results],
+            "temp_store": [{"scenario": t.scenario, "journal_mode": t.journal_mode, "temp_store": t.temp_store,
+                            "verdict": t.verdict} for t in temp_results]}
+    return body, data
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_common.main("journal_modes", "SQLite journal modes and deleted sessions", [], run))

@@ -1,18 +1,9 @@
-"""The one load generator both HTTP servers are measured with (asyncio + httpx).
+"""The one load generator both HTTP servers are measured with (asyncio + httpx), and their processes.
 
-`run_load` starts N closed-loop clients; each repeats one session life cycle
-(create -> 3 turns -> read -> delete) until the run's time is up. Only
-operations that start after the warm-up and end before the deadline count.
-A `Target` adapts the cycle to one server's API: `OursTarget` for this
-service's REST API, `AdkTarget` for ADK's own `adk api_server`.
-
-Also here: percentiles, peak RSS and CPU of a process tree (/proc
-sampling), the machine's other load, the two-concurrent-turns check and the
-"no half-saved turn" check of a stored history. Report headers and results
-files come from benchmarks/_common.py.
-
-Everything is bounded: every request has a timeout, every run a deadline
-(duration + grace), every check a fixed number of trials. Loopback only.
+`run_load` starts N closed-loop clients, each repeating create -> 3 turns -> read -> delete; only
+operations that start after the warm-up and end before the deadline count. `OursTarget` and
+`AdkTarget` (ADK's `adk api_server`) adapt the cycle to each API. Also: percentiles, two turns at
+once and the "no half-saved turn" check. Every request has a timeout, every run a deadline; loopback only.
 """
 
 from __future__ import annotations
@@ -20,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import signal
+import socket
 import subprocess
 import threading
 import time
@@ -32,46 +25,16 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOPBACK = "127.0.0.1"
-
-# A fictional resume (no real person), the size of the test fixture.
-RESUME = """\
-Chen Mei-Ling 陳美玲
-Email: meiling.chen@example.test | Phone: +886 900 123 456 (fictional)
-
-Experience
-- Data Analyst, Harbor Logistics 港灣物流 (2020-2024)
-  Built a Python forecasting model that cut late deliveries by 15%.
-  Automated the weekly SLA report with SQL and Airflow, saving 6 hours a week.
-- Junior Analyst, Lantern Retail 燈籠零售 (2018-2020)
-  Maintained Tableau dashboards for 40 stores and cleaned the loyalty-card data.
-
-Projects
-- Tide Table Predictor: an open-source tidal forecast library in Python, 300 GitHub stars.
-- Night Market Map: a Flask web map of Taipei night-market stalls, 5,000 monthly users.
-
-Education
-- B.S. Statistics, Imaginary Ocean University 想像海洋大學 (2014-2018)
-
-Skills
-Python, SQL, Tableau, Airflow, pandas, scikit-learn
-
-Languages
-Mandarin (native), English (fluent)
-"""
+RESUME = (ROOT / "tests" / "fixtures" / "resume_lin.txt").read_text("utf-8")  # fictional
 MESSAGES = ("Please draft my job-search plan", "Focus on remote roles", "Add a networking step each week")
-TURNS_PER_CYCLE = 3
 KINDS = ("create", "turn", "read", "delete")
-
-
-# --------------------------------------------------------------------------- math
+# One client address sends every message, far faster than a person types: the throttles are lifted.
+UNTHROTTLED = {"SESSION_MESSAGE_RATE": "1000000/min", "CLIENT_MESSAGE_RATE": "1000000/min",
+               "SESSION_CREATE_RATE": "1000000/hour"}
 
 
 def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0..100) with linear interpolation between closest ranks.
-
-    The same definition as numpy's default ("linear"): for sorted x of length
-    n the value at rank (n - 1) * q / 100, interpolated. NaN for no values.
-    """
+    """The q-th percentile (0..100), linear between closest ranks (numpy's default); NaN for none."""
     if not values:
         return math.nan
     if not 0 <= q <= 100:
@@ -84,127 +47,80 @@ def percentile(values: list[float], q: float) -> float:
 
 def summarize_ms(latencies_s: list[float]) -> dict:
     ms = [x * 1000 for x in latencies_s]
-    return {
-        "n": len(ms),
-        "p50": percentile(ms, 50),
-        "p95": percentile(ms, 95),
-        "p99": percentile(ms, 99),
-        "max": max(ms) if ms else math.nan,
-    }
-
-
-# --------------------------------------------------------------------------- targets
+    return {"n": len(ms), "p50": percentile(ms, 50), "p95": percentile(ms, 95), "p99": percentile(ms, 99),
+            "max": max(ms) if ms else math.nan}
 
 
 @dataclass
-class Handle:
-    """One session as a client knows it."""
-
+class Handle:  # one session as a client knows it
     session_id: str
     user_id: str = ""
     token: str = ""
 
 
-class Target:
-    name = "target"
-    expected = {"create": (201,), "turn": (200,), "read": (200,), "delete": (204,)}
+class OursTarget:
+    """This service's API (README: The API)."""
+
+    name = "ours"
+    expected = {"create": 201, "turn": 200, "read": 200, "delete": 204}
 
     def __init__(self, base_url: str):
         self.base_url = base_url
 
-    async def create(self, client: httpx.AsyncClient) -> tuple[httpx.Response, Handle | None]:
-        raise NotImplementedError
+    async def create(self, client):
+        r = await client.post("/agent/sessions", json={"resume_text": RESUME})
+        return r, Handle(r.json()["session_id"], token=r.json()["token"]) if r.status_code == 201 else None
 
-    async def turn(self, client: httpx.AsyncClient, handle: Handle, message: str) -> httpx.Response:
-        raise NotImplementedError
+    def _call(self, client, method, handle, suffix="", **kwargs):
+        headers = {"X-Session-Token": handle.token}
+        return client.request(method, f"/agent/sessions/{handle.session_id}{suffix}", headers=headers, **kwargs)
 
-    async def read(self, client: httpx.AsyncClient, handle: Handle) -> httpx.Response:
-        raise NotImplementedError
+    def turn(self, client, handle, message):
+        return self._call(client, "POST", handle, "/messages", json={"message": message})
 
-    async def delete(self, client: httpx.AsyncClient, handle: Handle) -> httpx.Response:
-        raise NotImplementedError
+    def read(self, client, handle):
+        return self._call(client, "GET", handle, "/messages")
 
-    async def history(self, client: httpx.AsyncClient, handle: Handle) -> list[dict]:
-        """Every stored event of the session, oldest first, as ADK Event dicts."""
-        raise NotImplementedError
+    def delete(self, client, handle):
+        return self._call(client, "DELETE", handle)
 
-
-class OursTarget(Target):
-    """This service's API (README: The API)."""
-
-    name = "ours"
-
-    async def create(self, client, resume=RESUME):
-        r = await client.post("/agent/sessions", json={"resume_text": resume})
-        if r.status_code != 201:
-            return r, None
-        body = r.json()
-        return r, Handle(session_id=body["session_id"], token=body["token"])
-
-    @staticmethod
-    def _headers(handle):
-        return {"X-Session-Token": handle.token}
-
-    async def turn(self, client, handle, message):
-        return await client.post(
-            f"/agent/sessions/{handle.session_id}/messages", json={"message": message}, headers=self._headers(handle)
-        )
-
-    async def read(self, client, handle):
-        return await client.get(f"/agent/sessions/{handle.session_id}/messages", headers=self._headers(handle))
-
-    async def delete(self, client, handle):
-        return await client.delete(f"/agent/sessions/{handle.session_id}", headers=self._headers(handle))
-
-    async def history(self, client, handle):
-        r = await client.get(f"/agent/sessions/{handle.session_id}/export", headers=self._headers(handle))
-        r.raise_for_status()
-        return r.json()["events"]
+    async def history(self, client, handle) -> list[dict]:
+        """Every stored event, oldest first, as ADK Event dicts."""
+        r = await self._call(client, "GET", handle, "/export")
+        return r.raise_for_status().json()["events"]
 
 
-class AdkTarget(Target):
+class AdkTarget:
     """ADK's `adk api_server` (google/adk/cli/api_server.py): sessions with state, then POST /run."""
 
     name = "adk api_server"
-    expected = {"create": (200,), "turn": (200,), "read": (200,), "delete": (200,)}
+    expected = {"create": 200, "turn": 200, "read": 200, "delete": 200}
 
     def __init__(self, base_url: str, app_name: str):
-        super().__init__(base_url)
-        self.app_name = app_name
+        self.base_url, self.app_name = base_url, app_name
 
-    async def create(self, client, resume=RESUME):
+    async def create(self, client):
         user_id = f"user-{uuid.uuid4().hex[:12]}"
-        state = {"resume_text": resume, "plan_versions": [], "suspicious_flags": []}
+        state = {"resume_text": RESUME, "plan_versions": [], "suspicious_flags": []}
         r = await client.post(f"/apps/{self.app_name}/users/{user_id}/sessions", json={"state": state})
-        if r.status_code != 200:
-            return r, None
-        return r, Handle(session_id=r.json()["id"], user_id=user_id)
+        return r, Handle(r.json()["id"], user_id=user_id) if r.status_code == 200 else None
 
-    async def turn(self, client, handle, message):
-        body = {
-            "app_name": self.app_name,
-            "user_id": handle.user_id,
-            "session_id": handle.session_id,
-            "new_message": {"role": "user", "parts": [{"text": message}]},
-        }
-        return await client.post("/run", json=body)
+    def turn(self, client, handle, message):
+        return client.post("/run", json={"app_name": self.app_name, "user_id": handle.user_id,
+                                         "session_id": handle.session_id,
+                                         "new_message": {"role": "user", "parts": [{"text": message}]}})
 
     def _url(self, handle):
         return f"/apps/{self.app_name}/users/{handle.user_id}/sessions/{handle.session_id}"
 
-    async def read(self, client, handle):
-        return await client.get(self._url(handle))
+    def read(self, client, handle):
+        return client.get(self._url(handle))
 
-    async def delete(self, client, handle):
-        return await client.delete(self._url(handle))
+    def delete(self, client, handle):
+        return client.delete(self._url(handle))
 
-    async def history(self, client, handle):
-        r = await client.get(self._url(handle))
-        r.raise_for_status()
-        return r.json()["events"]
-
-
-# --------------------------------------------------------------------------- load
+    async def history(self, client, handle) -> list[dict]:
+        return (await client.get(self._url(handle))).raise_for_status().json()["events"]
 
 
 @dataclass
@@ -224,115 +140,85 @@ class LoadResult:
     duration_s: float
     ops: list[Op] = field(default_factory=list)
     cycles_completed: int = 0
-
-    def window(self) -> list[Op]:
-        return [op for op in self.ops if op.started >= self.t_measure and op.ended <= self.t_end]
-
     t_measure: float = 0.0
     t_end: float = 0.0
 
     def summary(self) -> dict:
-        ops = self.window()
-        ok = defaultdict(list)
-        errors: Counter = Counter()
-        for op in ops:
-            if op.ok:
-                ok[op.kind].append(op.ended - op.started)
-            else:
-                errors[f"{op.kind}: {op.error}"] += 1
+        ok, errors = defaultdict(list), Counter()
+        for op in self.ops:
+            if self.t_measure <= op.started and op.ended <= self.t_end:  # inside the measured window
+                if op.ok:
+                    ok[op.kind].append(op.ended - op.started)
+                else:
+                    errors[f"{op.kind}: {op.error}"] += 1
         measured = self.t_end - self.t_measure
+        per_s = (lambda n: n / measured) if measured > 0 else (lambda n: math.nan)
         return {
-            "target": self.target,
-            "clients": self.clients,
-            "warmup_s": self.warmup_s,
-            "measured_s": round(measured, 3),
-            "turns": len(ok["turn"]),
-            "turns_per_s": len(ok["turn"]) / measured if measured > 0 else math.nan,
-            "requests_per_s": sum(len(v) for v in ok.values()) / measured if measured > 0 else math.nan,
+            "target": self.target, "clients": self.clients, "warmup_s": self.warmup_s,
+            "measured_s": round(measured, 3), "turns": len(ok["turn"]), "turns_per_s": per_s(len(ok["turn"])),
+            "requests_per_s": per_s(sum(len(v) for v in ok.values())),
             "latency_ms": {kind: summarize_ms(ok[kind]) for kind in KINDS},
-            "errors": dict(errors.most_common()),
-            "error_count": sum(errors.values()),
+            "errors": dict(errors.most_common()), "error_count": sum(errors.values()),
             # Errors outside the window too: the warm-up and the wind-down.
             "errors_all_phases": sum(1 for op in self.ops if not op.ok),
         }
 
 
-def describe_error(response: httpx.Response | None = None, exc: BaseException | None = None) -> str:
-    """A short, stable key for an error: the status and a snippet, or the exception type."""
-    if exc is not None:
-        text = str(exc)
-        if "database is locked" in text:
-            return f"{type(exc).__name__}: database is locked"
-        return type(exc).__name__
-    body = (response.text or "").replace("\n", " ")
-    if "database is locked" in body:
-        return f"HTTP {response.status_code}: database is locked"
-    if "Stale" in body or "stale" in body:
-        return f"HTTP {response.status_code}: stale session"
-    return f"HTTP {response.status_code}: {body[:60]}"
+def describe_error(response: httpx.Response) -> str:
+    """A short, stable key for a failed request: its status and the start of its body."""
+    return f"HTTP {response.status_code}: " + response.text.replace("\n", " ")[:60]
 
 
-async def _timed(result: LoadResult, kind: str, call, expected: tuple[int, ...]):
+async def _timed(result: LoadResult, kind: str, call, expected: int):
     started = time.monotonic()
     try:
         response = await call
     except (httpx.HTTPError, OSError, ValueError, KeyError) as exc:
-        result.ops.append(Op(kind, started, time.monotonic(), False, describe_error(exc=exc)))
+        result.ops.append(Op(kind, started, time.monotonic(), False, type(exc).__name__))
         return None
     ended = time.monotonic()
-    handle = None
-    if isinstance(response, tuple):
-        response, handle = response
-    ok = response.status_code in expected
-    result.ops.append(Op(kind, started, ended, ok, "" if ok else describe_error(response)))
-    return (response, handle) if handle is not None or kind == "create" else response
+    r = response[0] if isinstance(response, tuple) else response  # create answers (response, handle)
+    ok = r.status_code == expected
+    result.ops.append(Op(kind, started, ended, ok, "" if ok else describe_error(r)))
+    return response
 
 
-async def _client_loop(target: Target, result: LoadResult, stop_at: float, timeout: float,
-                       stop: threading.Event | None = None) -> None:
-    exp = target.expected
-
+async def _client_loop(target, result: LoadResult, stop_at: float, timeout: float, stop: threading.Event | None):
     def out_of_time() -> bool:
         return time.monotonic() >= stop_at or (stop is not None and stop.is_set())
 
     async with httpx.AsyncClient(base_url=target.base_url, timeout=timeout) as client:
         while not out_of_time():
-            created = await _timed(result, "create", target.create(client), exp["create"])
+            created = await _timed(result, "create", target.create(client), target.expected["create"])
             handle = created[1] if created else None
             if handle is None:
                 await asyncio.sleep(0.05)  # do not spin on a failing create
                 continue
-            for message in MESSAGES[:TURNS_PER_CYCLE]:
+            for message in MESSAGES:
                 if out_of_time():
                     break
-                await _timed(result, "turn", target.turn(client, handle, message), exp["turn"])
+                await _timed(result, "turn", target.turn(client, handle, message), target.expected["turn"])
             else:
-                await _timed(result, "read", target.read(client, handle), exp["read"])
-                await _timed(result, "delete", target.delete(client, handle), exp["delete"])
+                await _timed(result, "read", target.read(client, handle), target.expected["read"])
+                await _timed(result, "delete", target.delete(client, handle), target.expected["delete"])
                 result.cycles_completed += 1
                 continue
-            # Out of time mid-cycle: still delete it (not measured), so nothing is left behind.
-            try:
+            try:  # out of time mid-cycle: still delete it (not measured), so nothing is left behind
                 await target.delete(client, handle)
             except httpx.HTTPError:
                 pass
 
 
-def run_load(target: Target, clients: int, warmup_s: float, duration_s: float, timeout: float = 60.0,
+def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout: float = 60.0,
              stop: threading.Event | None = None, started: threading.Event | None = None) -> LoadResult:
-    """N closed-loop clients for warmup_s + duration_s (or until `stop` is set, if sooner).
-
-    Hard-stopped at warmup + duration + timeout + 30 s whatever happens.
-    `started` is set once the clients run (for callers that time phases).
-    """
+    """N closed-loop clients for warmup_s + duration_s (or until `stop` is set, if sooner); hard-stopped
+    at warmup + duration + timeout + 30 s. `started` is set once the clients run."""
     result = LoadResult(target=target.name, clients=clients, warmup_s=warmup_s, duration_s=duration_s)
 
     async def main():
-        start = time.monotonic()
-        result.t_measure = start + warmup_s
+        result.t_measure = time.monotonic() + warmup_s
         result.t_end = result.t_measure + duration_s
-        tasks = [asyncio.create_task(_client_loop(target, result, result.t_end, timeout, stop))
-                 for _ in range(clients)]
+        tasks = [asyncio.create_task(_client_loop(target, result, result.t_end, timeout, stop)) for _ in range(clients)]
         if started is not None:
             started.set()
         done, pending = await asyncio.wait(tasks, timeout=warmup_s + duration_s + timeout + 30)
@@ -349,93 +235,67 @@ def run_load(target: Target, clients: int, warmup_s: float, duration_s: float, t
     return result
 
 
-# --------------------------------------------------------------------------- concurrency check
-
-
-def _part_field(part: dict, snake: str, camel: str):
-    # Our export dumps ADK events by field name, ADK's api_server by alias (camelCase).
-    return part.get(snake) or part.get(camel)
-
-
 def check_history(events: list[dict]) -> dict:
     """Counts user messages and complete agent replies in a stored history.
 
-    A turn is complete when its user message is followed, before the next
-    user message, by a final agent reply (model text with no function call
-    left unanswered). Half-saved: a user message without that reply.
+    A turn is complete when its user message is followed, before the next user
+    message, by a final agent reply (model text with no function call left
+    unanswered). Half-saved: a user message without that reply. Our export dumps
+    events by field name, ADK's api_server by alias (camelCase): both are read.
     """
     user_messages = final_replies = half_saved = 0
-    open_turn = False
-    pending_calls: set[str] = set()
+    open_turn, pending = False, set()
     for event in events:
-        content = event.get("content") or {}
-        parts = content.get("parts") or []
-        author = event.get("author")
-        calls = [c for c in (_part_field(p, "function_call", "functionCall") for p in parts) if c]
-        responses = [r for r in (_part_field(p, "function_response", "functionResponse") for p in parts) if r]
-        if author == "user" and any(p.get("text") for p in parts) and not responses:
-            if open_turn:
-                half_saved += 1
+        parts = (event.get("content") or {}).get("parts") or []
+        calls = [c for p in parts if (c := p.get("function_call") or p.get("functionCall"))]
+        answers = [r for p in parts if (r := p.get("function_response") or p.get("functionResponse"))]
+        if event.get("author") == "user" and any(p.get("text") for p in parts) and not answers:
+            half_saved += open_turn
             user_messages += 1
-            open_turn, pending_calls = True, set()
+            open_turn, pending = True, set()
             continue
-        pending_calls |= {c.get("id") or c.get("name") for c in calls}
-        pending_calls -= {r.get("id") or r.get("name") for r in responses}
-        is_text = any(p.get("text") and not p.get("thought") for p in parts)
-        if author != "user" and is_text and not calls and not pending_calls and open_turn:
+        pending = (pending | {c.get("id") or c.get("name") for c in calls}) - {r.get("id") or r.get("name")
+                                                                             for r in answers}
+        text = any(p.get("text") and not p.get("thought") for p in parts)
+        if event.get("author") != "user" and text and not calls and not pending and open_turn:
             final_replies += 1
             open_turn = False
-    if open_turn:
-        half_saved += 1
-    return {"user_messages": user_messages, "final_replies": final_replies, "half_saved": half_saved}
+    return {"user_messages": user_messages, "final_replies": final_replies, "half_saved": half_saved + open_turn}
 
 
-def concurrent_turn_check(target: Target, trials: int = 20, timeout: float = 60.0) -> dict:
+def concurrent_turn_check(target, trials: int = 20, timeout: float = 60.0) -> dict:
     """Per trial: a new session, two turns fired at once, then its stored history is checked."""
 
     async def main():
-        outcomes: Counter = Counter()
-        totals = Counter()
-        bad_trials = []
-        async with httpx.AsyncClient(base_url=target.base_url, timeout=timeout) as c1, httpx.AsyncClient(
-            base_url=target.base_url, timeout=timeout
-        ) as c2:
-            for trial in range(trials):
+        outcomes, totals = Counter(), Counter()
+        async with httpx.AsyncClient(base_url=target.base_url, timeout=timeout) as c1, \
+                httpx.AsyncClient(base_url=target.base_url, timeout=timeout) as c2:
+            for _ in range(trials):
                 r, handle = await target.create(c1)
                 if handle is None:
                     outcomes[f"create failed: {describe_error(r)}"] += 1
                     continue
-                results = await asyncio.gather(
-                    target.turn(c1, handle, "first of two at once"),
-                    target.turn(c2, handle, "second of two at once"),
-                    return_exceptions=True,
-                )
-                codes = sorted(
-                    str(x.status_code) if isinstance(x, httpx.Response) else type(x).__name__ for x in results
-                )
+                pair = await asyncio.gather(target.turn(c1, handle, "first of two at once"),
+                                            target.turn(c2, handle, "second of two at once"), return_exceptions=True)
+                codes = sorted(str(x.status_code) if isinstance(x, httpx.Response) else type(x).__name__ for x in pair)
                 outcomes[" + ".join(codes)] += 1
-                errors = [describe_error(x) for x in results if isinstance(x, httpx.Response) and x.status_code >= 500]
-                history = check_history(await target.history(c1, handle))
-                ok_turns = sum(1 for x in results if isinstance(x, httpx.Response) and x.status_code == 200)
-                totals.update(history)
-                totals["ok_turns"] += ok_turns
-                if history["half_saved"] or history["user_messages"] != history["final_replies"]:
-                    bad_trials.append({"trial": trial, "codes": codes, **history, "errors": errors})
+                totals.update(check_history(await target.history(c1, handle)))
                 await target.delete(c1, handle)
-        return {
-            "trials": trials,
-            "outcomes": dict(outcomes.most_common()),
-            "user_messages": totals["user_messages"],
-            "final_replies": totals["final_replies"],
-            "half_saved": totals["half_saved"],
-            "ok_turns": totals["ok_turns"],
-            "bad_trials": bad_trials,
-        }
+        return {"trials": trials, "outcomes": dict(outcomes.most_common()), **{k: totals[k] for k in
+                ("user_messages", "final_replies", "half_saved")}}
 
     return asyncio.run(main())
 
 
 # --------------------------------------------------------------------------- processes
+
+
+def _stat(pid: int) -> list[str]:
+    """Fields of /proc/<pid>/stat after the command name: [0] state, [1] ppid, [11] utime, [12] stime."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return ["Z"]
 
 
 def process_tree(pid: int) -> list[int]:
@@ -448,32 +308,16 @@ def process_tree(pid: int) -> list[int]:
         seen.append(p)
         try:
             for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    stack += [int(c) for c in f.read().split()]
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
+                stack += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
+        except OSError:
             pass
     return seen
 
 
-def rss_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except (FileNotFoundError, ProcessLookupError):
-        pass
-    return 0
-
-
 def cpu_seconds(pid: int) -> float:
     """utime + stime of one process (excluding reaped children)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return 0.0
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") if len(fields) > 12 else 0.0
 
 
 def tree_cpu_seconds(pid: int) -> float:
@@ -481,113 +325,59 @@ def tree_cpu_seconds(pid: int) -> float:
 
 
 class MachineCpu:
-    """CPU use of the whole machine over an interval (from /proc/stat), in cores.
-
-    `other_cores(ours)` is what processes other than ours (the servers and this
-    load generator) used: other work on a shared machine competes for the
-    same cores, and a result measured next to it is marked as such.
-    """
+    """CPU use of the whole machine over an interval (/proc/stat), in cores: the rest of the
+    machine competes for the same cores, and a result measured next to it is marked as such."""
 
     def __init__(self):
-        self.start = self._read()
-        self.self_start = sum(os.times()[:2])
-        self.t0 = time.monotonic()
+        self.start, self.self_start, self.t0 = self._read(), sum(os.times()[:2]), time.monotonic()
 
     @staticmethod
     def _read() -> list[int]:
-        with open("/proc/stat") as f:
-            return [int(x) for x in f.readline().split()[1:]]
+        return [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
 
-    def stop(self) -> dict:
-        end, wall = self._read(), time.monotonic() - self.t0
-        d = [b - a for a, b in zip(self.start, end)]
-        hz = os.sysconf("SC_CLK_TCK")
-        busy = (sum(d) - d[3] - d[4]) / hz  # all but idle and iowait
-        steal = d[7] / hz if len(d) > 7 else 0.0
-        self.result = {
-            "wall_s": wall,
-            "busy_cores": (busy - steal) / wall,
-            "steal_cores": steal / wall,
-            "loadgen_cores": (sum(os.times()[:2]) - self.self_start) / wall,
-        }
+    def stop(self, *server_cpu_seconds: float) -> dict:
+        d = [b - a for a, b in zip(self.start, self._read())]
+        wall, hz = time.monotonic() - self.t0, os.sysconf("SC_CLK_TCK")
+        busy, steal = (sum(d) - d[3] - d[4]) / hz, d[7] / hz  # all but idle and iowait
+        loadgen = (sum(os.times()[:2]) - self.self_start) / wall
+        self.result = {"wall_s": wall, "steal_cores": steal / wall, "loadgen_cores": loadgen,
+                       "server_cores": [s / wall for s in server_cpu_seconds],
+                       "other_cores": max(0.0, (busy - steal - sum(server_cpu_seconds)) / wall - loadgen)}
         return self.result
-
-    def other_cores(self, server_cpu_seconds: float) -> float:
-        r = self.result
-        return max(0.0, r["busy_cores"] - r["loadgen_cores"] - server_cpu_seconds / r["wall_s"])
-
-
-class RssSampler:
-    """Samples the summed VmRSS of each named process tree every `interval` s; keeps the peak."""
-
-    def __init__(self, roots: dict[str, int], interval: float = 0.5):
-        self.roots, self.interval = roots, interval
-        self.peak_kb = {name: 0 for name in roots}
-        self.peak_processes = {name: 0 for name in roots}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval)
-
-    def sample(self):
-        for name, root in self.roots.items():
-            pids = process_tree(root)
-            total = sum(rss_kb(p) for p in pids)
-            if total > self.peak_kb[name]:
-                self.peak_kb[name], self.peak_processes[name] = total, len(pids)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.sample()
-
-    def peaks_mb(self) -> dict:
-        return {name: {"peak_rss_mb": round(kb / 1024, 1), "processes": self.peak_processes[name]}
-                for name, kb in self.peak_kb.items()}
-
-
-def wait_http(url: str, deadline_s: float = 60, process: subprocess.Popen | None = None) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode} before answering {url}")
-        try:
-            httpx.get(url, timeout=2)
-            return
-        except httpx.TransportError:
-            time.sleep(0.2)
-    raise RuntimeError(f"{url} did not answer within {deadline_s} s")
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as sock:
         sock.bind((LOOPBACK, 0))
         return sock.getsockname()[1]
 
 
-# The load comes from one address, many times faster than any person types:
-# the message throttles (per session token, per client address) are lifted.
-UNTHROTTLED = {"SESSION_MESSAGE_RATE": "1000000/min", "CLIENT_MESSAGE_RATE": "1000000/min"}
-
-
 def clean_env(**extra: str) -> dict:
-    """The environment for a server we start: no model credentials, this project importable."""
+    """The environment for a process we start: no model credentials, this project importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST", "DJANGO_"))}
-    env.update({"PYTHONPATH": str(ROOT), "DJANGO_SECRET_KEY": "benchmark-only-key", **extra})
-    return env
+    return {**env, "PYTHONPATH": str(ROOT), "DJANGO_SECRET_KEY": "benchmark-only-key", **extra}
 
 
-def stop_process(process: subprocess.Popen, sig: int, timeout: float = 30) -> None:
-    """Sends `sig` to one process we started, then kills it by pid if it does not stop."""
+def start_server(command: list[str], log_path: Path, health_url: str, **popen) -> subprocess.Popen:
+    """Starts a server we own, logging to `log_path`, and waits (60 s at most) until it answers."""
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **popen)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}: see {log_path}")
+        try:
+            httpx.get(health_url, timeout=2)
+            return process
+        except httpx.TransportError:
+            time.sleep(0.2)
+    stop_server(process)
+    raise RuntimeError(f"{health_url} did not answer within 60 s")
+
+
+def stop_server(process: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 30) -> None:
+    """Sends `sig` to a process we started, then SIGKILLs, by pid, whatever of its tree is left."""
+    descendants = process_tree(process.pid)[1:]
     if process.poll() is None:
         process.send_signal(sig)
         try:
@@ -595,21 +385,17 @@ def stop_process(process: subprocess.Popen, sig: int, timeout: float = 30) -> No
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_stat(p)[0] != "Z" for p in descendants):
+        time.sleep(0.2)
+    for pid in descendants:
+        if _stat(pid)[0] != "Z":
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
-def kill_pids(pids: list[int]) -> None:
-    """Last resort for descendants left behind by a parent we started: SIGKILL by pid."""
-    import signal
-
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-# --------------------------------------------------------------------------- formatting
-
-
-def fmt(x: float, digits: int = 1) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+def log_counts(log_path: Path) -> dict:
+    text = log_path.read_text(errors="replace")
+    return {k: text.count(k) for k in ("database is locked", "disk I/O error", "Traceback")}

@@ -1,13 +1,9 @@
-"""Writes docs/MUTATION_REPORT.md from the results of `mutmut run` (`make mutants`).
+"""Writes docs/MUTATION_REPORT.md from mutmut's per-file results (`mutants/<module>.meta`, JSON)
+after `mutmut run` (`make mutants`).
 
-Per module: mutants, killed, survived, and the rest (timeouts, no tests, ...).
-Then one line per surviving mutant, with a note: the test that now kills it,
-or why the mutant is equivalent (the code means the same). Notes are kept
-from the previous report for mutants that still survive, so a rerun only
-asks for notes on new survivors. `mutmut show NAME` prints a mutant's diff.
-
-Reads mutmut's per-file results (`mutants/<module>.meta`, JSON) directly;
-run it from the project root after `mutmut run`.
+Per module: mutants, killed, survived and the rest. Then one line per surviving mutant with a
+note: the test that now kills it, or why it is equivalent. Notes of mutants that still survive
+are kept from the previous report, so a rerun asks only about new survivors.
 """
 
 from __future__ import annotations
@@ -15,56 +11,40 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import tomllib
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import md_table  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "docs" / "MUTATION_REPORT.md"
-# mutmut's exit codes (mutmut/stats.py), folded into the report's columns.
-KILLED = {1, 3, 37}  # a failing test, pytest's internal error, the type checker
-SURVIVED = {0}
-TIMEOUT = {36, 24, -24, 152, 255}
-NO_TESTS = {5, 33}
+# A failing test, pytest's internal error or the type checker kill a mutant.
+COLUMNS = {1: "killed", 3: "killed", 37: "killed", 0: "survived", 5: "no tests", 33: "no tests", None: "not run",
+           **dict.fromkeys((36, 24, -24, 152, 255), "timeout")}
 NOTE_LINE = re.compile(r"^\| `(?P<name>[^`]+)` \| (?P<note>.*) \|$")
 NO_NOTE = "_to do: the test that kills it, or why it is equivalent_"
 
 
 def modules(root: Path) -> list[str]:
-    config = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"]
-    return list(config["only_mutate"])
+    return tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"]["only_mutate"]
 
 
 def results(root: Path, module: str) -> dict[str, int | None]:
     meta = root / "mutants" / f"{module}.meta"
-    if not meta.exists():
-        return {}
-    return json.loads(meta.read_text("utf-8"))["exit_code_by_key"]
+    return json.loads(meta.read_text("utf-8"))["exit_code_by_key"] if meta.exists() else {}
 
 
 def kept_notes(report: Path) -> dict[str, str]:
-    if not report.exists():
-        return {}
-    notes = {}
-    for line in report.read_text("utf-8").splitlines():
-        match = NOTE_LINE.match(line)
-        if match and match["note"] != NO_NOTE:
-            notes[match["name"]] = match["note"]
-    return notes
+    lines = report.read_text("utf-8").splitlines() if report.exists() else []
+    return {m["name"]: m["note"] for m in map(NOTE_LINE.match, lines) if m and m["note"] != NO_NOTE}
 
 
 def column(code: int | None) -> str:
-    if code in KILLED:
-        return "killed"
-    if code in SURVIVED:
-        return "survived"
-    if code in TIMEOUT:
-        return "timeout"
-    if code in NO_TESTS:
-        return "no tests"
-    if code is None:
-        return "not run"
-    return "other"
+    return COLUMNS.get(code, "other")  # mutmut's exit codes (mutmut/stats.py)
 
 
 def _mutant_order(name: str) -> tuple[str, int]:
@@ -73,20 +53,17 @@ def _mutant_order(name: str) -> tuple[str, int]:
 
 
 def render(root: Path, notes: dict[str, str]) -> str:
-    rows, survivors = [], []
-    totals: Counter = Counter()
-    for module in modules(root):
-        by_mutant = results(root, module)
-        counts = Counter(column(code) for code in by_mutant.values())
-        totals.update(counts)
+    rows, survivors, totals = [], [], Counter()
+    for module in [*modules(root), None]:  # None: the totals row
+        by_mutant = results(root, module) if module else {}
+        counts = Counter(column(code) for code in by_mutant.values()) if module else totals
+        totals.update(counts if module else {})
         totals["mutants"] += len(by_mutant)
-        rows.append(
-            f"| `{module}` | {len(by_mutant)} | {counts['killed']} | {counts['survived']} "
-            f"| {counts['timeout']} | {counts['no tests']} | {counts['not run'] + counts['other']} |"
-        )
-        survivors += sorted(
-            (name for name, code in by_mutant.items() if column(code) in ("survived", "no tests")), key=_mutant_order
-        )
+        rows.append([f"`{module}`" if module else "**all**", len(by_mutant) if module else totals["mutants"],
+                     *(counts[c] for c in ("killed", "survived", "timeout", "no tests")),
+                     counts["not run"] + counts["other"]])
+        survivors += sorted((name for name, code in by_mutant.items() if column(code) in ("survived", "no tests")),
+                            key=_mutant_order)
     score = f"{100 * totals['killed'] / totals['mutants']:.1f}%" if totals["mutants"] else "-"
     lines = [
         "# Mutation testing of the guarantee code",
@@ -95,11 +72,7 @@ def render(root: Path, notes: dict[str, str]) -> str:
         "`pyproject.toml` `[tool.mutmut]`). A mutant is one small change to the code; a test",
         "that fails on it kills it. A survivor is either a missing test or an equivalent change.",
         "",
-        "| module | mutants | killed | survived | timeout | no tests | not run / other |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-        *rows,
-        f"| **all** | {totals['mutants']} | {totals['killed']} | {totals['survived']} | {totals['timeout']} "
-        f"| {totals['no tests']} | {totals['not run'] + totals['other']} |",
+        *md_table(["module", "mutants", "killed", "survived", "timeout", "no tests", "not run / other"], rows),
         "",
         f"Killed: {score}.",
         "",
@@ -108,9 +81,7 @@ def render(root: Path, notes: dict[str, str]) -> str:
         "One line each (`mutmut show NAME` prints the change): the test that kills it now, or why",
         "it is equivalent. Mutants no test reaches (\"no tests\") are listed too.",
         "",
-        "| mutant | note |",
-        "| --- | --- |",
-        *(f"| `{name}` | {notes.get(name, NO_NOTE)} |" for name in survivors),
+        *md_table(["mutant", "note"], [[f"`{name}`", notes.get(name, NO_NOTE)] for name in survivors]),
         "",
     ]
     return "\n".join(lines)

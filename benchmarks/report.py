@@ -1,6 +1,6 @@
-"""Collects the benchmark sections in benchmarks/results/ into benchmarks/RESULTS.md.
+"""Collects the sections in benchmarks/results/ into benchmarks/RESULTS.md (`make bench` ends with it).
 
-`make bench` runs every benchmark (each writes its own section) and then this.
+growth.md was written by benchmarks/growth_bench.py, since removed (see git history): kept as recorded.
 """
 
 import sys
@@ -8,20 +8,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import header_lines, machine_info  # noqa: E402
+from benchmarks._common import RESULTS_DIR, header_lines, machine_info  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ["store", "growth", "service", "purge", "session_limits"]
+SECTIONS = ["store", "growth", "service", "purge", "session_limits", "journal_modes"]
 
 
 def main() -> None:
-    info = machine_info(["Django", "google-adk", "gunicorn", "django-q2"])
-    parts = ["# Benchmark results", "", *header_lines("make bench", info), ""]
-    parts.append("Each section below was written by its own script; its first lines give the exact command.")
-    for name in SECTIONS:
-        section = RESULTS / f"{name}.md"
-        parts += ["", section.read_text(encoding="utf-8").strip() if section.exists() else f"## {name}\n\n(not run)"]
-    out = Path(__file__).resolve().parent / "RESULTS.md"
+    parts = ["# Benchmark results", "", *header_lines("make bench", machine_info(["Django", "google-adk", "gunicorn", "django-q2"])), "",
+             "Each section below was written by its own script; its first lines give the exact command."]
+    parts += ["\n" + (RESULTS_DIR / f"{name}.md").read_text("utf-8").strip() for name in SECTIONS
+              if (RESULTS_DIR / f"{name}.md").exists()]
+    out = RESULTS_DIR.parent / "RESULTS.md"
     out.write_text("\n".join(parts) + "\n", encoding="utf-8")
     print(f"wrote {out}")
 

@@ -81,7 +81,7 @@ class SessionEvent(models.Model):
             models.Index(fields=["session", "timestamp"], name="event_session_time_idx"),
             # append_event looks for an equal copy of the event (same id) before
             # storing it; without this index that check reads every event of
-            # the session (benchmarks/growth_bench.py).
+            # the session (benchmarks/results/growth.md).
             models.Index(fields=["session", "event_id"], name="event_session_event_id_idx"),
         ]
 
