@@ -85,13 +85,12 @@ class RetentionStatusFilter(admin.SimpleListFilter):
         ]
 
     def queryset(self, request, queryset):
-        now = timezone.now()
         if self.value() == "expired":
-            return selectors.expired_sessions(queryset, now)
+            return selectors.expired_sessions(queryset)
         if self.value() == "expiring":
-            return selectors.expiring_sessions(queryset, now=now)
+            return selectors.expiring_sessions(queryset)
         if self.value() == "live":
-            return retention.live(queryset, now)
+            return retention.live(queryset)
         return queryset
 
 

@@ -132,15 +132,14 @@ def session_usage(session: AgentSession) -> SessionUsage | None:
     return None if row is None else SessionUsage(turns=row[0], size_bytes=row[1])
 
 
-def expired_sessions(sessions: QuerySet, now: dt.datetime | None = None) -> QuerySet:
+def expired_sessions(sessions: QuerySet) -> QuerySet:
     """Expired and waiting for the purge (the API already treats them as gone)."""
-    return sessions.filter(retention.expired_q(now))
+    return sessions.filter(retention.expired_q())
 
 
-def expiring_sessions(sessions: QuerySet, within: dt.timedelta = EXPIRING_SOON, now: dt.datetime | None = None) -> QuerySet:
+def expiring_sessions(sessions: QuerySet, within: dt.timedelta = EXPIRING_SOON) -> QuerySet:
     """Live now, expired `within` from now."""
-    now = now or timezone.now()
-    return retention.live(sessions, now).filter(retention.expired_q(now + within))
+    return retention.live(sessions).filter(retention.expired_q(timezone.now() + within))
 
 
 @dataclass(frozen=True)

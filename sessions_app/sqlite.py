@@ -80,13 +80,13 @@ class WriteGate:
 
     def __init__(self, directory: str):
         self.directory = directory
-        self._pid = None
+        self._fd = None
         self._init_for_this_process()
 
     def _init_for_this_process(self) -> None:
         # After a fork (gunicorn workers, qcluster) the child must not share the
         # parent's open file description: flock belongs to it, not to the process.
-        if self._pid is not None and getattr(self, "_fd", None) is not None:
+        if self._fd is not None:
             try:
                 os.close(self._fd)  # the child's copy; the parent's stays open
             except OSError:

@@ -235,6 +235,18 @@ def test_changing_the_interval_without_a_schedule_says_so(operator):
     assert not Schedule.objects.exists()
 
 
+def test_a_purge_schedule_that_is_not_every_n_minutes_keeps_its_timing(operator):
+    # Set to daily outside the admin: minutes mean nothing to it, and the page offers no interval.
+    schedule = _purge_schedule()
+    Schedule.objects.filter(pk=schedule.pk).update(schedule_type=Schedule.DAILY)
+    before = model_to_dict(Schedule.objects.get(pk=schedule.pk))
+    assert 'id="purge-interval"' not in operator.get(POLICY).content.decode()
+    done = operator.post(POLICY, {"minutes": "30"}, follow=True)  # a page left open before the change
+    assert "There is no purge schedule to change." in done.content.decode()
+    assert "runs every 30 min" not in done.content.decode()
+    assert model_to_dict(Schedule.objects.get(pk=schedule.pk)) == before
+
+
 def test_the_service_checks_the_bounds_and_touches_no_other_schedule():
     purge = _purge_schedule()
     other = Schedule.objects.create(func="some.other.task", schedule_type=Schedule.MINUTES, minutes=5)

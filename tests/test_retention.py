@@ -61,6 +61,19 @@ def test_batches(count, batch_size, batches, settings):
     assert AgentSession.objects.count() == 0
 
 
+def test_a_purge_in_batches_reports_and_audits_the_sum_of_every_batch(settings):
+    settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    old = timezone.now() - 48 * HOUR
+    for i, events in enumerate((3, 2, 1)):  # the last batch's counts differ from the totals
+        make_session(f"anon-{i}", last_activity=old, events=events)
+        make_user_state(f"anon-{i}", {"k": "v"})
+    result = purge_expired(batch_size=1, trigger="ttl")
+    assert (result.batches, result.sessions, result.events, result.user_states) == (3, 3, 6, 3)
+    audit = DeletionAudit.objects.get()
+    assert (audit.sessions_deleted, audit.events_deleted) == (3, 6)
+    assert not (AgentSession.objects.exists() or SessionEvent.objects.exists() or UserState.objects.exists())
+
+
 def test_owner_state_goes_with_the_owners_last_session(settings):
     now = timezone.now()
     make_session("anon-gone", last_activity=now - 48 * HOUR)
