@@ -14,6 +14,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from ..crypto import DecryptionFailed, KeyUnavailable
 from ..integrity import record_failure
+from ..repository import SessionMissing
 from ..sealing import IntegrityCheckFailed
 from ..turns import ModelFailure, SessionLimitReached, TurnInProgress
 from .middleware import forbid_storing
@@ -55,7 +56,7 @@ _SESSION_LIMIT_ANSWERS = {
 # A stored value that does not open with the caller's token (a wrong key, or
 # altered or moved ciphertext), or no token to open it with, is a session the
 # caller cannot have: the same 404, never a 500 and never garbled text.
-_NOT_FOUND = (SessionNotFound, Http404, exceptions.NotFound, DecryptionFailed, KeyUnavailable)
+_NOT_FOUND = (SessionNotFound, SessionMissing, Http404, exceptions.NotFound, DecryptionFailed, KeyUnavailable)
 
 
 def api_exception_handler(exc, context):
