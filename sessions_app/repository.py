@@ -191,6 +191,12 @@ def _merge_into_user_state(app_name: str, user_id: str, delta: dict) -> None:
     row.save(update_fields=["state", "updated_at"])
 
 
+def merge_user_state(app_name: str, user_id: str, delta: dict) -> None:
+    """Merges `delta` into the owner's `user:` state (sealed with the owner's key)."""
+    with transaction.atomic():
+        _merge_into_user_state(app_name, user_id, delta)
+
+
 def _apply_scoped_deltas(app_name: str, user_id: str, deltas: Deltas) -> None:
     if deltas["app"]:
         _merge_into_app_state(app_name, deltas["app"])
