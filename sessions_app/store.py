@@ -12,9 +12,11 @@ Each method is one `sync_to_async` (thread-sensitive) call into the
 repository: safe to await from the Runner's loop under WSGI and ASGI, one
 thread hop per call. The token in `crypto.token_context` goes with it.
 
-ADK exports no public way to split a state dict by prefix as its own
-services do, so `_session_util` is imported here, and only here
-(tests/test_session_service_contract.py pins its behaviour).
+Two private ADK names cannot be avoided and are used here only: ADK exports
+no public way to split a state dict by prefix as its own services do
+(`_session_util`; tests/test_repository.py pins it), and a Session carries
+the revision it was read at in `_storage_update_marker`, as in ADK's
+database services (the stale-writer tests of the contract suite pin it).
 """
 
 from __future__ import annotations
@@ -72,7 +74,9 @@ def _to_adk(loaded: repository.LoadedSession) -> Session:
     return session
 
 
-def _writer_view(session: Session) -> repository.WriterView:
+def writer_view(session: Session) -> repository.WriterView:
+    """What the holder of `session` saw: its storage marker (the revision), or its last
+    activity and last event when it carries none (a Session built elsewhere)."""
     marker = session._storage_update_marker
     return repository.WriterView(
         revision=None if marker is None else int(marker),
@@ -148,7 +152,7 @@ class DjangoSessionService(BaseSessionService):
         """Writes the event; False when an equal copy was already stored (a retry)."""
         try:
             appended = repository.append_events(
-                session.app_name, session.user_id, session.id, [(event, event_deltas(event))], _writer_view(session)
+                session.app_name, session.user_id, session.id, [(event, event_deltas(event))], writer_view(session)
             )
         except repository.SessionMissing:
             raise SessionNotFoundError(f"Session {session.id} not found.") from None

@@ -49,7 +49,7 @@ from . import repository
 from .models import AgentSession
 from .repository import SessionMissing
 from .selectors import session_state, session_usage
-from .store import DjangoSessionService, event_deltas
+from .store import DjangoSessionService, event_deltas, writer_view
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class TurnBuffer(BaseSessionService):
     `append_event` does what every ADK service does to the in-memory session
     (temp state applied then trimmed, state delta applied, event appended)
     and keeps the event in `pending` instead of writing it; `store_pending`
-    writes them all through the real store in one transaction.
+    writes them all with one `repository.append_events` call.
     """
 
     def __init__(self, store: BaseSessionService):
@@ -109,7 +109,7 @@ class TurnBuffer(BaseSessionService):
         self.store = store
         self.pending: list[Event] = []
         self._sessions: dict[tuple[str, str, str], Session] = {}
-        self._read_revisions: dict[tuple[str, str, str], str | None] = {}
+        self._first_read: dict[tuple[str, str, str], repository.WriterView] = {}
 
     async def get_session(self, *, app_name, user_id, session_id, config=None) -> Session | None:
         key = (app_name, user_id, session_id)
@@ -117,7 +117,7 @@ class TurnBuffer(BaseSessionService):
             return self._sessions[key]
         session = await self.store.get_session(app_name=app_name, user_id=user_id, session_id=session_id, config=config)
         if session is not None:
-            self._read_revisions.setdefault(key, session._storage_update_marker)
+            self._first_read.setdefault(key, writer_view(session))
             if config is None:
                 self._sessions[key] = session
         return session
@@ -147,9 +147,8 @@ class TurnBuffer(BaseSessionService):
         session went while the model ran, TurnInProgress when another writer
         appended meanwhile (a turn lock taken over as stale).
         """
-        read = self._read_revisions.get((app_name, user_id, session_id))
-        # Read nothing (no Runner does that): stale only if storage moved past "never".
-        seen = repository.WriterView(revision=int(read)) if read is not None else repository.WriterView(None, 1e18)
+        # A turn that read nothing (no Runner does that) is judged as never stale.
+        seen = self._first_read.get((app_name, user_id, session_id), repository.WriterView(None, float("inf")))
         events = [(event, event_deltas(event)) for event in self.pending]
         try:
             await sync_to_async(repository.append_events)(app_name, user_id, session_id, events, seen)
