@@ -558,7 +558,7 @@ def _stale_lock_cutoff(turn_timeout_seconds: float) -> dt.datetime:
     return timezone.now() - dt.timedelta(seconds=turn_timeout_seconds + 30)
 
 
-# Both in a transaction, so they pass the write gate (sessions_app.sqlite)
+# Both in a transaction, so they pass the write gate (sessions_app.sqlite_backend)
 # instead of waiting in SQLite's busy handler.
 def lock_turn(session_pk: int, turn_timeout_seconds: float) -> bool:
     """Takes the session's turn lock; False when another turn holds it."""

@@ -179,3 +179,26 @@ def test_split_state_is_adk_s_own_split():
     deltas = split_state({"app:a": 1, "user:u": [1], "temp:t": "gone", "s": when})
     assert deltas == {"app": {"a": 1}, "user": {"u": [1]}, "session": {"s": "2026-01-02T03:04:05Z"}}
     assert split_state(None) == NO_DELTAS
+
+
+# --- the write gate is the database backend's -------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_transaction_passes_the_write_gate_of_our_backend():
+    """The gate lives in a database backend of ours (ENGINE), not in patched wrapper methods:
+    a transaction holds it from BEGIN to COMMIT or ROLLBACK."""
+    from django.db import connections, transaction
+
+    from sessions_app.sqlite_backend.base import DatabaseWrapper
+
+    connection = connections["default"]
+    assert isinstance(connection, DatabaseWrapper)
+    assert connection._holds_write_gate is None
+    with transaction.atomic():
+        assert connection._holds_write_gate is not None
+    assert connection._holds_write_gate is None
+    with pytest.raises(ZeroDivisionError), transaction.atomic():
+        assert connection._holds_write_gate is not None
+        1 / 0
+    assert connection._holds_write_gate is None
