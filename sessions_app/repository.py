@@ -487,15 +487,14 @@ def append_events(
         pk, revision, stored_updated_at, sealed_state = row
         state = None  # opened at the first event that is not a retry
         scoped: Deltas = {"app": {}, "user": {}}
-        stored = []
-        updated_at = _from_db(_SESSION_UPDATED_AT, stored_updated_at, connection)
+        stored, updated_at = [], None
         for event, deltas in events:
             event_json = event.model_dump_json(exclude_none=True)
             if _equal_event_stored(cursor, connection, sealer, pk, event.id, event_json):
                 stored.append(False)
                 continue
             if state is None:
-                _check_not_stale(cursor, connection, seen, pk, revision, updated_at)
+                _check_not_stale(cursor, connection, seen, pk, revision, stored_updated_at)
                 state = sealing.open_state(sealer, sealed_state, revision)
             state.update(deltas["session"])
             scoped["app"].update(deltas["app"])
@@ -523,6 +522,8 @@ def append_events(
             _apply_scoped_deltas(app_name, user_id, scoped)
             stored_time = _SESSION_UPDATED_AT.get_db_prep_save(updated_at, connection)
             cursor.execute(UPDATE_SESSION(connection), [revision, stored_time, sealing.seal_state(sealer, state, revision), pk])
+        else:  # every event was a retry: nothing changed
+            updated_at = _from_db(_SESSION_UPDATED_AT, stored_updated_at, connection)
     # The stored time keeps microseconds only; the writer gets the stored value back
     # (as DatabaseSessionService does), so its copy and the next load compare equal.
     return Appended(revision=revision, updated_at=updated_at, stored=stored)
@@ -536,13 +537,13 @@ def _equal_event_stored(cursor, connection, sealer, pk: int, event_id: str, even
     )
 
 
-def _check_not_stale(cursor, connection, seen: WriterView, pk: int, revision: int, updated_at: dt.datetime) -> None:
+def _check_not_stale(cursor, connection, seen: WriterView, pk: int, revision: int, stored_updated_at) -> None:
     if seen.revision is not None:
         if seen.revision != revision:
             raise StaleWriter(pk)
         return
     # A copy without a revision is stale only if storage moved past its last event.
-    if updated_at.timestamp() > seen.last_update_time:
+    if _from_db(_SESSION_UPDATED_AT, stored_updated_at, connection).timestamp() > seen.last_update_time:
         cursor.execute(LAST_EVENT_ID(connection) + " " + connection.ops.limit_offset_sql(0, 1), [pk])
         last = cursor.fetchone()
         if (last[0] if last else None) != seen.last_event_id:
