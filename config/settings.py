@@ -112,6 +112,8 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Django's SQLite backend with a write gate (sessions_app/sqlite_backend/base.py).
+    DATABASES["default"]["ENGINE"] = "sessions_app.sqlite_backend"
     DATABASES["default"]["OPTIONS"] = {
         # The web server and the django-q2 cluster write to the same file.
         # IMMEDIATE takes the write lock at BEGIN, so a transaction that reads

@@ -2,8 +2,9 @@
 
 Only sessions (metadata only) and the deletion audit are registered; events,
 app state and user state hold resume text and conversations, so they have no
-admin pages. Every deletion made here goes through `erasure` or `retention`,
-which overwrite the bytes and write the audit row.
+admin pages. Every deletion made here goes through the repository's `erase`
+(directly or by `retention`'s purge), which overwrites the bytes and writes
+the audit row.
 
 django-q2's own pages are removed: they let staff write a schedule's or a
 task's function, arguments and hook, which the scheduler then runs as the
@@ -32,8 +33,7 @@ from django.utils.translation import gettext_lazy as _
 from django_q.models import Failure, OrmQ, Schedule, Success
 from rest_framework.throttling import BaseThrottle
 
-from . import retention, selectors
-from .erasure import erase_and_record
+from . import repository, retention, selectors
 from .models import AgentSession, DeletionAudit
 
 TEMPLATES = "admin/sessions_app/agentsession"
@@ -214,7 +214,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
                     "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
                 },
             )
-        erased = erase_and_record(queryset, DeletionAudit.Trigger.ADMIN)
+        erased = repository.erase(queryset, DeletionAudit.Trigger.ADMIN)
         self.message_user(
             request,
             _("Deleted %(sessions)d sessions and %(events)d events for good.")

@@ -124,6 +124,7 @@ class DeletionAudit(models.Model):
         TTL = "ttl", "TTL purge (scheduled)"
         ADMIN = "admin", "Admin"
         COMMAND = "command", "Management command"
+        ADK = "adk", "ADK session service"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     trigger = models.CharField(max_length=16, choices=Trigger.choices)

@@ -70,33 +70,31 @@ def purge_expired(
     keep being served in between. `now` is fixed at the start, so sessions
     that expire while it runs wait for the next purge.
     """
-    from .erasure import Erased, erase_sessions, record
-    from .models import AgentSession, SessionEvent
+    from . import repository
+    from .models import AgentSession
 
     now = now or timezone.now()
     batch_size = batch_size or settings.PURGE_BATCH_SIZE
     started = time.monotonic()
     expired = AgentSession.objects.filter(expired_q(now, ttl_hours))
     if dry_run:
+        would = repository.count(expired)
         return PurgeResult(
-            sessions=expired.count(),
-            events=SessionEvent.objects.filter(session__in=expired).count(),
-            seconds=time.monotonic() - started,
-            dry_run=True,
+            sessions=would.sessions, events=would.events, seconds=time.monotonic() - started, dry_run=True
         )
-    result, total = PurgeResult(), Erased()
+    result, total = PurgeResult(), repository.Erased()
     while True:
         with transaction.atomic():
             batch = list(expired.order_by("pk").values_list("pk", flat=True)[:batch_size])
             if not batch:
                 break
-            total += erase_sessions(AgentSession.objects.filter(pk__in=batch))
+            total += repository.erase_rows(AgentSession.objects.filter(pk__in=batch))
         result.batches += 1
         result.sessions, result.events, result.user_states = total.sessions, total.events, total.user_states
         if progress:
             progress(result)
         time.sleep(settings.PURGE_BATCH_PAUSE_SECONDS)  # let waiting writers take the lock
-    record(trigger, total, started)
+    repository.record_erasure(trigger, total, started)
     result.seconds = time.monotonic() - started
     return result
 

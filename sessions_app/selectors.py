@@ -8,42 +8,31 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count, DateTimeField, F, Func, IntegerField, Q, QuerySet, Sum
-from django.db.models.functions import Coalesce, Least
-from django.http import Http404
+from django.db.models import Count, DateTimeField, F, Q, QuerySet
+from django.db.models.functions import Least
 from django.utils import timezone
 from django_q.models import Schedule, Task
 from google.adk.events.event import Event
 
 from agent import APP_NAME
 
-from . import retention, sealing, store
+from . import repository, retention, sealing
 from .models import AgentSession, IntegrityFailure
 
 
 def owned_live_session(session_id: str, owner_id: str) -> AgentSession | None:
-    """The session if it exists, belongs to `owner_id` and has not expired.
-
-    One query with id and owner together: "missing", "someone else's",
-    "expired" and "deleted" are the same miss and take the same path.
-    """
-    sessions = AgentSession.objects.filter(
-        app_name=APP_NAME, session_id=session_id, user_id=owner_id
-    )
-    return retention.live(sessions).first()
+    """The session if it exists, belongs to `owner_id` and has not expired: "missing",
+    "someone else's", "expired" and "deleted" are the same miss (None)."""
+    return repository.owned_live_session(APP_NAME, session_id, owner_id)
 
 
 # --- Content of an owned session: needs its token in `crypto.token_context` ---
 # KeyUnavailable without one; `sealing.IntegrityCheckFailed` (a DecryptionFailed)
 # for a value that does not open or a history that was rolled back or truncated
 # (the API answers both with its uniform 404).
-def _session_sealer(session: AgentSession):
-    return sealing.session_sealer(session.app_name, session.user_id, session.session_id)
-
-
 def session_state(session: AgentSession) -> dict:
     """The session's stored state (resume, plan versions, flags); a turn needs no more."""
-    return sealing.open_state(_session_sealer(session), session.state, session.revision)
+    return repository.open_state(session)
 
 
 @dataclass(frozen=True)
@@ -54,43 +43,15 @@ class SessionContent:
 
 def session_content(session: AgentSession) -> SessionContent:
     """State and events, opened whole: one value that does not open fails every read
-    of the session alike, whichever part that read shows.
-
-    `session` is the row as read (its state and revision, one snapshot); the
-    events are those up to that revision, checked against the stored
-    sequence before anything is decrypted.
-    """
-    sealer = _session_sealer(session)
-    stored = store.stored_sequence(session.pk)
-    if stored.revision is None:
-        raise Http404  # deleted since `session` was read
-    sealing.check_event_sequence(session.session_id, session.revision, stored)
-    state = sealing.open_state(sealer, session.state, session.revision)
-    return SessionContent(state=state, events=_open_events(session, sealer))
-
-
-def _open_events(session: AgentSession, sealer) -> list[Event]:
-    rows = (
-        session.events.filter(seq__lte=session.revision)
-        .order_by("seq")
-        .values_list("seq", "event_id", "timestamp", "event_data")
-    )
-    return [Event.model_validate_json(sealing.open_event(sealer, *row)) for row in rows]
+    of the session alike, whichever part that read shows. `session` is the row as read;
+    `repository.SessionMissing` when it was deleted since."""
+    state, events = repository.open_content(session)
+    return SessionContent(state=state, events=events)
 
 
 # --- Operators (the admin): metadata and retention, never state or event content ---
 PURGE_TASK = "sessions_app.tasks.purge_expired_sessions"
 EXPIRING_SOON = dt.timedelta(hours=1)
-
-
-class ByteLength(Func):
-    """Length in bytes, not characters: UTF-8 text takes more bytes than it has characters."""
-
-    function = "OCTET_LENGTH"
-    output_field = IntegerField()
-
-    def as_sqlite(self, compiler, connection, **extra_context):
-        return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra_context)
 
 
 def sessions_with_metadata(sessions: QuerySet | None = None) -> QuerySet:
@@ -108,28 +69,16 @@ def sessions_with_metadata(sessions: QuerySet | None = None) -> QuerySet:
             output_field=DateTimeField(),
         ),
         event_count=Count("events"),
-        size_bytes=ByteLength("state") + Coalesce(Sum(ByteLength("events__event_data")), 0),
+        size_bytes=repository.STORED_BYTES,
     )
 
 
-@dataclass(frozen=True)
-class SessionUsage:
-    turns: int  # the user's messages stored
-    size_bytes: int  # sealed state plus sealed events, as in `sessions_with_metadata`
+SessionUsage = repository.SessionUsage
 
 
 def session_usage(session: AgentSession) -> SessionUsage | None:
     """What the session holds, for its per-session limits; needs no key (one query). None: deleted."""
-    row = (
-        AgentSession.objects.filter(pk=session.pk)
-        .annotate(
-            turns=Count("events", filter=Q(events__author="user")),
-            size_bytes=ByteLength("state") + Coalesce(Sum(ByteLength("events__event_data")), 0),
-        )
-        .values_list("turns", "size_bytes")
-        .first()
-    )
-    return None if row is None else SessionUsage(turns=row[0], size_bytes=row[1])
+    return repository.usage(session.pk)
 
 
 def expired_sessions(sessions: QuerySet) -> QuerySet:

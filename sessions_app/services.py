@@ -1,9 +1,10 @@
 """What the API does with sessions: create, describe, export and delete them.
 
 Views stay thin and call these; every function takes a session already
-checked by `selectors.owned_live_session`, except `create_session`. Those
-that read what the person wrote (state, events) open it with the token the
-view put in `crypto.token_context`.
+checked by `selectors.owned_live_session`, except `create_session` and
+`delete_owned_session`. Those that read what the person wrote (state,
+events) open it with the token the view put in `crypto.token_context`. The
+rows themselves are the repository's.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 import datetime as dt
 
-from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.views.decorators.debug import sensitive_variables
 from google.adk.events.event import Event
@@ -19,17 +19,16 @@ from google.adk.events.event import Event
 from agent import APP_NAME
 from agent.plans import PLAN_COUNT_KEY, plan_count, plan_versions
 
-from . import retention, selectors
+from . import repository, retention, selectors
 from .crypto import token_context
-from .erasure import erase_and_record
 from .models import AgentSession, DeletionAudit
 from .ownership import new_token, owner_id_for
-from .store import DjangoSessionService
 
 
 @dataclass
 class NewSession:
-    session: AgentSession
+    session_id: str
+    expires_at: dt.datetime
     token: str  # handed to the client once, never stored
 
 
@@ -38,15 +37,13 @@ def create_session(resume_text: str) -> NewSession:
     token = new_token()
     # The new session's state is sealed with a key derived from its new token.
     with token_context(token):
-        adk_session = async_to_sync(DjangoSessionService().create_session)(
-            app_name=APP_NAME,
-            user_id=owner_id_for(token),
-            state={"resume_text": resume_text, PLAN_COUNT_KEY: 0, "suspicious_flags": []},
-        )
-    session = AgentSession.objects.get(
-        app_name=APP_NAME, user_id=adk_session.user_id, session_id=adk_session.id
+        state = {"resume_text": resume_text, PLAN_COUNT_KEY: 0, "suspicious_flags": []}
+        created = repository.create(APP_NAME, owner_id_for(token), None, {"app": {}, "user": {}, "session": state})
+    return NewSession(
+        session_id=created.session_id,
+        expires_at=retention.expires_at(created.updated_at, created.updated_at),
+        token=token,
     )
-    return NewSession(session=session, token=token)
 
 
 def delete_owned_session(session_id: str, owner_id: str) -> bool:
@@ -55,12 +52,10 @@ def delete_owned_session(session_id: str, owner_id: str) -> bool:
     Returns True only when a live session was deleted: an expired one is
     erased too, but for the caller it was already gone.
     """
+    sessions = repository.owner_sessions(APP_NAME, owner_id, session_id)
     with transaction.atomic():
-        sessions = AgentSession.objects.filter(
-            app_name=APP_NAME, session_id=session_id, user_id=owner_id
-        )
         was_live = retention.live(sessions).exists()
-        erased = erase_and_record(sessions, DeletionAudit.Trigger.API)
+        erased = repository.erase(sessions, DeletionAudit.Trigger.API)
     return bool(erased.sessions) and was_live
 
 

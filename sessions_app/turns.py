@@ -22,29 +22,22 @@ model runs, however slow the model is.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import functools
 import logging
 import time
 from dataclasses import dataclass, field
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
-from django.http import Http404
-from django.utils import timezone
 from django.views.decorators.debug import sensitive_variables
 from google.adk.agents.invocation_context import LlmCallsLimitExceededError
 from google.adk.agents.run_config import RunConfig
 from google.adk.events.event import Event
+from google.adk.plugins import BasePlugin
 from google.adk.runners import Runner
-from google.adk.sessions.base_session_service import (
-    BaseSessionService,
-    GetSessionConfig,
-    ListSessionsResponse,
-)
-from google.adk.sessions.session import Session
+from google.adk.sessions import BaseSessionService, Session
+from google.adk.sessions.base_session_service import ListSessionsResponse
 from google.adk.telemetry import ContentCapturingMode, TelemetryConfig
 from google.genai import errors as genai_errors
 from google.genai import types
@@ -52,16 +45,19 @@ from google.genai import types
 from agent import APP_NAME, build_agent, model_label
 from agent.verification import verify_reply
 
-from .crypto import DecryptionFailed, KeyUnavailable
+from . import repository
 from .models import AgentSession
+from .repository import SessionMissing
 from .selectors import session_state, session_usage
-from .store import DjangoSessionService
+from .store import DjangoSessionService, event_deltas, writer_view
 
 logger = logging.getLogger(__name__)
 
 
+# The turn's domain errors are below (and the repository's SessionMissing: the
+# session went while the turn ran); the API maps them to HTTP.
 class TurnInProgress(Exception):
-    """Another turn on this session is running."""
+    """Another turn on this session is running (or wrote to it while this one ran)."""
 
 
 class SessionLimitReached(Exception):
@@ -73,11 +69,11 @@ class SessionLimitReached(Exception):
 
 
 class ModelFailure(Exception):
-    """The model could not produce this turn; `status` is the HTTP status to answer."""
+    """The model could not produce this turn. `reason`: timeout, quota, unavailable, upstream,
+    bad_response or llm_calls_limit; `retry_after`: seconds worth waiting, where it applies."""
 
-    def __init__(self, status: int, reason: str, retry_after: int | None = None):
+    def __init__(self, reason: str, retry_after: int | None = None):
         super().__init__(reason)
-        self.status = status
         self.reason = reason
         self.retry_after = retry_after
 
@@ -105,7 +101,7 @@ class TurnBuffer(BaseSessionService):
     `append_event` does what every ADK service does to the in-memory session
     (temp state applied then trimmed, state delta applied, event appended)
     and keeps the event in `pending` instead of writing it; `store_pending`
-    writes them all through the real store in one transaction.
+    writes them all with one `repository.append_events` call.
     """
 
     def __init__(self, store: BaseSessionService):
@@ -113,14 +109,17 @@ class TurnBuffer(BaseSessionService):
         self.store = store
         self.pending: list[Event] = []
         self._sessions: dict[tuple[str, str, str], Session] = {}
+        self._first_read: dict[tuple[str, str, str], repository.WriterView] = {}
 
     async def get_session(self, *, app_name, user_id, session_id, config=None) -> Session | None:
         key = (app_name, user_id, session_id)
         if key in self._sessions:  # asked again within the turn: the copy holding its events
             return self._sessions[key]
         session = await self.store.get_session(app_name=app_name, user_id=user_id, session_id=session_id, config=config)
-        if session is not None and config is None:
-            self._sessions[key] = session
+        if session is not None:
+            self._first_read.setdefault(key, writer_view(session))
+            if config is None:
+                self._sessions[key] = session
         return session
 
     async def create_session(self, *, app_name, user_id, state=None, session_id=None) -> Session:
@@ -142,22 +141,48 @@ class TurnBuffer(BaseSessionService):
 
     @sensitive_variables()
     async def store_pending(self, app_name: str, user_id: str, session_id: str) -> None:
-        """Writes the kept events through the store, in order (call inside a transaction)."""
-        # No events are loaded: only the stored revision is needed, which the
-        # store checks each append against (stale-writer detection still holds).
-        session = await self.store.get_session(
-            app_name=app_name, user_id=user_id, session_id=session_id, config=GetSessionConfig(num_recent_events=0)
-        )
-        if session is None:
-            raise Http404  # deleted (or expired and purged) while the model ran
-        for event in self.pending:
-            await self.store.append_event(session, event)
+        """Writes the kept events, in order, in one repository call (call inside a transaction).
+
+        Checked against the revision the turn read: SessionMissing when the
+        session went while the model ran, TurnInProgress when another writer
+        appended meanwhile (a turn lock taken over as stale).
+        """
+        # A turn that read nothing (no Runner does that) is judged as never stale.
+        seen = self._first_read.get((app_name, user_id, session_id), repository.WriterView(None, float("inf")))
+        events = [(event, event_deltas(event)) for event in self.pending]
+        try:
+            await sync_to_async(repository.append_events)(app_name, user_id, session_id, events, seen)
+        except repository.StaleWriter:
+            raise TurnInProgress from None
 
 
-def _turn_runner(base: Runner, buffer: TurnBuffer) -> Runner:
-    """The process's Runner (agent, plugins, services) with this turn's buffer as its session service."""
+class ModelErrors(BasePlugin):
+    """Remembers the exceptions the model itself raised in one turn, so that a turn tells a
+    model failure (502/503) from a bug in a tool, the repository or the agent (a logged 500)."""
+
+    def __init__(self):
+        super().__init__(name="resume_agent_model_errors")
+        self.raised: list[BaseException] = []
+
+    async def on_model_error_callback(self, *, callback_context, llm_request, error):
+        self.raised.append(error)
+        return None  # the error goes on: the turn fails and writes nothing
+
+    def came_from_the_model(self, exc: BaseException) -> bool:
+        seen = set()
+        while exc is not None and id(exc) not in seen:
+            if any(exc is raised for raised in self.raised):
+                return True
+            seen.add(id(exc))
+            exc = exc.__cause__ or exc.__context__
+        return False
+
+
+def _turn_runner(base: Runner, buffer: TurnBuffer, model_errors: ModelErrors) -> Runner:
+    """The process's Runner (agent, plugins, services) with this turn's buffer as its session
+    service and this turn's model-error recorder added to its plugins."""
     return Runner(
-        app=base.app,
+        app=base.app.model_copy(update={"plugins": [*base.app.plugins, model_errors]}),
         app_name=base.app_name,
         session_service=buffer,
         artifact_service=base.artifact_service,
@@ -172,33 +197,38 @@ def run_turn(session: AgentSession, message: str) -> TurnResult:
     # Encryption at rest: the state opens with the caller's token before the
     # turn starts (a value that does not open is "not found", see below).
     resume_text = session_state(session).get("resume_text", "")
-    _acquire_turn(session)
+    if not repository.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS):
+        raise TurnInProgress
     released = False
     try:
         # Checked under the turn lock, so no turn of this session runs between
         # the check and the model.
         _check_session_limits(session)
         base = get_runner()
-        buffer = TurnBuffer(base.session_service)
+        buffer, model_errors = TurnBuffer(base.session_service), ModelErrors()
         started = time.monotonic()
         try:
-            events = async_to_sync(_run_agent)(_turn_runner(base, buffer), session.user_id, session.session_id, message)
-        except (DecryptionFailed, KeyUnavailable):
-            # Encryption at rest: a stored value that does not open is a session
-            # the caller cannot have (the API's 404), not a model failure.
-            raise
+            events = async_to_sync(_run_agent)(
+                _turn_runner(base, buffer, model_errors), session.user_id, session.session_id, message
+            )
         except Exception as exc:
-            raise _as_model_failure(exc) from None  # nothing was written: nothing to undo
+            # Nothing was written: nothing to undo. Anything the model did not
+            # cause (a tool's or the repository's bug, a session that does not
+            # open) goes on as it is.
+            failure = _as_model_failure(exc, model_errors)
+            if failure is None:
+                raise
+            raise failure from None
         with transaction.atomic():
             async_to_sync(buffer.store_pending)(base.app_name, session.user_id, session.session_id)
-            _release_turn(session)
+            repository.release_turn(session.pk)
         released = True
         result = _summarise(events, resume_text)
         result.latency_ms = round((time.monotonic() - started) * 1000)
         return result
     finally:
         if not released:
-            _release_turn(session)
+            repository.release_turn(session.pk)
 
 
 @sensitive_variables()
@@ -256,46 +286,30 @@ def _check_session_limits(session: AgentSession) -> None:
     """
     usage = session_usage(session)
     if usage is None:
-        raise Http404  # deleted (or purged) since the view found it
+        raise SessionMissing(session.session_id)  # deleted (or purged) since the view found it
     if usage.turns >= settings.SESSION_MAX_TURNS:
         raise SessionLimitReached("turns")
     if usage.size_bytes >= settings.SESSION_MAX_BYTES:
         raise SessionLimitReached("bytes")
 
 
-def _stale_lock_cutoff() -> dt.datetime:
-    # A turn cannot outlive its timeout; a lock older than that was left by a
-    # crashed worker and may be taken over.
-    return timezone.now() - dt.timedelta(seconds=settings.AGENT_TURN_TIMEOUT_SECONDS + 30)
-
-
-# Both in a transaction, so they pass the write gate (sessions_app.sqlite)
-# instead of waiting in SQLite's busy handler.
-def _acquire_turn(session: AgentSession) -> None:
-    with transaction.atomic():
-        taken = AgentSession.objects.filter(pk=session.pk).filter(
-            Q(turn_started_at__isnull=True) | Q(turn_started_at__lt=_stale_lock_cutoff())
-        ).update(turn_started_at=timezone.now())
-    if not taken:
-        raise TurnInProgress
-
-
-def _release_turn(session: AgentSession) -> None:
-    with transaction.atomic():
-        AgentSession.objects.filter(pk=session.pk).update(turn_started_at=None)
-
-
-def _as_model_failure(exc: Exception) -> ModelFailure:
+def _as_model_failure(exc: Exception, model_errors: ModelErrors) -> ModelFailure | None:
+    """The model failure `exc` is, or None when the model did not cause it."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        failure = ModelFailure("timeout")
+    elif isinstance(exc, LlmCallsLimitExceededError):
+        failure = ModelFailure("llm_calls_limit")
+    elif not model_errors.came_from_the_model(exc):
+        return None
+    elif isinstance(exc, genai_errors.APIError) and exc.code == 429:
+        failure = ModelFailure("quota", retry_after=30)
+    elif isinstance(exc, genai_errors.APIError) and exc.code == 503:
+        failure = ModelFailure("unavailable", retry_after=10)
+    elif isinstance(exc, genai_errors.APIError) and exc.code in (500, 502, 504):
+        failure = ModelFailure("upstream", retry_after=10)
+    else:
+        failure = ModelFailure("bad_response")
     # Only the exception's type and status code are logged: its message may
     # quote the prompt or the model's output.
     logger.warning("model turn failed: %s %s", type(exc).__name__, getattr(exc, "code", ""))
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
-        return ModelFailure(504, "timeout")
-    if isinstance(exc, LlmCallsLimitExceededError):
-        return ModelFailure(502, "llm_calls_limit")
-    if isinstance(exc, genai_errors.APIError):
-        if exc.code == 429:
-            return ModelFailure(503, "quota", retry_after=30)
-        if exc.code in (500, 502, 503, 504):
-            return ModelFailure(503 if exc.code == 503 else 502, "upstream", retry_after=10)
-    return ModelFailure(502, "bad_response")
+    return failure

@@ -1,14 +1,18 @@
 """Rows made directly, for tests that need sessions of a given age.
 
-Their content is sealed as the store seals it, under FACTORY_TOKEN, so the
-rows look like real ones (retention and the admin never need the key).
+Their content is sealed with `sealing`'s own functions and places, as the
+repository seals it, under FACTORY_TOKEN, so the rows look like real ones
+(retention and the admin never need the key). Events hold a small JSON
+rather than an ADK Event (tests/test_admin.py counts their bytes), so
+sessions are made here rather than through `repository.append_events`;
+`user:` state goes through the repository.
 """
 
 import json
 
 from django.utils import timezone
 
-from sessions_app import sealing
+from sessions_app import repository, sealing
 from sessions_app.crypto import token_context
 from sessions_app.models import AgentSession, SessionEvent, UserState
 
@@ -46,5 +50,5 @@ def make_session(user_id="anon-0123456789abcdef", *, last_activity=None, created
 
 def make_user_state(user_id: str, state: dict, app_name: str = "resume_agent") -> UserState:
     with token_context(FACTORY_TOKEN):
-        sealed = sealing.seal_user_state(sealing.owner_sealer(app_name, user_id), state)
-    return UserState.objects.create(app_name=app_name, user_id=user_id, state=sealed)
+        repository.merge_user_state(app_name, user_id, state)
+    return UserState.objects.get(app_name=app_name, user_id=user_id)

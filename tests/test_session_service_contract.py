@@ -1086,18 +1086,18 @@ def test_create_session_losing_an_id_race_raises_already_exists(django_svc, monk
     before our insert. ADK's database services map the same race to
     AlreadyExistsError; the in-memory service cannot race.
     """
-    import sessions_app.store as store
+    import sessions_app.repository as repository
 
-    apply_scoped_deltas = store._apply_scoped_deltas
+    apply_scoped_deltas = repository._apply_scoped_deltas
 
     def competing_writer_wins(app_name, user_id, deltas):
         apply_scoped_deltas(app_name, user_id, deltas)
-        now = store._to_datetime(time.time())
+        now = repository._to_datetime(time.time())
         AgentSession.objects.create(
             app_name=app_name, user_id=user_id, session_id="raced", created_at=now, updated_at=now
         )
 
-    monkeypatch.setattr(store, "_apply_scoped_deltas", competing_writer_wins)
+    monkeypatch.setattr(repository, "_apply_scoped_deltas", competing_writer_wins)
     with pytest.raises(AlreadyExistsError):
         django_svc.create_session(app_name=APP, user_id=USER, session_id="raced", state={"user:u": 1})
     monkeypatch.undo()

@@ -12,8 +12,9 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ..crypto import DecryptionFailed, KeyUnavailable
+from ..crypto import DecryptionFailed
 from ..integrity import record_failure
+from ..repository import SessionMissing
 from ..sealing import IntegrityCheckFailed
 from ..turns import ModelFailure, SessionLimitReached, TurnInProgress
 from .middleware import forbid_storing
@@ -37,12 +38,18 @@ def session_not_found_response() -> HttpResponse:
     return forbid_storing(HttpResponse(body.encode("utf-8"), status=404, content_type="application/json"))
 
 
-_MODEL_FAILURE_MESSAGES = {
-    "timeout": gettext_noop("模型回應逾時，請稍後再試；這次的訊息沒有被保存"),
-    "quota": gettext_noop("模型服務目前額度不足，請稍後再試；這次的訊息沒有被保存"),
-    "upstream": gettext_noop("模型服務暫時無法使用，請稍後再試；這次的訊息沒有被保存"),
-    "bad_response": gettext_noop("模型回應無法處理，請再試一次；這次的訊息沒有被保存"),
-    "llm_calls_limit": gettext_noop("模型在這一輪呼叫工具的次數超過上限，已停止；這次的訊息沒有被保存，請換個說法再試"),
+_UPSTREAM = gettext_noop("模型服務暫時無法使用，請稍後再試；這次的訊息沒有被保存")
+# A model failure's reason (turns.ModelFailure): its status and message.
+_MODEL_FAILURE_ANSWERS = {
+    "timeout": (504, gettext_noop("模型回應逾時，請稍後再試；這次的訊息沒有被保存")),
+    "quota": (503, gettext_noop("模型服務目前額度不足，請稍後再試；這次的訊息沒有被保存")),
+    "unavailable": (503, _UPSTREAM),
+    "upstream": (502, _UPSTREAM),
+    "bad_response": (502, gettext_noop("模型回應無法處理，請再試一次；這次的訊息沒有被保存")),
+    "llm_calls_limit": (
+        502,
+        gettext_noop("模型在這一輪呼叫工具的次數超過上限，已停止；這次的訊息沒有被保存，請換個說法再試"),
+    ),
 }
 
 # A full session takes no more turns: the client can export it and start a new one.
@@ -53,9 +60,10 @@ _SESSION_LIMIT_ANSWERS = {
 
 
 # A stored value that does not open with the caller's token (a wrong key, or
-# altered or moved ciphertext), or no token to open it with, is a session the
-# caller cannot have: the same 404, never a 500 and never garbled text.
-_NOT_FOUND = (SessionNotFound, Http404, exceptions.NotFound, DecryptionFailed, KeyUnavailable)
+# altered or moved ciphertext) is a session the caller cannot have: the same
+# 404, never a 500 and never garbled text. (No token in context at all,
+# KeyUnavailable, is a bug of ours: a logged 500, below.)
+_NOT_FOUND = (SessionNotFound, SessionMissing, Http404, exceptions.NotFound, DecryptionFailed)
 
 
 def api_exception_handler(exc, context):
@@ -72,7 +80,8 @@ def api_exception_handler(exc, context):
         code, message = _SESSION_LIMIT_ANSWERS[exc.limit]
         return Response({"detail": _(message), "code": code}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, ModelFailure):
-        response = Response({"detail": _(_MODEL_FAILURE_MESSAGES[exc.reason])}, status=exc.status)
+        status_code, message = _MODEL_FAILURE_ANSWERS[exc.reason]
+        response = Response({"detail": _(message)}, status=status_code)
         if exc.retry_after:
             response["Retry-After"] = str(exc.retry_after)
         return response

@@ -64,11 +64,7 @@ class SessionCreateView(APIView):
         payload = CreateSessionRequest(data=request.data)
         payload.is_valid(raise_exception=True)
         created = services.create_session(payload.validated_data["resume_text"])
-        body = {
-            "session_id": created.session.session_id,
-            "token": created.token,
-            "expires_at": services.expires_at(created.session),
-        }
+        body = {"session_id": created.session_id, "token": created.token, "expires_at": created.expires_at}
         return Response(CreateSessionResponse(body).data, status=status.HTTP_201_CREATED)
 
 
