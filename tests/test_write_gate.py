@@ -13,11 +13,11 @@ import threading
 import pytest
 from django.db import OperationalError
 
-from sessions_app import sqlite
+from sessions_app.sqlite_backend import base as gate_module
 from sessions_app.sqlite_backend.base import WriteGate
 
-pytestmark = pytest.mark.skipif(sqlite.fcntl is None, reason="flock is POSIX")
-fcntl = sqlite.fcntl
+pytestmark = pytest.mark.skipif(gate_module.fcntl is None, reason="flock is POSIX")
+fcntl = gate_module.fcntl
 
 WAIT = 10  # seconds a step may take on a loaded machine before the test gives up
 
