@@ -8,7 +8,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count, DateTimeField, F, Func, IntegerField, Q, QuerySet, Sum
+from django.db.models import Count, F, Func, IntegerField, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, Least
 from django.http import Http404
 from django.utils import timezone
@@ -93,19 +93,17 @@ class ByteLength(Func):
         return self.as_sql(compiler, connection, template="LENGTH(CAST(%(expressions)s AS BLOB))", **extra_context)
 
 
-def sessions_with_metadata(sessions: QuerySet | None = None) -> QuerySet:
+def sessions_with_metadata(sessions: QuerySet) -> QuerySet:
     """Sessions with `expires_at`, `event_count` and `size_bytes`, all in the one query.
 
     `expires_at` is `retention.expires_at` as SQL, so the list can sort by it;
     `size_bytes` is the stored (sealed) state plus every sealed event: what the
     session takes on disk, readable without a key.
     """
-    sessions = AgentSession.objects.all() if sessions is None else sessions
     return sessions.annotate(
         expires_at=Least(
             F("updated_at") + retention.ttl(),
             F("created_at") + retention.max_age(),
-            output_field=DateTimeField(),
         ),
         event_count=Count("events"),
         size_bytes=ByteLength("state") + Coalesce(Sum(ByteLength("events__event_data")), 0),
