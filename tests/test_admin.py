@@ -235,6 +235,15 @@ def test_secure_delete_asks_first_then_erases_and_audits(staff_client):
     assert (audit.trigger, audit.sessions_deleted, audit.events_deleted) == ("admin", 2, 6)
 
 
+def test_erasing_sessions_already_gone_reports_none_and_audits_nothing(staff_client):
+    gone = make_session("anon-gone")
+    selection = {"action": "delete_selected_securely", "_selected_action": [gone.pk], "post": "yes"}
+    AgentSession.objects.filter(pk=gone.pk).delete()  # erased meanwhile: another admin, the purge
+    done = staff_client.post(CHANGELIST, selection, follow=True)
+    assert "Deleted 0 sessions and 0 events for good." in _html(done)
+    assert not DeletionAudit.objects.exists()
+
+
 def test_purge_now_shows_what_would_go_then_deletes_only_expired(staff_client, settings):
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     expired = [_expired(user_id=f"anon-old-{i}", events=2) for i in range(3)]

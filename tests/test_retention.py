@@ -98,6 +98,27 @@ def test_owner_state_goes_with_the_owners_last_session(settings):
     assert list(UserState.objects.values_list("user_id", flat=True)) == ["anon-kept"]
 
 
+def test_owner_state_is_per_app_and_goes_with_the_owners_last_session_in_that_app(settings):
+    settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    now = timezone.now()
+    make_session("anon-both", last_activity=now - 48 * HOUR, app_name="resume_agent")
+    make_session("anon-both", last_activity=now, app_name="other_app")  # needs only other_app's state
+    make_session("anon-other", last_activity=now - 48 * HOUR, app_name="other_app")
+    for user_id, app_name in (("anon-both", "resume_agent"), ("anon-both", "other_app"), ("anon-other", "other_app")):
+        make_user_state(user_id, {"k": "v"}, app_name=app_name)
+    result = purge_expired(now=now, trigger="ttl")  # one batch, both apps
+    assert (result.sessions, result.user_states) == (2, 2)
+    assert list(UserState.objects.values_list("user_id", "app_name")) == [("anon-both", "other_app")]
+
+
+def test_a_purged_session_without_events_counts_no_events(settings):
+    settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    make_session(last_activity=timezone.now() - 48 * HOUR, events=0)
+    result = purge_expired(trigger="ttl")
+    assert (result.sessions, result.events) == (1, 0)
+    assert DeletionAudit.objects.get().events_deleted == 0
+
+
 def test_audit_rows_hold_counts_not_people():
     old = timezone.now() - 48 * HOUR
     make_session("anon-secret-owner", last_activity=old, events=4)
@@ -114,6 +135,13 @@ def test_api_delete_is_audited(api, new_session):
     session_id, token = new_session()
     api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token)
     assert DeletionAudit.objects.get().trigger == "api"
+
+
+def test_a_delete_that_finds_nothing_writes_no_audit_row(api, new_session):
+    session_id, token = new_session()
+    assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 204
+    assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 404
+    assert DeletionAudit.objects.get().sessions_deleted == 1
 
 
 def test_command(settings):
