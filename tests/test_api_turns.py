@@ -80,6 +80,7 @@ def test_model_failure_is_mapped_and_leaves_no_half_turn(api, new_session, scrip
     assert response.status_code == status
     assert "detail" in response.json()
     assert ("Retry-After" in response) is retry_after
+    assert not retry_after or int(response["Retry-After"]) > 0  # seconds, as RFC 9110 says
 
     assert _history(api, session_id, token) == history
     assert AgentSession.objects.get(session_id=session_id).state == state

@@ -131,6 +131,15 @@ def test_audit_rows_hold_counts_not_people():
     assert DeletionAudit.objects.count() == 1
 
 
+def test_the_audit_row_holds_the_erasures_duration_in_milliseconds():
+    from sessions_app.erasure import Erased, record
+
+    before = time.monotonic()
+    record("ttl", Erased(sessions=1), started=before - 100)  # an erasure that took 100 s
+    elapsed_ms = (time.monotonic() - before) * 1000
+    assert 100_000 <= DeletionAudit.objects.get().duration_ms <= 100_000 + elapsed_ms + 1
+
+
 def test_api_delete_is_audited(api, new_session):
     session_id, token = new_session()
     api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token)
