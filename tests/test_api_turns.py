@@ -113,7 +113,7 @@ def test_a_turn_already_running_gets_409(api, new_session):
     AgentSession.objects.filter(session_id=session_id).update(turn_started_at=timezone.now())
     response = _say(api, session_id, token)
     assert response.status_code == 409
-    assert "detail" in response.json()
+    assert response.json() == {"detail": "這個 session 正在處理上一則訊息，請等它完成後再送出"}
     assert _history(api, session_id, token) == []
 
 
