@@ -83,7 +83,7 @@ def child_purge(db: str, secure_delete: str) -> None:
     connection.close()  # the next connection gets the pragmas above
     with connection.cursor() as cursor:
         effective = cursor.execute("PRAGMA secure_delete").fetchone()[0]
-    result = purge_expired()
+    result = purge_expired(trigger="command")
     print(json.dumps({"secure_delete_pragma": effective, "batch_size": settings.PURGE_BATCH_SIZE,
                       "pause": settings.PURGE_BATCH_PAUSE_SECONDS,
                       **result.as_dict()}))

@@ -242,7 +242,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 **self.admin_site.each_context(request),
                 "title": _("Purge expired sessions now?"),
                 "opts": self.opts,
-                "preview": retention.purge_expired(dry_run=True),
+                "preview": retention.purge_expired(dry_run=True, trigger=DeletionAudit.Trigger.ADMIN),
             },
         )
 

@@ -59,7 +59,7 @@ def purge_expired(
     ttl_hours: float | None = None,
     batch_size: int | None = None,
     dry_run: bool = False,
-    trigger: str = "command",
+    trigger: str,
     progress: Callable[[PurgeResult], None] | None = None,
 ) -> PurgeResult:
     """Deletes every expired session with its events and orphaned per-owner state.
@@ -68,7 +68,8 @@ def purge_expired(
     batches, each its own short transaction followed by a short pause, so a
     large purge never holds SQLite's write lock for long and API requests
     keep being served in between. `now` is fixed at the start, so sessions
-    that expire while it runs wait for the next purge.
+    that expire while it runs wait for the next purge. `trigger` (who asked,
+    for the audit row) has no default: each caller names itself.
     """
     from . import repository
     from .models import AgentSession

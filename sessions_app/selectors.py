@@ -8,7 +8,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count, DateTimeField, F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.db.models.functions import Least
 from django.utils import timezone
 from django_q.models import Schedule, Task
@@ -54,19 +54,17 @@ PURGE_TASK = "sessions_app.tasks.purge_expired_sessions"
 EXPIRING_SOON = dt.timedelta(hours=1)
 
 
-def sessions_with_metadata(sessions: QuerySet | None = None) -> QuerySet:
+def sessions_with_metadata(sessions: QuerySet) -> QuerySet:
     """Sessions with `expires_at`, `event_count` and `size_bytes`, all in the one query.
 
     `expires_at` is `retention.expires_at` as SQL, so the list can sort by it;
     `size_bytes` is the stored (sealed) state plus every sealed event: what the
     session takes on disk, readable without a key.
     """
-    sessions = AgentSession.objects.all() if sessions is None else sessions
     return sessions.annotate(
         expires_at=Least(
             F("updated_at") + retention.ttl(),
             F("created_at") + retention.max_age(),
-            output_field=DateTimeField(),
         ),
         event_count=Count("events"),
         size_bytes=repository.STORED_BYTES,

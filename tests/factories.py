@@ -19,10 +19,12 @@ from sessions_app.models import AgentSession, SessionEvent, UserState
 FACTORY_TOKEN = "factory-token-not-a-real-one"
 
 
-def make_session(user_id="anon-0123456789abcdef", *, last_activity=None, created=None, events=2, text="plain"):
+def make_session(
+    user_id="anon-0123456789abcdef", *, last_activity=None, created=None, events=2, text="plain", app_name="resume_agent"
+):
     last_activity = last_activity or timezone.now()
     session = AgentSession(
-        app_name="resume_agent",
+        app_name=app_name,
         user_id=user_id,
         created_at=created or last_activity,
         updated_at=last_activity,

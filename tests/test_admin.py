@@ -84,7 +84,7 @@ def test_staff_sees_metadata_columns_actions_and_links(staff_client):
 def test_columns_are_computed_in_the_query():
     now = timezone.now()
     session = make_session(last_activity=now - 2 * HOUR, created=now - 100 * HOUR, events=2, text="林語晴")
-    row = sessions_with_metadata().get(pk=session.pk)
+    row = sessions_with_metadata(AgentSession.objects.all()).get(pk=session.pk)
     assert row.expires_at == retention.expires_at(session.created_at, session.updated_at)
     assert row.event_count == 2
     # What the session takes on disk: sealed bytes (version, nonce, ciphertext,
@@ -95,7 +95,9 @@ def test_columns_are_computed_in_the_query():
     assert row.size_bytes == state_bytes + event_bytes == len(session.state) + 2 * len(
         SessionEvent.objects.filter(session=session).first().event_data
     )
-    assert sessions_with_metadata().get(pk=make_session(events=0).pk).event_count == 0
+    no_events = make_session(events=0)
+    row = sessions_with_metadata(AgentSession.objects.all()).get(pk=no_events.pk)
+    assert (row.event_count, row.size_bytes) == (0, len(no_events.state))  # the state alone, not 0, 1 or none
 
 
 def test_time_left_reads_like_a_person_would_say_it():
@@ -231,6 +233,15 @@ def test_secure_delete_asks_first_then_erases_and_audits(staff_client):
     assert not SessionEvent.objects.filter(session_id__in=[s.pk for s in chosen]).exists()
     audit = DeletionAudit.objects.get()
     assert (audit.trigger, audit.sessions_deleted, audit.events_deleted) == ("admin", 2, 6)
+
+
+def test_erasing_sessions_already_gone_reports_none_and_audits_nothing(staff_client):
+    gone = make_session("anon-gone")
+    selection = {"action": "delete_selected_securely", "_selected_action": [gone.pk], "post": "yes"}
+    AgentSession.objects.filter(pk=gone.pk).delete()  # erased meanwhile: another admin, the purge
+    done = staff_client.post(CHANGELIST, selection, follow=True)
+    assert "Deleted 0 sessions and 0 events for good." in _html(done)
+    assert not DeletionAudit.objects.exists()
 
 
 def test_purge_now_shows_what_would_go_then_deletes_only_expired(staff_client, settings):

@@ -80,6 +80,7 @@ def test_model_failure_is_mapped_and_leaves_no_half_turn(api, new_session, scrip
     assert response.status_code == status
     assert "detail" in response.json()
     assert ("Retry-After" in response) is retry_after
+    assert not retry_after or int(response["Retry-After"]) > 0  # seconds, as RFC 9110 says
 
     assert _history(api, session_id, token) == history
     assert AgentSession.objects.get(session_id=session_id).state == state
@@ -112,7 +113,7 @@ def test_a_turn_already_running_gets_409(api, new_session):
     AgentSession.objects.filter(session_id=session_id).update(turn_started_at=timezone.now())
     response = _say(api, session_id, token)
     assert response.status_code == 409
-    assert "detail" in response.json()
+    assert response.json() == {"detail": "這個 session 正在處理上一則訊息，請等它完成後再送出"}
     assert _history(api, session_id, token) == []
 
 

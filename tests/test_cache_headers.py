@@ -113,6 +113,7 @@ def test_the_uniform_404_forbids_storing_and_stays_identical(api, new_session, s
     ]
     first = _comparable(misses[0])
     assert first[0] == 404
+    assert misses[0]["Content-Type"] == "application/json"  # as every other API answer spells it
     assert _no_store(misses[0])
     for response in misses:
         assert _comparable(response) == first

@@ -191,7 +191,7 @@ def test_purge_deletes_sessions_at_the_exact_instant(settings):
     settings.SESSION_TTL_HOURS, settings.SESSION_MAX_AGE_HOURS = 24, 168
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     sessions = _sessions_ending_at(T0)
-    assert purge_expired(now=T0).sessions == 2
+    assert purge_expired(now=T0, trigger="ttl").sessions == 2
     assert set(AgentSession.objects.values_list("pk", flat=True)) == {
         sessions["live"].pk,
         sessions["live max age"].pk,

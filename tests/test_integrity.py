@@ -222,3 +222,47 @@ def test_the_policy_page_counts_integrity_failures_by_kind(api, two_turns, admin
     assert "revision behind the stored events" in table
     assert "<td>1</td><td>2</td>" in table.replace("\n", "").replace(" ", "")  # last 24 h, total
     assert session_id not in html  # counts only
+
+
+def _failures(now, *kinds_and_ages):
+    from sessions_app.models import IntegrityFailure
+
+    for kind, age in kinds_and_ages:
+        failure = IntegrityFailure.objects.create(kind=kind)
+        IntegrityFailure.objects.filter(pk=failure.pk).update(created_at=now - age)
+
+
+def test_the_last_day_of_integrity_failures_is_24_hours_to_the_second():
+    now = timezone.now()
+    day = dt.timedelta(hours=24)
+    _failures(now, ("state_replayed", day), ("state_replayed", day + dt.timedelta(seconds=1)))
+    counts = selectors.integrity_failure_counts(now)
+    assert (counts.last_day, counts.total) == (1, 2)
+
+
+def test_integrity_failures_are_listed_most_frequent_first_then_by_kind_with_totals_over_every_kind():
+    from sessions_app.sealing import FailureKind
+
+    now, hour = timezone.now(), dt.timedelta(hours=1)
+    # Stored in the reverse of the expected order, and kinds sorting otherwise than their counts.
+    _failures(now, ("state_tampered", hour), ("events_missing", 30 * hour), ("event_tampered", hour))
+    _failures(now, *[("state_replayed", hour)] * 2, ("state_replayed", 30 * hour))
+    counts = selectors.integrity_failure_counts(now)
+    assert counts.by_kind == [
+        (FailureKind.STATE_REPLAYED.label, 2, 3),
+        (FailureKind.EVENT_TAMPERED.label, 1, 1),
+        (FailureKind.EVENTS_MISSING.label, 0, 1),
+        (FailureKind.STATE_TAMPERED.label, 1, 1),
+    ]
+    assert (counts.last_day, counts.total) == (4, 6)
+
+
+def test_a_kind_of_integrity_failure_no_longer_known_is_shown_by_its_stored_value(admin_client):
+    now = timezone.now()
+    _failures(now, ("retired_kind", dt.timedelta(hours=1)), ("state_replayed", dt.timedelta(hours=1)))
+    assert selectors.integrity_failure_counts(now).by_kind[0][0] == "retired_kind"
+    html = admin_client.get(POLICY).content.decode()
+    table = html[html.index('id="integrity-failures"') :]
+    table = table[: table.index("</table>")].replace("\n", "").replace(" ", "")
+    assert "<td>retired_kind</td><td>1</td><td>1</td>" in table
+    assert "<td>2</td><td>2</td></tr>" in table  # all kinds: last 24 h, total

@@ -159,5 +159,11 @@ def test_unexpected_error_without_debug_is_json_and_logs_no_message(api, setting
         response = api.post("/agent/sessions", {"resume_text": fixture_resume()}, format="json")
     assert response.status_code == 500
     assert response["Content-Type"] == "application/json"
-    assert "RuntimeError" in caplog.text
+    assert response.json() == {"detail": "伺服器發生錯誤，資料沒有遺失，請稍後再試"}
+    # One line naming the exception's type, then where it happened, frame by frame.
+    [logged] = [r.getMessage() for r in caplog.records if r.name == "sessions_app.api.errors"]
+    head, *frames = logged.splitlines()
+    assert head == "unhandled RuntimeError in API view"
+    assert frames and all(line.startswith(("  File ", "    ")) for line in frames)
+    assert frames[-2].endswith("in failing_token")
     assert find_in_text(caplog.text + response.content.decode(), fixture_markers() + [MESSAGE_MARKER]) == []

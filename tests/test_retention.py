@@ -2,6 +2,7 @@
 
 import datetime as dt
 import io
+import time
 
 import pytest
 import time_machine
@@ -25,7 +26,7 @@ def test_purge_deletes_just_outside_the_ttl_and_keeps_just_inside(settings):
     now = timezone.now()
     inside = make_session("anon-in", last_activity=now - 24 * HOUR + dt.timedelta(seconds=1))
     outside = make_session("anon-out", last_activity=now - 24 * HOUR - dt.timedelta(seconds=1))
-    result = purge_expired(now=now)
+    result = purge_expired(now=now, trigger="ttl")
     assert (result.sessions, result.events) == (1, 2)
     assert list(AgentSession.objects.values_list("pk", flat=True)) == [inside.pk]
     assert not SessionEvent.objects.filter(session_id=outside.pk).exists()
@@ -35,17 +36,17 @@ def test_max_age_ends_a_session_kept_alive_by_activity(settings):
     settings.SESSION_MAX_AGE_HOURS = 168
     now = timezone.now()
     make_session(last_activity=now - HOUR, created=now - 169 * HOUR)
-    assert purge_expired(now=now).sessions == 1
+    assert purge_expired(now=now, trigger="ttl").sessions == 1
 
 
 def test_ttl_override_and_dry_run(settings):
     now = timezone.now()
     make_session(last_activity=now - 3 * HOUR, events=3)
-    dry = purge_expired(now=now, ttl_hours=2, dry_run=True)
+    dry = purge_expired(now=now, ttl_hours=2, dry_run=True, trigger="command")
     assert (dry.sessions, dry.events, dry.dry_run) == (1, 3, True)
     assert AgentSession.objects.count() == 1 and DeletionAudit.objects.count() == 0
-    assert purge_expired(now=now, ttl_hours=4).sessions == 0
-    assert purge_expired(now=now, ttl_hours=2).sessions == 1
+    assert purge_expired(now=now, ttl_hours=4, trigger="command").sessions == 0
+    assert purge_expired(now=now, ttl_hours=2, trigger="command").sessions == 1
 
 
 @pytest.mark.parametrize("count,batch_size,batches", [(5, 2, 3), (4, 2, 2), (1, 10, 1), (0, 3, 0)])
@@ -55,7 +56,7 @@ def test_batches(count, batch_size, batches, settings):
     for i in range(count):
         make_session(f"anon-{i}", last_activity=old)
     seen = []
-    result = purge_expired(batch_size=batch_size, progress=lambda r: seen.append(r.sessions))
+    result = purge_expired(batch_size=batch_size, trigger="ttl", progress=lambda r: seen.append(r.sessions))
     assert (result.sessions, result.batches) == (count, batches)
     assert seen == [min(count, batch_size * (i + 1)) for i in range(batches)]
     assert AgentSession.objects.count() == 0
@@ -74,6 +75,17 @@ def test_a_purge_in_batches_reports_and_audits_the_sum_of_every_batch(settings):
     assert not (AgentSession.objects.exists() or SessionEvent.objects.exists() or UserState.objects.exists())
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_purge_reports_the_time_it_took(dry_run, settings):
+    """`seconds` is what the command prints: the purge's own duration, never 0 or a clock reading."""
+    settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    make_session(last_activity=timezone.now() - 48 * HOUR)
+    before = time.monotonic()
+    result = purge_expired(dry_run=dry_run, trigger="command")
+    assert 0 < result.seconds <= time.monotonic() - before
+    assert result.sessions == 1
+
+
 def test_owner_state_goes_with_the_owners_last_session(settings):
     now = timezone.now()
     make_session("anon-gone", last_activity=now - 48 * HOUR)
@@ -81,9 +93,30 @@ def test_owner_state_goes_with_the_owners_last_session(settings):
     make_session("anon-kept", last_activity=now)
     for user_id in ("anon-gone", "anon-kept"):
         make_user_state(user_id, {"k": "v"})
-    result = purge_expired(now=now)
+    result = purge_expired(now=now, trigger="ttl")
     assert (result.sessions, result.user_states) == (2, 1)
     assert list(UserState.objects.values_list("user_id", flat=True)) == ["anon-kept"]
+
+
+def test_owner_state_is_per_app_and_goes_with_the_owners_last_session_in_that_app(settings):
+    settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    now = timezone.now()
+    make_session("anon-both", last_activity=now - 48 * HOUR, app_name="resume_agent")
+    make_session("anon-both", last_activity=now, app_name="other_app")  # needs only other_app's state
+    make_session("anon-other", last_activity=now - 48 * HOUR, app_name="other_app")
+    for user_id, app_name in (("anon-both", "resume_agent"), ("anon-both", "other_app"), ("anon-other", "other_app")):
+        make_user_state(user_id, {"k": "v"}, app_name=app_name)
+    result = purge_expired(now=now, trigger="ttl")  # one batch, both apps
+    assert (result.sessions, result.user_states) == (2, 2)
+    assert list(UserState.objects.values_list("user_id", "app_name")) == [("anon-both", "other_app")]
+
+
+def test_a_purged_session_without_events_counts_no_events(settings):
+    settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    make_session(last_activity=timezone.now() - 48 * HOUR, events=0)
+    result = purge_expired(trigger="ttl")
+    assert (result.sessions, result.events) == (1, 0)
+    assert DeletionAudit.objects.get().events_deleted == 0
 
 
 def test_audit_rows_hold_counts_not_people():
@@ -98,10 +131,26 @@ def test_audit_rows_hold_counts_not_people():
     assert DeletionAudit.objects.count() == 1
 
 
+def test_the_audit_row_holds_the_erasures_duration_in_milliseconds():
+    from sessions_app.erasure import Erased, record
+
+    before = time.monotonic()
+    record("ttl", Erased(sessions=1), started=before - 100)  # an erasure that took 100 s
+    elapsed_ms = (time.monotonic() - before) * 1000
+    assert 100_000 <= DeletionAudit.objects.get().duration_ms <= 100_000 + elapsed_ms + 1
+
+
 def test_api_delete_is_audited(api, new_session):
     session_id, token = new_session()
     api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token)
     assert DeletionAudit.objects.get().trigger == "api"
+
+
+def test_a_delete_that_finds_nothing_writes_no_audit_row(api, new_session):
+    session_id, token = new_session()
+    assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 204
+    assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 404
+    assert DeletionAudit.objects.get().sessions_deleted == 1
 
 
 def test_command(settings):
@@ -174,6 +223,6 @@ def test_purged_resume_leaves_no_bytes_in_database_files(api, new_session, db_pa
     chunks = sealed_chunks()
     assert {index for _, index in find_chunks(database_files(db_path), chunks)} == set(range(len(chunks)))
     with time_machine.travel(timezone.now() + 2 * HOUR):
-        assert purge_expired().sessions == 1
+        assert purge_expired(trigger="ttl").sessions == 1
     assert find_chunks(database_files(db_path), chunks) == []
     assert find_markers(database_files(db_path), fixture_markers()) == []

@@ -9,6 +9,7 @@ from sessions_app import selectors
 from sessions_app.crypto import token_context
 from sessions_app.models import AgentSession, SessionEvent
 
+from .factories import make_session
 from .scripted_llm import call_response, text_response
 
 pytestmark = pytest.mark.django_db
@@ -104,6 +105,13 @@ def test_session_usage_counts_sealed_bytes_without_a_key(api, new_session):
     usage = selectors.session_usage(session)  # no token_context: no key needed
     stored = len(session.state) + sum(len(data) for data in session.events.values_list("event_data", flat=True))
     assert usage.size_bytes == stored and usage.turns == 1
+
+
+def test_session_usage_of_a_session_without_events_is_its_state_and_of_a_deleted_one_none():
+    session = make_session(events=0)
+    assert selectors.session_usage(session) == selectors.SessionUsage(turns=0, size_bytes=len(session.state))
+    AgentSession.objects.filter(pk=session.pk).delete()
+    assert selectors.session_usage(session) is None
 
 
 # --- model calls per turn --------------------------------------------------------------------
