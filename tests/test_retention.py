@@ -132,10 +132,10 @@ def test_audit_rows_hold_counts_not_people():
 
 
 def test_the_audit_row_holds_the_erasures_duration_in_milliseconds():
-    from sessions_app.erasure import Erased, record
+    from sessions_app.repository import Erased, record_erasure
 
     before = time.monotonic()
-    record("ttl", Erased(sessions=1), started=before - 100)  # an erasure that took 100 s
+    record_erasure("ttl", Erased(sessions=1), started=before - 100)  # an erasure that took 100 s
     elapsed_ms = (time.monotonic() - before) * 1000
     assert 100_000 <= DeletionAudit.objects.get().duration_ms <= 100_000 + elapsed_ms + 1
 
