@@ -52,7 +52,10 @@ browser:
 		echo "note: /usr/bin/chromium is missing (install it as root: make browser); the browser test will be skipped"; \
 	fi
 
+# Lint and format checks first ([tool.ruff] in pyproject.toml), then the whole suite.
 test: dev-venv browser
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest
 
 # All benchmarks (about 10 minutes on 2 cores), then benchmarks/RESULTS.md.

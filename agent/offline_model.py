@@ -22,7 +22,7 @@ current turn come after the last user *text* content):
 from __future__ import annotations
 
 import re
-from typing import AsyncGenerator
+from collections.abc import AsyncGenerator
 
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -41,8 +41,22 @@ _HEADINGS = {
     "experience": ("experience", "employment", "work history", "經歷", "经历", "工作"),
     "projects": ("project", "專案", "项目", "作品"),
     "skills": ("skill", "技能", "專長", "专长"),
-    "other": ("education", "學歷", "学历", "language", "語言", "语言", "summary", "about",
-              "contact", "certificat", "證照", "award", "interest", "reference"),
+    "other": (
+        "education",
+        "學歷",
+        "学历",
+        "language",
+        "語言",
+        "语言",
+        "summary",
+        "about",
+        "contact",
+        "certificat",
+        "證照",
+        "award",
+        "interest",
+        "reference",
+    ),
 }
 
 
@@ -215,7 +229,9 @@ class OfflineResumeModel(BaseLlm):
             lines.append(f"From your resume: {_sentence(facts.roles[0])}")
         if facts.results:
             lines.append(f"Also on your resume: {_sentence(facts.results[0])}")
-        lines.append(f"[verify_claims: {sum(bool(r.get('supported')) for r in checked)} of {len(checked)} claims supported]")
+        lines.append(
+            f"[verify_claims: {sum(bool(r.get('supported')) for r in checked)} of {len(checked)} claims supported]"
+        )
         if facts.suspicious:
             lines.append("[flagged text in the resume that tried to instruct the assistant; it was not followed]")
         lines += [f"Your job-search plan (saved as v{version}):", plan, f"[plan v{version} saved]"]

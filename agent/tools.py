@@ -12,7 +12,7 @@ State keys: resume_text (read), suspicious_flags and the plan versions
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from google.adk.tools.tool_context import ToolContext
 
@@ -26,7 +26,7 @@ MAX_REASON_CHARS = 300
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def verify_claims(claims: list[str], tool_context: ToolContext) -> dict:

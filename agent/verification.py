@@ -26,18 +26,143 @@ SUPPORT_THRESHOLD = 0.6
 NAME_MAX_CHARS = 80
 
 _STOPWORDS = frozenset(
-    """a an the and or but of to in on at by for from with as into onto over under about
-    is are was were be been being am has have had do does did will would can could should may might
-    it its this that these those there here than then so such very also just only not no
-    i me my we our you your yours he him his she her they them their who whom which what
-    per via up out across while during after before since until
-    experience experienced skill skilled strong worked work working role position resume cv
-    including include includes list listed profile background""".split()
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "from",
+        "with",
+        "as",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "about",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+        "will",
+        "would",
+        "can",
+        "could",
+        "should",
+        "may",
+        "might",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "than",
+        "then",
+        "so",
+        "such",
+        "very",
+        "also",
+        "just",
+        "only",
+        "not",
+        "no",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "yours",
+        "he",
+        "him",
+        "his",
+        "she",
+        "her",
+        "they",
+        "them",
+        "their",
+        "who",
+        "whom",
+        "which",
+        "what",
+        "per",
+        "via",
+        "up",
+        "out",
+        "across",
+        "while",
+        "during",
+        "after",
+        "before",
+        "since",
+        "until",
+        "experience",
+        "experienced",
+        "skill",
+        "skilled",
+        "strong",
+        "worked",
+        "work",
+        "working",
+        "role",
+        "position",
+        "resume",
+        "cv",
+        "including",
+        "include",
+        "includes",
+        "list",
+        "listed",
+        "profile",
+        "background",
+    ]
 )
 # CJK characters that are grammar, not content; any bigram containing one is dropped.
 _CJK_STOP_CHARS = frozenset("的了在是曾於于和與与及也都很您你妳他她我其此並并而")
 _CJK_STOP_BIGRAMS = frozenset(
-    "擔任 担任 工作 負責 负责 經驗 经验 曾經 曾经 目前 現在 现在 擁有 拥有 具有 具備 具备 履歷 履历".split()
+    [
+        "擔任",
+        "担任",
+        "工作",
+        "負責",
+        "负责",
+        "經驗",
+        "经验",
+        "曾經",
+        "曾经",
+        "目前",
+        "現在",
+        "现在",
+        "擁有",
+        "拥有",
+        "具有",
+        "具備",
+        "具备",
+        "履歷",
+        "履历",
+    ]
 )
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -54,11 +179,62 @@ _GREETINGS = frozenset({"hi", "hello", "hey", "dear", "welcome"})
 _GREETINGS_CJK = ("你好", "您好", "嗨", "哈囉", "哈喽")
 # Advice verbs: a sentence opening with one is a recommendation, not a claim.
 _IMPERATIVES = frozenset(
-    """apply target prepare update practice reach network highlight consider learn contribute
-    write ask research schedule tailor focus add lead emphasize emphasise quantify build show
-    start keep review polish join attend follow try use make plan let""".split()
+    [
+        "apply",
+        "target",
+        "prepare",
+        "update",
+        "practice",
+        "reach",
+        "network",
+        "highlight",
+        "consider",
+        "learn",
+        "contribute",
+        "write",
+        "ask",
+        "research",
+        "schedule",
+        "tailor",
+        "focus",
+        "add",
+        "lead",
+        "emphasize",
+        "emphasise",
+        "quantify",
+        "build",
+        "show",
+        "start",
+        "keep",
+        "review",
+        "polish",
+        "join",
+        "attend",
+        "follow",
+        "try",
+        "use",
+        "make",
+        "plan",
+        "let",
+    ]
 )
-_IMPERATIVES_CJK = ("建議", "建议", "準備", "准备", "投遞", "投递", "申請", "申请", "更新", "練習", "练习", "加強", "加强", "請", "请")
+_IMPERATIVES_CJK = (
+    "建議",
+    "建议",
+    "準備",
+    "准备",
+    "投遞",
+    "投递",
+    "申請",
+    "申请",
+    "更新",
+    "練習",
+    "练习",
+    "加強",
+    "加强",
+    "請",
+    "请",
+)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -149,7 +325,9 @@ def _is_claim(sentence: str, resume_text: str) -> bool:
         return False
     content, numbers = tokens(s)
     name_tokens, _ = tokens(resume_name(resume_text))
-    mentions_person = bool(_PERSON_WORDS & set(words)) or any(p in s for p in _PERSON_CJK) or bool(content & name_tokens)
+    mentions_person = (
+        bool(_PERSON_WORDS & set(words)) or any(p in s for p in _PERSON_CJK) or bool(content & name_tokens)
+    )
     return bool(content) and (mentions_person or bool(numbers))
 
 

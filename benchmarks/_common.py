@@ -45,7 +45,9 @@ def main(name: str, title: str, packages: list[str], run, argv: list[str] | None
     (args.out / f"{name}.md").write_text(markdown, encoding="utf-8")
     text = json.dumps(_rounded(data), indent=2, ensure_ascii=False, default=str)
     # Lists of numbers on one line each, so raw samples stay readable and small.
-    text = re.sub(r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(m[1].split()).replace(",,", ",") + "]", text)
+    text = re.sub(
+        r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(m[1].split()).replace(",,", ",") + "]", text
+    )
     (args.out / f"{name}.json").write_text(text + "\n", encoding="utf-8")
     print(markdown)
     print(f"wrote {args.out / name}.md and .json", file=sys.stderr)
@@ -63,10 +65,12 @@ def command_line(argv: list[str] | None = None) -> str:
 def machine_info(packages: list[str]) -> dict:
     """Date, machine, Python, SQLite and package versions (what every section starts with)."""
     cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")),
-               platform.processor() or "unknown")
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")),
+        platform.processor() or "unknown",
+    )
     return {
-        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y"),
+        "date_utc": dt.datetime.now(dt.UTC).strftime("%a %b %d %H:%M:%S UTC %Y"),
         "nproc": os.cpu_count(),
         "machine": platform.machine(),
         "cpu_model": cpu,

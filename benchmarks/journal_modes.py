@@ -18,6 +18,7 @@ Standard library and sqlite3 only:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -37,8 +38,10 @@ from benchmarks import _common  # noqa: E402
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 MARKERS: tuple[str, ...] = tuple(json.loads((FIXTURES / "markers.json").read_text("utf-8")))
 RESUME = (FIXTURES / "resume_lin.txt").read_text("utf-8")
-_FILLER = ("The assistant reviewed wording, tense and ordering of the bullet points and "
-           "suggested shorter sentences with measurable outcomes for each role. ")
+_FILLER = (
+    "The assistant reviewed wording, tense and ordering of the bullet points and "
+    "suggested shorter sentences with measurable outcomes for each role. "
+)
 LINES = [line for line in RESUME.splitlines() if line.strip()]
 
 
@@ -80,7 +83,7 @@ class Sizes:
     temp_rows: int = 300  # sessions touched by the temp_store transactions
 
     @classmethod
-    def quick(cls) -> "Sizes":
+    def quick(cls) -> Sizes:
         return cls(other_sessions=2, other_events=2, temp_rows=60)
 
 
@@ -96,17 +99,23 @@ class Config:
 
     @property
     def label(self) -> str:
-        return " + ".join([self.journal_mode]
-                          + [f"journal_size_limit={self.journal_size_limit}"] * (self.journal_size_limit is not None)
-                          + ["wal_checkpoint(TRUNCATE)"] * self.checkpoint + ["open reader"] * self.open_reader)
+        return " + ".join(
+            [self.journal_mode]
+            + [f"journal_size_limit={self.journal_size_limit}"] * (self.journal_size_limit is not None)
+            + ["wal_checkpoint(TRUNCATE)"] * self.checkpoint
+            + ["open reader"] * self.open_reader
+        )
 
 
 def default_configs() -> list[Config]:
     every = ("ON", "OFF", "FAST")
     return [
         *(Config(mode, sd) for mode in ("DELETE", "TRUNCATE") for sd in every),
-        Config("PERSIST", "ON"), Config("PERSIST", "ON", journal_size_limit=0), Config("MEMORY", "ON"),
-        *(Config("WAL", sd) for sd in every), Config("WAL", "ON", journal_size_limit=0),
+        Config("PERSIST", "ON"),
+        Config("PERSIST", "ON", journal_size_limit=0),
+        Config("MEMORY", "ON"),
+        *(Config("WAL", sd) for sd in every),
+        Config("WAL", "ON", journal_size_limit=0),
         *(Config("WAL", sd, checkpoint=True) for sd in every),
         Config("WAL", "ON", checkpoint=True, open_reader=True),
         # Values larger than a page: the text lives in overflow pages.
@@ -152,10 +161,15 @@ def marker_events(count: int, target_bytes: int, overflow: bool) -> list[str]:
     out = []
     for i in range(count):
         quote, model = f"{LINES[i % len(LINES)]} / {LINES[(i + count) % len(LINES)]}", i % 2 == 1
-        event = {"id": f"evt-{i:04d}", "invocation_id": f"inv-{i // 2}", "author": "resume_agent" if model else "user",
-                 "timestamp": 1_800_000_000.0 + i,
-                 "content": {"role": "model" if model else "user", "parts": [{"text": quote}]},
-                 "actions": {"state_delta": {"last_quote": quote} if model else {}}, "summary": ""}
+        event = {
+            "id": f"evt-{i:04d}",
+            "invocation_id": f"inv-{i // 2}",
+            "author": "resume_agent" if model else "user",
+            "timestamp": 1_800_000_000.0 + i,
+            "content": {"role": "model" if model else "user", "parts": [{"text": quote}]},
+            "actions": {"state_delta": {"last_quote": quote} if model else {}},
+            "summary": "",
+        }
         j = i
         while overflow and len(json.dumps(event, ensure_ascii=False).encode()) < target_bytes:
             event["summary"] += LINES[j % len(LINES)] + "\n"
@@ -249,10 +263,12 @@ def hit_pages(data: bytes) -> tuple[int, int]:
     while trunk and trunk not in free and trunk * page_size <= len(data):
         free.add(trunk)
         off = (trunk - 1) * page_size
-        count = int.from_bytes(data[off + 4: off + 8], "big")
-        free |= {int.from_bytes(data[off + 8 + 4 * k: off + 12 + 4 * k], "big")
-                 for k in range(min(count, page_size // 4 - 2))}
-        trunk = int.from_bytes(data[off: off + 4], "big")
+        count = int.from_bytes(data[off + 4 : off + 8], "big")
+        free |= {
+            int.from_bytes(data[off + 8 + 4 * k : off + 12 + 4 * k], "big")
+            for k in range(min(count, page_size // 4 - 2))
+        }
+        trunk = int.from_bytes(data[off : off + 4], "big")
     return len(pages), len(pages & free)
 
 
@@ -275,10 +291,8 @@ class Watcher:
         self.temp_hits: frozenset = frozenset()
 
     def __call__(self) -> int:
-        try:
+        with contextlib.suppress(Exception):  # never abort the statement being measured
             self.poll()
-        except Exception:  # never abort the statement being measured
-            pass
         return 0
 
     def poll(self) -> None:
@@ -295,7 +309,6 @@ class Watcher:
                     self.temp_files[target] = max(size, self.temp_files.get(target, 0))
             except OSError:
                 continue
-
 
 
 @dataclass
@@ -338,7 +351,7 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
         for n in others[: len(others) // 2]:
             insert_session(conn, n, other_state(n), [other_event(n, i) for i in range(sizes.other_events)])
         target = insert_session(conn, 9999, state, events)
-        for n in others[len(others) // 2:]:
+        for n in others[len(others) // 2 :]:
             insert_session(conn, n, other_state(n), [other_event(n, i) for i in range(sizes.other_events)])
         conn.execute("COMMIT")
         before_ok = expected_forms() <= frozenset().union(*(s.hits for s in scan_database(db).values()))
@@ -355,8 +368,10 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
         watcher.poll()
         pre_commit = scan_database(db)
         conn.execute("COMMIT")
-        rows_left = tuple(conn.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?", (target,)).fetchone()[0]
-                          for table, column in (("sessions", "id"), ("events", "session_id")))
+        rows_left = tuple(
+            conn.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?", (target,)).fetchone()[0]
+            for table, column in (("sessions", "id"), ("events", "session_id"))
+        )
         checkpoint = checkpoint_seconds = None
         if config.checkpoint:
             conn.execute(f"PRAGMA busy_timeout={checkpoint_timeout_ms}")
@@ -367,8 +382,17 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
         for connection in (reader, conn):
             if connection is not None:
                 connection.close()  # the reader's read transaction ends with it
-        return Result(config, before_ok, pre_commit, max(watcher.journal_max, pre_commit["-journal"].size), after,
-                      scan_database(db), rows_left, checkpoint, checkpoint_seconds)
+        return Result(
+            config,
+            before_ok,
+            pre_commit,
+            max(watcher.journal_max, pre_commit["-journal"].size),
+            after,
+            scan_database(db),
+            rows_left,
+            checkpoint,
+            checkpoint_seconds,
+        )
     finally:
         for connection in (reader, conn):
             if connection is not None:
@@ -383,8 +407,12 @@ TOUCH = "UPDATE sessions SET turn_started_at = :cutoff WHERE updated_at < :cutof
 # ... and one that can (CHECK (revision >= 0)), so SQLite opens a statement journal for it; run
 # twice, the second needs the before-images of the pages the first one already wrote.
 BUMP = "UPDATE sessions SET revision = revision + 1 WHERE updated_at < :cutoff"
-TEMP_SCENARIOS = {"purge": [PURGE], "update then purge": [TOUCH, PURGE], "abortable update then purge": [BUMP, PURGE],
-                  "update twice then purge": [BUMP, BUMP, PURGE]}
+TEMP_SCENARIOS = {
+    "purge": [PURGE],
+    "update then purge": [TOUCH, PURGE],
+    "abortable update then purge": [BUMP, PURGE],
+    "update twice then purge": [BUMP, BUMP, PURGE],
+}
 
 
 @dataclass
@@ -406,8 +434,9 @@ class TempResult:
         return "LEAK: markers written to an unlinked temp file" if self.temp_hits else "temp file without markers"
 
 
-def measure_temp_store(scenario: str, temp_store: str, journal_mode: str = "DELETE", rows: int = 300,
-                       sizes: Sizes = Sizes()) -> TempResult:
+def measure_temp_store(
+    scenario: str, temp_store: str, journal_mode: str = "DELETE", rows: int = 300, sizes: Sizes = Sizes()
+) -> TempResult:
     tmp = Path(tempfile.mkdtemp(prefix="journal_modes_temp_"))
     db = tmp / "sessions.db"
     conn = connect(db, Config(journal_mode, "ON", temp_store=temp_store))
@@ -433,8 +462,15 @@ def measure_temp_store(scenario: str, temp_store: str, journal_mode: str = "DELE
         conn.execute("COMMIT")
         if journal_mode == "WAL":
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return TempResult(scenario, journal_mode, temp_store, rows, dict(watcher.temp_files), watcher.temp_hits,
-                          scan_database(db)["main"])
+        return TempResult(
+            scenario,
+            journal_mode,
+            temp_store,
+            rows,
+            dict(watcher.temp_files),
+            watcher.temp_hits,
+            scan_database(db)["main"],
+        )
     finally:
         conn.close()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -467,40 +503,109 @@ def _note(r: Result) -> str:
 
 def render(results: list[Result], temp_results: list[TempResult]) -> list[str]:
     chinese = sum(1 for m in MARKERS if not m.isascii())
-    out = [f"Markers: {len(MARKERS)} ({chinese} Traditional Chinese, {len(MARKERS) - chinese} English), each"
-           " searched as UTF-8 and as \\uXXXX (lower- and upper-case hex).", "",
-           "### After DELETE + COMMIT of the marker session", ""]
+    out = [
+        f"Markers: {len(MARKERS)} ({chinese} Traditional Chinese, {len(MARKERS) - chinese} English), each"
+        " searched as UTF-8 and as \\uXXXX (lower- and upper-case hex).",
+        "",
+        "### After DELETE + COMMIT of the marker session",
+        "",
+    ]
     rows = []
     for i, r in enumerate(results, 1):
         c, leaks = r.config, leaking_files(r.after_close)
         sidecars = ", ".join(f"{name} {_size(s.size)}" for name, s in r.after.items() if name != "main" and s.exists)
-        rows.append([i, c.label, c.layout, c.secure_delete, "yes" if r.before_ok else "**NO**",
-                     *(_hits(r.after[name]) for name in ("main", "-journal", "-wal")), sidecars or "none",
-                     r.verdict if r.verdict == "clean" else f"**{r.verdict}**",
-                     "LEAK: " + ", ".join(leaks) if leaks else "clean", _note(r)])
-    out += _common.md_table(["#", "config", "layout", "secure_delete", "markers before (all forms found)",
-                             "main after", "-journal after", "-wal after", "sidecar files after", "verdict",
-                             "after all connections closed", "note"], rows)
-    out += ["", f"`**n/{len(MARKERS)}**` = n of the markers found in that file (forms: utf-8 = raw UTF-8, \\u ="
-            " json.dumps escapes). `0` = file present, nothing found. temp_store=MEMORY in all rows above.", "",
-            "### The rollback journal during the delete transaction (before COMMIT)", ""]
+        rows.append(
+            [
+                i,
+                c.label,
+                c.layout,
+                c.secure_delete,
+                "yes" if r.before_ok else "**NO**",
+                *(_hits(r.after[name]) for name in ("main", "-journal", "-wal")),
+                sidecars or "none",
+                r.verdict if r.verdict == "clean" else f"**{r.verdict}**",
+                "LEAK: " + ", ".join(leaks) if leaks else "clean",
+                _note(r),
+            ]
+        )
     out += _common.md_table(
-        ["config", "layout", "secure_delete", "-journal max size during delete", "markers in -journal before COMMIT",
-         "-journal after COMMIT"],
-        [[r.config.label, r.config.layout, r.config.secure_delete, _size(r.journal_max_during),
-          _hits(r.pre_commit["-journal"]),
-          f"{_size(r.after['-journal'].size)} kept" if r.after["-journal"].exists else "unlinked"]
-         for r in results if r.config.journal_mode in ("DELETE", "TRUNCATE", "PERSIST")
-         and r.config.secure_delete == "ON"])
+        [
+            "#",
+            "config",
+            "layout",
+            "secure_delete",
+            "markers before (all forms found)",
+            "main after",
+            "-journal after",
+            "-wal after",
+            "sidecar files after",
+            "verdict",
+            "after all connections closed",
+            "note",
+        ],
+        rows,
+    )
+    out += [
+        "",
+        f"`**n/{len(MARKERS)}**` = n of the markers found in that file (forms: utf-8 = raw UTF-8, \\u ="
+        " json.dumps escapes). `0` = file present, nothing found. temp_store=MEMORY in all rows above.",
+        "",
+        "### The rollback journal during the delete transaction (before COMMIT)",
+        "",
+    ]
+    out += _common.md_table(
+        [
+            "config",
+            "layout",
+            "secure_delete",
+            "-journal max size during delete",
+            "markers in -journal before COMMIT",
+            "-journal after COMMIT",
+        ],
+        [
+            [
+                r.config.label,
+                r.config.layout,
+                r.config.secure_delete,
+                _size(r.journal_max_during),
+                _hits(r.pre_commit["-journal"]),
+                f"{_size(r.after['-journal'].size)} kept" if r.after["-journal"].exists else "unlinked",
+            ]
+            for r in results
+            if r.config.journal_mode in ("DELETE", "TRUNCATE", "PERSIST") and r.config.secure_delete == "ON"
+        ],
+    )
     out += ["", "### temp_store: statement journals of large transactions (secure_delete=ON)", ""]
     out += _common.md_table(
-        ["scenario", "journal_mode", "temp_store", "rows", "temp files seen in /proc/self/fd (max size)",
-         "markers in temp file", "main after", "verdict"],
-        [[t.scenario, t.journal_mode, t.temp_store, t.rows,
-          ", ".join(f"{Path(k.replace(' (deleted)', '')).name} (deleted) {_size(v)}" for k, v in t.temp_files.items())
-          or "none",
-          (f"**{len({m for m, _ in t.temp_hits})}/{len(MARKERS)}**" if t.temp_hits else "0") if t.temp_files else "-",
-          _hits(t.main_after), t.verdict] for t in temp_results])
+        [
+            "scenario",
+            "journal_mode",
+            "temp_store",
+            "rows",
+            "temp files seen in /proc/self/fd (max size)",
+            "markers in temp file",
+            "main after",
+            "verdict",
+        ],
+        [
+            [
+                t.scenario,
+                t.journal_mode,
+                t.temp_store,
+                t.rows,
+                ", ".join(
+                    f"{Path(k.replace(' (deleted)', '')).name} (deleted) {_size(v)}" for k, v in t.temp_files.items()
+                )
+                or "none",
+                (f"**{len({m for m, _ in t.temp_hits})}/{len(MARKERS)}**" if t.temp_hits else "0")
+                if t.temp_files
+                else "-",
+                _hits(t.main_after),
+                t.verdict,
+            ]
+            for t in temp_results
+        ],
+    )
     return out
 
 
@@ -511,19 +616,36 @@ def run(args) -> tuple[list[str], dict]:
     try:
         sizes = Sizes.quick() if args.quick else Sizes()
         results = [measure(config, sizes) for config in default_configs()]
-        temp_results = [measure_temp_store(scenario, temp_store, mode, rows=sizes.temp_rows, sizes=sizes)
-                        for mode in ("DELETE", "WAL") for scenario in TEMP_SCENARIOS
-                        for temp_store in ("DEFAULT", "MEMORY")]
+        temp_results = [
+            measure_temp_store(scenario, temp_store, mode, rows=sizes.temp_rows, sizes=sizes)
+            for mode in ("DELETE", "WAL")
+            for scenario in TEMP_SCENARIOS
+            for temp_store in ("DEFAULT", "MEMORY")
+        ]
         left = os.listdir(sqlite_tmp)
     finally:
         shutil.rmtree(sqlite_tmp, ignore_errors=True)
     body = render(results, temp_results) + [
-        "", f"SQLITE_TMPDIR held {len(left)} file(s) after the run (temp files are unlinked at open)."]
-    data = {"valid": all(r.before_ok for r in results),
-            "deletes": [{"config": r.config.label, "layout": r.config.layout, "secure_delete": r.config.secure_delete,
-                         "verdict": r.verdict, "after_close_leaks": leaking_files(r.after_close)} for r in results],
-            "temp_store": [{"scenario": t.scenario, "journal_mode": t.journal_mode, "temp_store": t.temp_store,
-                            "verdict": t.verdict} for t in temp_results]}
+        "",
+        f"SQLITE_TMPDIR held {len(left)} file(s) after the run (temp files are unlinked at open).",
+    ]
+    data = {
+        "valid": all(r.before_ok for r in results),
+        "deletes": [
+            {
+                "config": r.config.label,
+                "layout": r.config.layout,
+                "secure_delete": r.config.secure_delete,
+                "verdict": r.verdict,
+                "after_close_leaks": leaking_files(r.after_close),
+            }
+            for r in results
+        ],
+        "temp_store": [
+            {"scenario": t.scenario, "journal_mode": t.journal_mode, "temp_store": t.temp_store, "verdict": t.verdict}
+            for t in temp_results
+        ],
+    }
     return body, data
 
 

@@ -9,6 +9,7 @@ once and the "no half-saved turn" check. Every request has a timeout, every run 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import signal
@@ -29,8 +30,11 @@ RESUME = (ROOT / "tests" / "fixtures" / "resume_lin.txt").read_text("utf-8")  # 
 MESSAGES = ("Please draft my job-search plan", "Focus on remote roles", "Add a networking step each week")
 KINDS = ("create", "turn", "read", "delete")
 # One client address sends every message, far faster than a person types: the throttles are lifted.
-UNTHROTTLED = {"SESSION_MESSAGE_RATE": "1000000/min", "CLIENT_MESSAGE_RATE": "1000000/min",
-               "SESSION_CREATE_RATE": "1000000/hour"}
+UNTHROTTLED = {
+    "SESSION_MESSAGE_RATE": "1000000/min",
+    "CLIENT_MESSAGE_RATE": "1000000/min",
+    "SESSION_CREATE_RATE": "1000000/hour",
+}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -47,8 +51,13 @@ def percentile(values: list[float], q: float) -> float:
 
 def summarize_ms(latencies_s: list[float]) -> dict:
     ms = [x * 1000 for x in latencies_s]
-    return {"n": len(ms), "p50": percentile(ms, 50), "p95": percentile(ms, 95), "p99": percentile(ms, 99),
-            "max": max(ms) if ms else math.nan}
+    return {
+        "n": len(ms),
+        "p50": percentile(ms, 50),
+        "p95": percentile(ms, 95),
+        "p99": percentile(ms, 99),
+        "max": max(ms) if ms else math.nan,
+    }
 
 
 @dataclass
@@ -106,9 +115,15 @@ class AdkTarget:
         return r, Handle(r.json()["id"], user_id=user_id) if r.status_code == 200 else None
 
     def turn(self, client, handle, message):
-        return client.post("/run", json={"app_name": self.app_name, "user_id": handle.user_id,
-                                         "session_id": handle.session_id,
-                                         "new_message": {"role": "user", "parts": [{"text": message}]}})
+        return client.post(
+            "/run",
+            json={
+                "app_name": self.app_name,
+                "user_id": handle.user_id,
+                "session_id": handle.session_id,
+                "new_message": {"role": "user", "parts": [{"text": message}]},
+            },
+        )
 
     def _url(self, handle):
         return f"/apps/{self.app_name}/users/{handle.user_id}/sessions/{handle.session_id}"
@@ -154,11 +169,16 @@ class LoadResult:
         measured = self.t_end - self.t_measure
         per_s = (lambda n: n / measured) if measured > 0 else (lambda n: math.nan)
         return {
-            "target": self.target, "clients": self.clients, "warmup_s": self.warmup_s,
-            "measured_s": round(measured, 3), "turns": len(ok["turn"]), "turns_per_s": per_s(len(ok["turn"])),
+            "target": self.target,
+            "clients": self.clients,
+            "warmup_s": self.warmup_s,
+            "measured_s": round(measured, 3),
+            "turns": len(ok["turn"]),
+            "turns_per_s": per_s(len(ok["turn"])),
             "requests_per_s": per_s(sum(len(v) for v in ok.values())),
             "latency_ms": {kind: summarize_ms(ok[kind]) for kind in KINDS},
-            "errors": dict(errors.most_common()), "error_count": sum(errors.values()),
+            "errors": dict(errors.most_common()),
+            "error_count": sum(errors.values()),
             # Errors outside the window too: the warm-up and the wind-down.
             "errors_all_phases": sum(1 for op in self.ops if not op.ok),
         }
@@ -203,14 +223,20 @@ async def _client_loop(target, result: LoadResult, stop_at: float, timeout: floa
                 await _timed(result, "delete", target.delete(client, handle), target.expected["delete"])
                 result.cycles_completed += 1
                 continue
-            try:  # out of time mid-cycle: still delete it (not measured), so nothing is left behind
+            # Out of time mid-cycle: still delete it (not measured), so nothing is left behind.
+            with contextlib.suppress(httpx.HTTPError):
                 await target.delete(client, handle)
-            except httpx.HTTPError:
-                pass
 
 
-def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout: float = 60.0,
-             stop: threading.Event | None = None, started: threading.Event | None = None) -> LoadResult:
+def run_load(
+    target,
+    clients: int,
+    warmup_s: float,
+    duration_s: float,
+    timeout: float = 60.0,
+    stop: threading.Event | None = None,
+    started: threading.Event | None = None,
+) -> LoadResult:
     """N closed-loop clients for warmup_s + duration_s (or until `stop` is set, if sooner); hard-stopped
     at warmup + duration + timeout + 30 s. `started` is set once the clients run."""
     result = LoadResult(target=target.name, clients=clients, warmup_s=warmup_s, duration_s=duration_s)
@@ -254,8 +280,9 @@ def check_history(events: list[dict]) -> dict:
             user_messages += 1
             open_turn, pending = True, set()
             continue
-        pending = (pending | {c.get("id") or c.get("name") for c in calls}) - {r.get("id") or r.get("name")
-                                                                             for r in answers}
+        pending = (pending | {c.get("id") or c.get("name") for c in calls}) - {
+            r.get("id") or r.get("name") for r in answers
+        }
         text = any(p.get("text") and not p.get("thought") for p in parts)
         if event.get("author") != "user" and text and not calls and not pending and open_turn:
             final_replies += 1
@@ -268,21 +295,29 @@ def concurrent_turn_check(target, trials: int = 20, timeout: float = 60.0) -> di
 
     async def main():
         outcomes, totals = Counter(), Counter()
-        async with httpx.AsyncClient(base_url=target.base_url, timeout=timeout) as c1, \
-                httpx.AsyncClient(base_url=target.base_url, timeout=timeout) as c2:
+        async with (
+            httpx.AsyncClient(base_url=target.base_url, timeout=timeout) as c1,
+            httpx.AsyncClient(base_url=target.base_url, timeout=timeout) as c2,
+        ):
             for _ in range(trials):
                 r, handle = await target.create(c1)
                 if handle is None:
                     outcomes[f"create failed: {describe_error(r)}"] += 1
                     continue
-                pair = await asyncio.gather(target.turn(c1, handle, "first of two at once"),
-                                            target.turn(c2, handle, "second of two at once"), return_exceptions=True)
+                pair = await asyncio.gather(
+                    target.turn(c1, handle, "first of two at once"),
+                    target.turn(c2, handle, "second of two at once"),
+                    return_exceptions=True,
+                )
                 codes = sorted(str(x.status_code) if isinstance(x, httpx.Response) else type(x).__name__ for x in pair)
                 outcomes[" + ".join(codes)] += 1
                 totals.update(check_history(await target.history(c1, handle)))
                 await target.delete(c1, handle)
-        return {"trials": trials, "outcomes": dict(outcomes.most_common()), **{k: totals[k] for k in
-                ("user_messages", "final_replies", "half_saved")}}
+        return {
+            "trials": trials,
+            "outcomes": dict(outcomes.most_common()),
+            **{k: totals[k] for k in ("user_messages", "final_replies", "half_saved")},
+        }
 
     return asyncio.run(main())
 
@@ -336,13 +371,17 @@ class MachineCpu:
         return [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
 
     def stop(self, *server_cpu_seconds: float) -> dict:
-        d = [b - a for a, b in zip(self.start, self._read())]
+        d = [b - a for a, b in zip(self.start, self._read(), strict=True)]
         wall, hz = time.monotonic() - self.t0, os.sysconf("SC_CLK_TCK")
         busy, steal = (sum(d) - d[3] - d[4]) / hz, d[7] / hz  # all but idle and iowait
         loadgen = (sum(os.times()[:2]) - self.self_start) / wall
-        self.result = {"wall_s": wall, "steal_cores": steal / wall, "loadgen_cores": loadgen,
-                       "server_cores": [s / wall for s in server_cpu_seconds],
-                       "other_cores": max(0.0, (busy - steal - sum(server_cpu_seconds)) / wall - loadgen)}
+        self.result = {
+            "wall_s": wall,
+            "steal_cores": steal / wall,
+            "loadgen_cores": loadgen,
+            "server_cores": [s / wall for s in server_cpu_seconds],
+            "other_cores": max(0.0, (busy - steal - sum(server_cpu_seconds)) / wall - loadgen),
+        }
         return self.result
 
 
@@ -390,10 +429,8 @@ def stop_server(process: subprocess.Popen, sig: int = signal.SIGINT, timeout: fl
         time.sleep(0.2)
     for pid in descendants:
         if _stat(pid)[0] != "Z":
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
 
 
 def log_counts(log_path: Path) -> dict:

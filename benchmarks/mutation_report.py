@@ -23,8 +23,16 @@ from benchmarks._common import md_table  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "docs" / "MUTATION_REPORT.md"
 # A failing test, pytest's internal error or the type checker kill a mutant.
-COLUMNS = {1: "killed", 3: "killed", 37: "killed", 0: "survived", 5: "no tests", 33: "no tests", None: "not run",
-           **dict.fromkeys((36, 24, -24, 152, 255), "timeout")}
+COLUMNS = {
+    1: "killed",
+    3: "killed",
+    37: "killed",
+    0: "survived",
+    5: "no tests",
+    33: "no tests",
+    None: "not run",
+    **dict.fromkeys((36, 24, -24, 152, 255), "timeout"),
+}
 NOTE_LINE = re.compile(r"^\| `(?P<name>[^`]+)` \| (?P<note>.*) \|$")
 NO_NOTE = "_to do: the test that kills it, or why it is equivalent_"
 
@@ -59,11 +67,17 @@ def render(root: Path, notes: dict[str, str]) -> str:
         counts = Counter(column(code) for code in by_mutant.values()) if module else totals
         totals.update(counts if module else {})
         totals["mutants"] += len(by_mutant)
-        rows.append([f"`{module}`" if module else "**all**", len(by_mutant) if module else totals["mutants"],
-                     *(counts[c] for c in ("killed", "survived", "timeout", "no tests")),
-                     counts["not run"] + counts["other"]])
-        survivors += sorted((name for name, code in by_mutant.items() if column(code) in ("survived", "no tests")),
-                            key=_mutant_order)
+        rows.append(
+            [
+                f"`{module}`" if module else "**all**",
+                len(by_mutant) if module else totals["mutants"],
+                *(counts[c] for c in ("killed", "survived", "timeout", "no tests")),
+                counts["not run"] + counts["other"],
+            ]
+        )
+        survivors += sorted(
+            (name for name, code in by_mutant.items() if column(code) in ("survived", "no tests")), key=_mutant_order
+        )
     score = f"{100 * totals['killed'] / totals['mutants']:.1f}%" if totals["mutants"] else "-"
     lines = [
         "# Mutation testing of the guarantee code",
@@ -79,7 +93,7 @@ def render(root: Path, notes: dict[str, str]) -> str:
         "## Survivors",
         "",
         "One line each (`mutmut show NAME` prints the change): the test that kills it now, or why",
-        "it is equivalent. Mutants no test reaches (\"no tests\") are listed too.",
+        'it is equivalent. Mutants no test reaches ("no tests") are listed too.',
         "",
         *md_table(["mutant", "note"], [[f"`{name}`", notes.get(name, NO_NOTE)] for name in survivors]),
         "",

@@ -52,17 +52,23 @@ def build_database(path: Path, sessions: int) -> dict:
 
     from tests.factories import make_session
 
-    old = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=3)
+    old = dt.datetime.now(dt.UTC) - dt.timedelta(days=3)
     with transaction.atomic():
         for i in range(sessions):
             text = f"Fictional event text {i}. " + "Reworded the logistics bullet points. " * 25
             make_session(f"{MARKER}{i:08d}", last_activity=old, events=EVENTS_PER_SESSION, text=text)
     with connection.cursor() as cursor:
-        events, average = cursor.execute("SELECT COUNT(*), AVG(LENGTH(event_data)) FROM sessions_app_sessionevent"
-                                         ).fetchone()
+        events, average = cursor.execute(
+            "SELECT COUNT(*), AVG(LENGTH(event_data)) FROM sessions_app_sessionevent"
+        ).fetchone()
     connection.close()
-    return {"sessions": sessions, "events": events, "avg_event_bytes": round(average),
-            "file_mb": round(path.stat().st_size / 2**20, 1), "build_s": round(time.monotonic() - started, 2)}
+    return {
+        "sessions": sessions,
+        "events": events,
+        "avg_event_bytes": round(average),
+        "file_mb": round(path.stat().st_size / 2**20, 1),
+        "build_s": round(time.monotonic() - started, 2),
+    }
 
 
 def child_purge(db: str, secure_delete: str) -> None:
@@ -84,15 +90,23 @@ def child_purge(db: str, secure_delete: str) -> None:
     with connection.cursor() as cursor:
         effective = cursor.execute("PRAGMA secure_delete").fetchone()[0]
     result = purge_expired(trigger="command")
-    print(json.dumps({"secure_delete_pragma": effective, "batch_size": settings.PURGE_BATCH_SIZE,
-                      "pause": settings.PURGE_BATCH_PAUSE_SECONDS,
-                      **result.as_dict()}))
+    print(
+        json.dumps(
+            {
+                "secure_delete_pragma": effective,
+                "batch_size": settings.PURGE_BATCH_SIZE,
+                "pause": settings.PURGE_BATCH_PAUSE_SECONDS,
+                **result.as_dict(),
+            }
+        )
+    )
 
 
 def timed_purge(db: Path, secure_delete: str) -> dict:
     command = [PY, str(Path(__file__).resolve()), "--child-purge", str(db), "--secure-delete", secure_delete]
-    out = subprocess.run(command, cwd=loadgen.ROOT, env=loadgen.clean_env(), capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run(
+        command, cwd=loadgen.ROOT, env=loadgen.clean_env(), capture_output=True, text=True, timeout=600
+    )
     if out.returncode != 0:
         raise RuntimeError(f"purge child failed:\n{out.stderr[-3000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -109,13 +123,23 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
 
     env = loadgen.clean_env(DATABASE_URL=f"sqlite:///{db}", DJANGO_CACHE_DIR=str(tmp / "cache"), **loadgen.UNTHROTTLED)
     base = f"http://{loadgen.LOOPBACK}:{loadgen.free_port()}"
-    server = loadgen.start_server(gunicorn_command(PY, base.removeprefix("http://")), tmp / "server.log",
-                                  f"{base}/api/schema/", cwd=loadgen.ROOT, env=env)
+    server = loadgen.start_server(
+        gunicorn_command(PY, base.removeprefix("http://")),
+        tmp / "server.log",
+        f"{base}/api/schema/",
+        cwd=loadgen.ROOT,
+        env=env,
+    )
     purge = None
     try:
         stop, started, holder = threading.Event(), threading.Event(), {}
-        thread = threading.Thread(target=lambda: holder.update(result=loadgen.run_load(
-            loadgen.OursTarget(base), clients, warmup, baseline + budget + 10, stop=stop, started=started)))
+        thread = threading.Thread(
+            target=lambda: holder.update(
+                result=loadgen.run_load(
+                    loadgen.OursTarget(base), clients, warmup, baseline + budget + 10, stop=stop, started=started
+                )
+            )
+        )
         thread.start()
         started.wait(30)
         time.sleep(warmup)
@@ -123,8 +147,9 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
         time.sleep(baseline)
         windows["without purge"].stop()
         with open(tmp / "purge.log", "wb") as log:
-            purge = subprocess.Popen([PY, "manage.py", "purge_sessions"], cwd=loadgen.ROOT, env=env, stdout=log,
-                                     stderr=subprocess.STDOUT)
+            purge = subprocess.Popen(
+                [PY, "manage.py", "purge_sessions"], cwd=loadgen.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
         # The window starts when the purge opens the database (just before it purges), not while Python starts.
         window, deadline = _Window(server.pid, purge.pid), time.monotonic() + budget
         while purge.poll() is None and time.monotonic() < deadline and not _has_open(purge.pid, db):
@@ -138,8 +163,9 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
         stop.set()
         thread.join(timeout=120)
         with closing(sqlite3.connect(db, timeout=30)) as conn:
-            left = conn.execute("SELECT COUNT(*) FROM sessions_app_agentsession WHERE user_id LIKE ?",
-                                (MARKER + "%",)).fetchone()[0]
+            left = conn.execute(
+                "SELECT COUNT(*) FROM sessions_app_agentsession WHERE user_id LIKE ?", (MARKER + "%",)
+            ).fetchone()[0]
     finally:
         if purge is not None:
             loadgen.stop_server(purge, signal.SIGTERM, timeout=10)
@@ -148,13 +174,22 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
     for window in windows.values():
         ops = [op for op in result.ops if window.t0 <= op.started and op.ended <= window.t1]
         turns = [op.ended - op.started for op in ops if op.kind == "turn" and op.ok]
-        window.result.update(turns=len(turns), turns_per_s=len(turns) / window.result["seconds"],
-                             turn_ms=loadgen.summarize_ms(turns), errors=[op.error for op in ops if not op.ok])
+        window.result.update(
+            turns=len(turns),
+            turns_per_s=len(turns) / window.result["seconds"],
+            turn_ms=loadgen.summarize_ms(turns),
+            errors=[op.error for op in ops if not op.ok],
+        )
     tail = (tmp / "purge.log").read_text(errors="replace").strip().splitlines()[-1:]
-    return {"clients": clients, "windows": {name: w.result for name, w in windows.items()},
-            "purge_returncode": purge.returncode, "purge_output_tail": tail, "expired_left": left,
-            "errors_all_phases": sum(1 for op in result.ops if not op.ok),
-            "server_log": loadgen.log_counts(tmp / "server.log")}
+    return {
+        "clients": clients,
+        "windows": {name: w.result for name, w in windows.items()},
+        "purge_returncode": purge.returncode,
+        "purge_output_tail": tail,
+        "expired_left": left,
+        "errors_all_phases": sum(1 for op in result.ops if not op.ok),
+        "server_log": loadgen.log_counts(tmp / "server.log"),
+    }
 
 
 def _has_open(pid: int, path: Path) -> bool:
@@ -169,7 +204,11 @@ class _Window:
 
     def __init__(self, server_pid: int, purge_pid: int | None = None):
         self.server_pid, self.purge_pid, self.purge_cpu = server_pid, purge_pid, 0.0
-        self.machine, self.server0, self.t0 = loadgen.MachineCpu(), loadgen.tree_cpu_seconds(server_pid), time.monotonic()
+        self.machine, self.server0, self.t0 = (
+            loadgen.MachineCpu(),
+            loadgen.tree_cpu_seconds(server_pid),
+            time.monotonic(),
+        )
 
     def sample(self) -> None:
         if self.purge_pid:  # read while it lives: its counters go when it exits
@@ -179,8 +218,10 @@ class _Window:
         self.sample()
         self.t1 = time.monotonic()
         m = self.machine.stop(loadgen.tree_cpu_seconds(self.server_pid) - self.server0, self.purge_cpu)
-        self.result = {"seconds": round(self.t1 - self.t0, 2), "cores": [round(c, 2) for c in (
-            *m["server_cores"], m["loadgen_cores"], m["other_cores"])]}
+        self.result = {
+            "seconds": round(self.t1 - self.t0, 2),
+            "cores": [round(c, 2) for c in (*m["server_cores"], m["loadgen_cores"], m["other_cores"])],
+        }
 
 
 def render(built: dict, on: dict, off: dict, live: dict, verdicts: list[str], server: str) -> list[str]:
@@ -194,36 +235,89 @@ def render(built: dict, on: dict, off: dict, live: dict, verdicts: list[str], se
         "",
     ]
     lines += _common.md_table(
-        ["secure_delete", "sessions", "events", "batches", "seconds", "sessions/s", "sessions/s without the pauses",
-         "owner-id marker left in file"],
-        [[f"{label} (PRAGMA={r['secure_delete_pragma']})", f"{r['sessions']:,}", f"{r['events']:,}", r["batches"],
-          fmt(r["seconds"], 2), fmt(r["sessions_per_s"], 0), fmt(r["sessions_per_working_s"], 0),
-          f"{r['marker_hits_after']:,}"] for label, r in (("ON (production)", on), ("OFF (control)", off))])
-    lines += ["", f"secure_delete ON takes {on['seconds'] / off['seconds']:.2f}x the time of OFF. `seconds` is"
-              " purge_expired()'s own figure, pauses after each batch included; the marker column counts the"
-              " expired sessions' owner-id prefix in the raw bytes of the file after the purge.", "",
-              f"### Live turns while `manage.py purge_sessions` runs ({live['clients']} closed-loop clients)", "",
-              f"gunicorn as `manage.py serve` starts it (`{server}`), on a copy of the same database; each client"
-              " repeats create -> 3 turns -> read -> delete. The purge runs in its own process.", ""]
+        [
+            "secure_delete",
+            "sessions",
+            "events",
+            "batches",
+            "seconds",
+            "sessions/s",
+            "sessions/s without the pauses",
+            "owner-id marker left in file",
+        ],
+        [
+            [
+                f"{label} (PRAGMA={r['secure_delete_pragma']})",
+                f"{r['sessions']:,}",
+                f"{r['events']:,}",
+                r["batches"],
+                fmt(r["seconds"], 2),
+                fmt(r["sessions_per_s"], 0),
+                fmt(r["sessions_per_working_s"], 0),
+                f"{r['marker_hits_after']:,}",
+            ]
+            for label, r in (("ON (production)", on), ("OFF (control)", off))
+        ],
+    )
+    lines += [
+        "",
+        f"secure_delete ON takes {on['seconds'] / off['seconds']:.2f}x the time of OFF. `seconds` is"
+        " purge_expired()'s own figure, pauses after each batch included; the marker column counts the"
+        " expired sessions' owner-id prefix in the raw bytes of the file after the purge.",
+        "",
+        f"### Live turns while `manage.py purge_sessions` runs ({live['clients']} closed-loop clients)",
+        "",
+        f"gunicorn as `manage.py serve` starts it (`{server}`), on a copy of the same database; each client"
+        " repeats create -> 3 turns -> read -> delete. The purge runs in its own process.",
+        "",
+    ]
     lines += _common.md_table(
-        ["window", "seconds", "turns", "turns/s", "turn p50 ms", "p95 ms", "p99 ms", "max ms", "errors",
-         "cores: server / purge / load gen / other processes"],
-        [[name, w["seconds"], w["turns"], fmt(w["turns_per_s"]), *(fmt(w["turn_ms"][p], 0) for p in
-          ("p50", "p95", "p99", "max")), len(w["errors"]), " / ".join(map(str, w["cores"]))]
-         for name, w in live["windows"].items()])
-    lines += ["", f"Purge process: exit {live['purge_returncode']}, `{' '.join(live['purge_output_tail'])}`;"
-              f" expired sessions left: {live['expired_left']}; server log: "
-              + ", ".join(f"`{k}` x{v}" for k, v in live["server_log"].items())
-              + f"; failed requests in all phases: {live['errors_all_phases']}.", "", "### Targets", ""]
+        [
+            "window",
+            "seconds",
+            "turns",
+            "turns/s",
+            "turn p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "max ms",
+            "errors",
+            "cores: server / purge / load gen / other processes",
+        ],
+        [
+            [
+                name,
+                w["seconds"],
+                w["turns"],
+                fmt(w["turns_per_s"]),
+                *(fmt(w["turn_ms"][p], 0) for p in ("p50", "p95", "p99", "max")),
+                len(w["errors"]),
+                " / ".join(map(str, w["cores"])),
+            ]
+            for name, w in live["windows"].items()
+        ],
+    )
+    lines += [
+        "",
+        f"Purge process: exit {live['purge_returncode']}, `{' '.join(live['purge_output_tail'])}`;"
+        f" expired sessions left: {live['expired_left']}; server log: "
+        + ", ".join(f"`{k}` x{v}" for k, v in live["server_log"].items())
+        + f"; failed requests in all phases: {live['errors_all_phases']}.",
+        "",
+        "### Targets",
+        "",
+    ]
     return lines + [f"- {v}" for v in verdicts]
 
 
 def judge(on: dict, live: dict) -> list[str]:
     b, p = (live["windows"][name]["turn_ms"]["p99"] for name in ("without purge", "during purge"))
-    return [f"{'MET' if on['sessions_per_s'] >= 1000 else 'MISSED'}: >= 1,000 sessions/s purged with secure_delete"
-            f" on: {on['sessions_per_s']:,.0f} sessions/s ({on['sessions_per_working_s']:,.0f}/s without the pauses)",
-            f"{'MET' if p <= 2 * b else 'MISSED'}: turn p99 during the purge <= 2x without it:"
-            f" {p:.0f} ms vs {b:.0f} ms = {p / b:.2f}x"]
+    return [
+        f"{'MET' if on['sessions_per_s'] >= 1000 else 'MISSED'}: >= 1,000 sessions/s purged with secure_delete"
+        f" on: {on['sessions_per_s']:,.0f} sessions/s ({on['sessions_per_working_s']:,.0f}/s without the pauses)",
+        f"{'MET' if p <= 2 * b else 'MISSED'}: turn p99 during the purge <= 2x without it:"
+        f" {p:.0f} ms vs {b:.0f} ms = {p / b:.2f}x",
+    ]
 
 
 def run(args) -> tuple[list[str], dict]:
@@ -242,12 +336,18 @@ def run(args) -> tuple[list[str], dict]:
         on, off = timed_purge(copy("on.db"), "on"), timed_purge(copy("off.db"), "off")
         print(f"  secure_delete ON {on['sessions_per_s']:,.0f}, OFF {off['sessions_per_s']:,.0f} sessions/s")
         print("live turns without / during a purge ...", flush=True)
-        live = live_turns_during_purge(copy("live.db"), 4, warmup=3, baseline=baseline,
-                                       budget=max(60.0, sessions / 100), tmp=tmp)
+        live = live_turns_during_purge(
+            copy("live.db"), 4, warmup=3, baseline=baseline, budget=max(60.0, sessions / 100), tmp=tmp
+        )
     verdicts = judge(on, live)
     server = " ".join(gunicorn_command("python", "127.0.0.1:PORT")[1:])
     return render(built, on, off, live, verdicts, server), {
-        "built": built, "secure_delete_on": on, "secure_delete_off": off, "live": live, "verdicts": verdicts}
+        "built": built,
+        "secure_delete_on": on,
+        "secure_delete_off": off,
+        "live": live,
+        "verdicts": verdicts,
+    }
 
 
 if __name__ == "__main__":

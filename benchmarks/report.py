@@ -14,10 +14,18 @@ SECTIONS = ["store", "growth", "service", "purge", "session_limits", "journal_mo
 
 
 def main() -> None:
-    parts = ["# Benchmark results", "", *header_lines("make bench", machine_info(["Django", "google-adk", "gunicorn", "django-q2"])), "",
-             "Each section below was written by its own script; its first lines give the exact command."]
-    parts += ["\n" + (RESULTS_DIR / f"{name}.md").read_text("utf-8").strip() for name in SECTIONS
-              if (RESULTS_DIR / f"{name}.md").exists()]
+    parts = [
+        "# Benchmark results",
+        "",
+        *header_lines("make bench", machine_info(["Django", "google-adk", "gunicorn", "django-q2"])),
+        "",
+        "Each section below was written by its own script; its first lines give the exact command.",
+    ]
+    parts += [
+        "\n" + (RESULTS_DIR / f"{name}.md").read_text("utf-8").strip()
+        for name in SECTIONS
+        if (RESULTS_DIR / f"{name}.md").exists()
+    ]
     out = RESULTS_DIR.parent / "RESULTS.md"
     out.write_text("\n".join(parts) + "\n", encoding="utf-8")
     print(f"wrote {out}")

@@ -30,8 +30,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _common, loadgen  # noqa: E402
 from benchmarks._common import fmt  # noqa: E402
 
-PACKAGES = ["Django", "djangorestframework", "django-q2", "google-adk", "google-genai", "gunicorn", "uvicorn",
-            "fastapi", "aiosqlite", "httpx"]
+PACKAGES = [
+    "Django",
+    "djangorestframework",
+    "django-q2",
+    "google-adk",
+    "google-genai",
+    "gunicorn",
+    "uvicorn",
+    "fastapi",
+    "aiosqlite",
+    "httpx",
+]
 PY = sys.executable
 APP_NAME = "resume_agent"
 PEER_AGENT = f"""\
@@ -48,12 +58,18 @@ root_agent = build_agent(OfflineResumeModel())
 
 
 def start_ours(tmp: Path):
-    env = loadgen.clean_env(DATABASE_URL=f"sqlite:///{tmp / 'ours.db'}", DJANGO_CACHE_DIR=str(tmp / "cache"),
-                            **loadgen.UNTHROTTLED)
+    env = loadgen.clean_env(
+        DATABASE_URL=f"sqlite:///{tmp / 'ours.db'}", DJANGO_CACHE_DIR=str(tmp / "cache"), **loadgen.UNTHROTTLED
+    )
     subprocess.run([PY, "manage.py", "migrate", "--noinput", "-v0"], cwd=loadgen.ROOT, env=env, check=True, timeout=120)
     base = f"http://{loadgen.LOOPBACK}:{loadgen.free_port()}"
-    process = loadgen.start_server([PY, "manage.py", "serve", "--bind", base.removeprefix("http://")],
-                                   tmp / "server.log", f"{base}/api/schema/", cwd=loadgen.ROOT, env=env)
+    process = loadgen.start_server(
+        [PY, "manage.py", "serve", "--bind", base.removeprefix("http://")],
+        tmp / "server.log",
+        f"{base}/api/schema/",
+        cwd=loadgen.ROOT,
+        env=env,
+    )
     return process, loadgen.OursTarget(base)
 
 
@@ -62,8 +78,18 @@ def start_peer(tmp: Path):
     (tmp / "agents" / APP_NAME / "__init__.py").write_text("from . import agent\n")
     (tmp / "agents" / APP_NAME / "agent.py").write_text(PEER_AGENT)
     port = loadgen.free_port()
-    command = [str(Path(PY).parent / "adk"), "api_server", "--host", loadgen.LOOPBACK, "--port", str(port),
-               "--no-reload", "--session_service_uri", f"sqlite:///{tmp / 'peer.db'}", str(tmp / "agents")]
+    command = [
+        str(Path(PY).parent / "adk"),
+        "api_server",
+        "--host",
+        loadgen.LOOPBACK,
+        "--port",
+        str(port),
+        "--no-reload",
+        "--session_service_uri",
+        f"sqlite:///{tmp / 'peer.db'}",
+        str(tmp / "agents"),
+    ]
     base = f"http://{loadgen.LOOPBACK}:{port}"
     process = loadgen.start_server(command, tmp / "server.log", f"{base}/list-apps", cwd=tmp, env=loadgen.clean_env())
     return process, loadgen.AdkTarget(base, APP_NAME)
@@ -78,13 +104,20 @@ def bench_server(pid: int, target, clients_list, warmup, duration, trials) -> di
         cores = machine.stop(cpu)
         turns = sum(1 for op in result.ops if op.kind == "turn" and op.ok)
         summary = result.summary()
-        summary.update(cpu_seconds=cpu, cycles_completed=result.cycles_completed,
-                       cpu_ms_per_turn=1000 * cpu / turns if turns else math.nan,
-                       cores=[round(c, 2) for c in (cores["server_cores"][0], cores["loadgen_cores"],
-                                                    cores["other_cores"], cores["steal_cores"])])
+        summary.update(
+            cpu_seconds=cpu,
+            cycles_completed=result.cycles_completed,
+            cpu_ms_per_turn=1000 * cpu / turns if turns else math.nan,
+            cores=[
+                round(c, 2)
+                for c in (cores["server_cores"][0], cores["loadgen_cores"], cores["other_cores"], cores["steal_cores"])
+            ],
+        )
         runs.append(summary)
-        print(f"  {target.name} {clients} clients: {summary['turns_per_s']:.1f} turns/s, errors "
-              f"{summary['errors_all_phases']}; cores server/load generator/other/steal {summary['cores']}")
+        print(
+            f"  {target.name} {clients} clients: {summary['turns_per_s']:.1f} turns/s, errors "
+            f"{summary['errors_all_phases']}; cores server/load generator/other/steal {summary['cores']}"
+        )
     concurrency = loadgen.concurrent_turn_check(target, trials=trials)
     print(f"  {target.name} two turns at once: {concurrency['outcomes']}, half-saved {concurrency['half_saved']}")
     return {"runs": runs, "concurrency": concurrency}
@@ -104,16 +137,41 @@ def render(params: dict, results: dict, verdicts: list[str]) -> list[str]:
     for name, res in results.items():
         for run in res["runs"]:
             lat = run["latency_ms"]
-            rows.append([name, run["clients"], fmt(run["turns_per_s"]), fmt(run["requests_per_s"]),
-                         *("/".join(fmt(lat[k][p], 0) for p in ("p50", "p95", "p99")) for k in loadgen.KINDS),
-                         run["errors_all_phases"],
-                         fmt(run["cpu_ms_per_turn"], 0), " / ".join(map(str, run["cores"][:3]))])
-    lines += _common.md_table(["server", "clients", "turns/s", "req/s", *(f"{k} p50/p95/p99 ms" for k in loadgen.KINDS),
-                               "errors", "server CPU ms/turn", "cores: server / load gen / other"], rows)
-    lines += ["", "Errors: every failed request of the run (warm-up and wind-down included). Server CPU ms/turn:"
-              " the CPU time of the server's whole process tree (ours: gunicorn and the scheduler)"
-              " over the run / turns (create, read and delete included). Cores: average over the run; 'other' is"
-              " everything else on the machine.", "", "### Errors", ""]
+            rows.append(
+                [
+                    name,
+                    run["clients"],
+                    fmt(run["turns_per_s"]),
+                    fmt(run["requests_per_s"]),
+                    *("/".join(fmt(lat[k][p], 0) for p in ("p50", "p95", "p99")) for k in loadgen.KINDS),
+                    run["errors_all_phases"],
+                    fmt(run["cpu_ms_per_turn"], 0),
+                    " / ".join(map(str, run["cores"][:3])),
+                ]
+            )
+    lines += _common.md_table(
+        [
+            "server",
+            "clients",
+            "turns/s",
+            "req/s",
+            *(f"{k} p50/p95/p99 ms" for k in loadgen.KINDS),
+            "errors",
+            "server CPU ms/turn",
+            "cores: server / load gen / other",
+        ],
+        rows,
+    )
+    lines += [
+        "",
+        "Errors: every failed request of the run (warm-up and wind-down included). Server CPU ms/turn:"
+        " the CPU time of the server's whole process tree (ours: gunicorn and the scheduler)"
+        " over the run / turns (create, read and delete included). Cores: average over the run; 'other' is"
+        " everything else on the machine.",
+        "",
+        "### Errors",
+        "",
+    ]
     for name, res in results.items():
         for run in res["runs"]:
             detail = ", ".join(f"{k} x{v}" for k, v in run["errors"].items()) or "none in the window"
@@ -121,10 +179,24 @@ def render(params: dict, results: dict, verdicts: list[str]) -> list[str]:
         lines.append(f"- {name} server log: " + ", ".join(f"`{k}` x{v}" for k, v in res["log"].items()))
     lines += ["", f"### Two turns at once on one session ({params['trials']} trials each)", ""]
     lines += _common.md_table(
-        ["server", "outcomes (status codes of the pair)", "user messages stored", "complete replies stored",
-         "half-saved turns"],
-        [[name, ", ".join(f"{k}: {v}" for k, v in c["outcomes"].items()), c["user_messages"], c["final_replies"],
-          c["half_saved"]] for name, c in ((name, res["concurrency"]) for name, res in results.items())])
+        [
+            "server",
+            "outcomes (status codes of the pair)",
+            "user messages stored",
+            "complete replies stored",
+            "half-saved turns",
+        ],
+        [
+            [
+                name,
+                ", ".join(f"{k}: {v}" for k, v in c["outcomes"].items()),
+                c["user_messages"],
+                c["final_replies"],
+                c["half_saved"],
+            ]
+            for name, c in ((name, res["concurrency"]) for name, res in results.items())
+        ],
+    )
     return lines + ["", "### Targets", "", *(f"- {v}" for v in verdicts)]
 
 
@@ -135,27 +207,38 @@ def judge(results: dict) -> list[str]:
     if ("ours", 8) in run:
         o8, p8 = run[("ours", 8)], run[("adk api_server", 8)]
         ratio = o8["turns_per_s"] / p8["turns_per_s"] if p8["turns_per_s"] else math.inf
-        out.append(f"{'MET' if ratio >= 2 else 'MISSED'}: turns/s at 8 clients >= 2x the peer's:"
-                   f" {o8['turns_per_s']:.1f} vs {p8['turns_per_s']:.1f} = {ratio:.2f}x")
+        out.append(
+            f"{'MET' if ratio >= 2 else 'MISSED'}: turns/s at 8 clients >= 2x the peer's:"
+            f" {o8['turns_per_s']:.1f} vs {p8['turns_per_s']:.1f} = {ratio:.2f}x"
+        )
         op99, pp99 = o8["latency_ms"]["turn"]["p99"], p8["latency_ms"]["turn"]["p99"]
-        out.append(f"{'MET' if op99 <= pp99 / 2 else 'MISSED'}: turn p99 at 8 clients <= half the peer's:"
-                   f" {op99:.0f} ms vs {pp99:.0f} ms = {op99 / pp99:.2f}x")
+        out.append(
+            f"{'MET' if op99 <= pp99 / 2 else 'MISSED'}: turn p99 at 8 clients <= half the peer's:"
+            f" {op99:.0f} ms vs {pp99:.0f} ms = {op99 / pp99:.2f}x"
+        )
     if ("ours", 32) in run:
         errors = run[("ours", 32)]["errors_all_phases"]
         out.append(f"{'MET' if errors == 0 else 'MISSED'}: zero errors at 32 clients: {errors} errors")
     c = ours["concurrency"]
     good = c["outcomes"].get("200 + 409", 0)
     ok = good == c["trials"] and c["half_saved"] == 0 and c["user_messages"] == c["final_replies"]
-    out.append(f"{'MET' if ok else 'MISSED'}: two turns at once give one 200 and one 409 and no half-saved turn:"
-               f" {good}/{c['trials']} trials 200 + 409, {c['half_saved']} half-saved")
+    out.append(
+        f"{'MET' if ok else 'MISSED'}: two turns at once give one 200 and one 409 and no half-saved turn:"
+        f" {good}/{c['trials']} trials 200 + 409, {c['half_saved']} half-saved"
+    )
     return out
 
 
 def run(args) -> tuple[list[str], dict]:
     from sessions_app.management.commands.serve import gunicorn_command
 
-    params = {"duration": 8 if args.quick else 35, "trials": 5 if args.quick else 20, "warmup": 2 if args.quick else 5,
-              "clients": [8, 32], "ours_server": " ".join(gunicorn_command("python", "127.0.0.1:PORT")[1:])}
+    params = {
+        "duration": 8 if args.quick else 35,
+        "trials": 5 if args.quick else 20,
+        "warmup": 2 if args.quick else 5,
+        "clients": [8, 32],
+        "ours_server": " ".join(gunicorn_command("python", "127.0.0.1:PORT")[1:]),
+    }
     results = {}
     with tempfile.TemporaryDirectory(prefix="service-bench-") as tmp:
         for label, start in (("ours", start_ours), ("adk api_server", start_peer)):
@@ -164,8 +247,9 @@ def run(args) -> tuple[list[str], dict]:
             print(f"starting {label} ...", flush=True)
             process, target = start(folder)
             try:
-                results[label] = bench_server(process.pid, target, params["clients"], params["warmup"], params["duration"],
-                                              params["trials"])
+                results[label] = bench_server(
+                    process.pid, target, params["clients"], params["warmup"], params["duration"], params["trials"]
+                )
             finally:
                 loadgen.stop_server(process)
             results[label]["log"] = loadgen.log_counts(folder / "server.log")
@@ -174,5 +258,6 @@ def run(args) -> tuple[list[str], dict]:
 
 
 if __name__ == "__main__":
-    sys.exit(_common.main("service", "Service vs ADK api_server (same load generator, same offline model)",
-                          PACKAGES, run))
+    sys.exit(
+        _common.main("service", "Service vs ADK api_server (same load generator, same offline model)", PACKAGES, run)
+    )

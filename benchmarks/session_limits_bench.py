@@ -31,9 +31,9 @@ EXPORT_EVERY = 5  # turns between two export measurements
 
 RESUME_LINES = {
     "latin": "- Logistics analyst, Harbor Freight Lines (fictional), 2019-2024: cut late deliveries by 12%.\n"
-             "- Built Python and SQL dashboards for 40 depots; trained 15 planners on forecasting.\n",
+    "- Built Python and SQL dashboards for 40 depots; trained 15 planners on forecasting.\n",
     "cjk": "- 物流分析師，海港貨運（虛構公司），2019-2024：將延遲交貨減少百分之十二。\n"
-           "- 以 Python 與 SQL 建立四十個倉庫的儀表板，並訓練十五位規劃人員進行預測。\n",
+    "- 以 Python 與 SQL 建立四十個倉庫的儀表板，並訓練十五位規劃人員進行預測。\n",
 }
 
 
@@ -56,7 +56,9 @@ def run_scenario(kind: str, max_turns_to_try: int) -> dict:
     from sessions_app.models import AgentSession
 
     client = APIClient()
-    created = client.post("/agent/sessions", {"resume_text": resume_text(kind, settings.RESUME_MAX_CHARS)}, format="json")
+    created = client.post(
+        "/agent/sessions", {"resume_text": resume_text(kind, settings.RESUME_MAX_CHARS)}, format="json"
+    )
     assert created.status_code == 201, created.content
     session_id, token = created.json()["session_id"], created.json()["token"]
     headers = {"HTTP_X_SESSION_TOKEN": token}
@@ -74,8 +76,16 @@ def run_scenario(kind: str, max_turns_to_try: int) -> dict:
             break
         added = [len(data) for data in session.events.filter(pk__gt=last_pk).values_list("event_data", flat=True)]
         now_stored = selectors.session_usage(session).size_bytes
-        turns.append({"turn": number, "seconds": elapsed, "stored_bytes": now_stored,
-                      "added_bytes": now_stored - stored, "events_added": len(added), "largest_event_bytes": max(added)})
+        turns.append(
+            {
+                "turn": number,
+                "seconds": elapsed,
+                "stored_bytes": now_stored,
+                "added_bytes": now_stored - stored,
+                "events_added": len(added),
+                "largest_event_bytes": max(added),
+            }
+        )
         stored = now_stored
         if number % EXPORT_EVERY == 0 or number == 1:
             exports.append(measure_export(client, session_id, headers, number, now_stored))
@@ -113,22 +123,38 @@ def render(results: list[dict], limits: dict) -> list[str]:
         lines += ["", f"### {result['kind']}", ""]
         lines += _common.md_table(
             ["turn", "turn time (ms)", "stored after (KB)", "added by the turn (KB)", "largest event (KB)"],
-            [[t["turn"], _common.fmt_ms(t["seconds"]), _kb(t["stored_bytes"]), _kb(t["added_bytes"]),
-              _kb(t["largest_event_bytes"])] for t in shown])
+            [
+                [
+                    t["turn"],
+                    _common.fmt_ms(t["seconds"]),
+                    _kb(t["stored_bytes"]),
+                    _kb(t["added_bytes"]),
+                    _kb(t["largest_event_bytes"]),
+                ]
+                for t in shown
+            ],
+        )
         lines += [""] + _common.md_table(
             ["after turn", "export (KB)", "export / stored", "export time (ms)"],
-            [[e["turn"], _kb(e["bytes"]), f"{e['ratio']:.2f}", _common.fmt_ms(e["seconds"])] for e in result["exports"]])
+            [
+                [e["turn"], _kb(e["bytes"]), f"{e['ratio']:.2f}", _common.fmt_ms(e["seconds"])]
+                for e in result["exports"]
+            ],
+        )
         lines += ["", f"{len(turns)} turns, {result['events']} events, {_kb(last['stored_bytes'])} KB stored."]
         if refusal:
-            lines.append(f"Turn {refusal['turn']} was refused: HTTP {refusal['status']}, code `{refusal.get('code')}`,"
-                         f" in {_common.fmt_ms(refusal['seconds'])} ms (before the model runs).")
+            lines.append(
+                f"Turn {refusal['turn']} was refused: HTTP {refusal['status']}, code `{refusal.get('code')}`,"
+                f" in {_common.fmt_ms(refusal['seconds'])} ms (before the model runs)."
+            )
     return lines
 
 
 def run(args) -> tuple[list[str], dict]:
     with tempfile.TemporaryDirectory(prefix="session-limits-bench-") as tmp:
-        os.environ.update({"DJANGO_CACHE_DIR": str(Path(tmp) / "cache"), "DJANGO_ALLOWED_HOSTS": "testserver",
-                           **UNTHROTTLED})
+        os.environ.update(
+            {"DJANGO_CACHE_DIR": str(Path(tmp) / "cache"), "DJANGO_ALLOWED_HOSTS": "testserver", **UNTHROTTLED}
+        )
         for name in ("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
             os.environ.pop(name, None)  # the offline model: no network, no cost
         if args.quick:
@@ -138,8 +164,16 @@ def run(args) -> tuple[list[str], dict]:
 
         from agent.plans import max_plan_versions
 
-        limits = {name: getattr(settings, name) for name in (
-            "SESSION_MAX_TURNS", "SESSION_MAX_BYTES", "AGENT_MAX_LLM_CALLS", "RESUME_MAX_CHARS", "MESSAGE_MAX_CHARS")}
+        limits = {
+            name: getattr(settings, name)
+            for name in (
+                "SESSION_MAX_TURNS",
+                "SESSION_MAX_BYTES",
+                "AGENT_MAX_LLM_CALLS",
+                "RESUME_MAX_CHARS",
+                "MESSAGE_MAX_CHARS",
+            )
+        }
         limits["PLAN_MAX_VERSIONS"] = max_plan_versions()
         results = [run_scenario(kind, settings.SESSION_MAX_TURNS + 1) for kind in ("latin", "cjk")]
     return render(results, limits), {"limits": limits, "scenarios": results}

@@ -64,8 +64,12 @@ def _event(index: int, text: str, invocation_id: str):
     role = "user" if index % 2 == 0 else "model"
     # What agent/tools.py records every fourth event: a growing list of plan versions.
     delta = {"plan_versions": [f"v{k + 1}: 改寫經歷重點" for k in range(index // 4 + 1)]} if index % 4 == 3 else {}
-    return Event(invocation_id=invocation_id, author="user" if role == "user" else "resume_agent",
-                 content=types.Content(role=role, parts=[types.Part(text=text)]), actions=EventActions(state_delta=delta))
+    return Event(
+        invocation_id=invocation_id,
+        author="user" if role == "user" else "resume_agent",
+        content=types.Content(role=role, parts=[types.Part(text=text)]),
+        actions=EventActions(state_delta=delta),
+    )
 
 
 class Workload:
@@ -79,7 +83,9 @@ class Workload:
         return _event(index, self.texts[index], invocation_id)
 
     def sizes(self) -> dict:
-        events = [len(self.event(i, "inv-0").model_dump_json(exclude_none=True).encode()) for i in range(len(self.texts))]
+        events = [
+            len(self.event(i, "inv-0").model_dump_json(exclude_none=True).encode()) for i in range(len(self.texts))
+        ]
         return {"state_json_bytes": len(json.dumps(self.state, ensure_ascii=False).encode()), "events": events}
 
 
@@ -160,9 +166,13 @@ def summarise(raw: dict) -> dict:
     for name, reps in raw.items():
         means[name]["lifecycle"] = [sum(sum(rep[op]) for op in OPS) / len(rep["create"]) for rep in reps]
     return {
-        name: {op: {"median_s": _common.median(values),
-                    "ratio": _common.median([a / b for a, b in zip(values, means[BASELINE][op]) if b > 0])}
-               for op, values in per_op.items()}
+        name: {
+            op: {
+                "median_s": _common.median(values),
+                "ratio": _common.median([a / b for a, b in zip(values, means[BASELINE][op], strict=False) if b > 0]),
+            }
+            for op, values in per_op.items()
+        }
         for name, per_op in means.items()
     }
 
@@ -184,9 +194,11 @@ def render(summary: dict, sizes: dict, args) -> list[str]:
         "### Time per call, ms (median) and ratio to adk_sqlite",
         "",
     ]
-    rows = [[OPS.get(op, "**whole lifecycle**")]
-            + [f"{_common.fmt_ms(s[op]['median_s'])} ({s[op]['ratio']:.2f}×)" for s in summary.values()]
-            for op in (*OPS, "lifecycle")]
+    rows = [
+        [OPS.get(op, "**whole lifecycle**")]
+        + [f"{_common.fmt_ms(s[op]['median_s'])} ({s[op]['ratio']:.2f}×)" for s in summary.values()]
+        for op in (*OPS, "lifecycle")
+    ]
     return lines + _common.md_table(["operation", *summary], rows)
 
 
@@ -209,8 +221,12 @@ def run(args) -> tuple[list[str], dict]:
             raw = measure(services, workload, args.reps, args.lifecycles)
         async_to_sync(services["adk_database"].close)()
     summary = summarise(raw)
-    data = {"params": {"reps": args.reps, "lifecycles": args.lifecycles, "background": args.background},
-            "workload": workload.sizes(), "summary": summary, "raw": raw}
+    data = {
+        "params": {"reps": args.reps, "lifecycles": args.lifecycles, "background": args.background},
+        "workload": workload.sizes(),
+        "summary": summary,
+        "raw": raw,
+    }
     return render(summary, workload.sizes(), args), data
 
 

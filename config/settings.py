@@ -268,9 +268,7 @@ LOGGING = {
         "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_library_records"]}
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {
-        name: {"level": "INFO" if LOG_LEVEL == "DEBUG" else LOG_LEVEL} for name in CONTENT_LOGGING_LIBRARIES
-    },
+    "loggers": {name: {"level": "INFO" if LOG_LEVEL == "DEBUG" else LOG_LEVEL} for name in CONTENT_LOGGING_LIBRARIES},
 }
 
 # Error pages hide what views and services mark as sensitive, DEBUG or not.

@@ -141,8 +141,8 @@ class AgentSessionAdmin(admin.ModelAdmin):
     def get_urls(self):
         info = self.opts.app_label, self.opts.model_name
         return [
-            path("purge/", self.admin_site.admin_view(self.purge_view), name="%s_%s_purge" % info),
-            path("policy/", self.admin_site.admin_view(self.policy_view), name="%s_%s_policy" % info),
+            path("purge/", self.admin_site.admin_view(self.purge_view), name="{}_{}_purge".format(*info)),
+            path("policy/", self.admin_site.admin_view(self.policy_view), name="{}_{}_policy".format(*info)),
         ] + super().get_urls()
 
     # --- permissions ---------------------------------------------------------
@@ -331,7 +331,10 @@ def login_lockout_response(request, original_response=None, credentials=None):
     return render(
         request,
         "admin/locked_out.html",
-        {"failure_limit": settings.AXES_FAILURE_LIMIT, "cooloff_minutes": int(get_cool_off(request).total_seconds() // 60)},
+        {
+            "failure_limit": settings.AXES_FAILURE_LIMIT,
+            "cooloff_minutes": int(get_cool_off(request).total_seconds() // 60),
+        },
         status=429,
     )
 

@@ -116,14 +116,17 @@ class SQLiteCache(BaseCache):
         self._cull(now)
 
     def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None) -> bool:
-        return 1 == self._changes(
-            f"UPDATE cache SET expires = ? WHERE key = ? AND {_LIVE}",
-            (self.get_backend_timeout(timeout), self._key(key, version), time.time()),
+        return (
+            self._changes(
+                f"UPDATE cache SET expires = ? WHERE key = ? AND {_LIVE}",
+                (self.get_backend_timeout(timeout), self._key(key, version), time.time()),
+            )
+            == 1
         )
 
     def delete(self, key, version=None) -> bool:
-        return 1 == self._changes(
-            f"DELETE FROM cache WHERE key = ? AND {_LIVE}", (self._key(key, version), time.time())
+        return (
+            self._changes(f"DELETE FROM cache WHERE key = ? AND {_LIVE}", (self._key(key, version), time.time())) == 1
         )
 
     def has_key(self, key, version=None) -> bool:
@@ -141,7 +144,7 @@ class SQLiteCache(BaseCache):
             return rows[0][0]
         if self.has_key(key, version):
             raise TypeError("the cached value is not a number")
-        raise ValueError("Key '%s' not found" % key)
+        raise ValueError(f"Key '{key}' not found")
 
     def clear(self) -> None:
         self._changes("DELETE FROM cache")

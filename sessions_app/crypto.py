@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import contextvars
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -72,7 +72,7 @@ class Sealer:
         self._scope = scope
 
     def _aad(self, place: str) -> bytes:
-        return f"{VERSION}|{self._scope}|{place}".encode("utf-8")
+        return f"{VERSION}|{self._scope}|{place}".encode()
 
     def seal(self, plaintext: bytes, place: str) -> bytes:
         nonce = os.urandom(NONCE_BYTES)

@@ -50,9 +50,7 @@ class AgentSession(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["app_name", "user_id", "session_id"], name="unique_session_per_owner"
-            )
+            models.UniqueConstraint(fields=["app_name", "user_id", "session_id"], name="unique_session_per_owner")
         ]
         indexes = [models.Index(fields=["session_id"], name="session_id_idx")]
 
@@ -111,9 +109,7 @@ class UserState(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["app_name", "user_id"], name="unique_user_state")
-        ]
+        constraints = [models.UniqueConstraint(fields=["app_name", "user_id"], name="unique_user_state")]
 
 
 class DeletionAudit(models.Model):

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Func, IntegerField, Q, QuerySet, Sum
@@ -71,9 +71,9 @@ class WriterView:
     """What a writer saw of the session: the revision it read, or (a copy built elsewhere,
     without one) its last activity and last event, judged as ADK's database services do."""
 
-    revision: Optional[int]
+    revision: int | None
     last_update_time: float = 0.0
-    last_event_id: Optional[str] = None
+    last_event_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def _from_db(model_field, value, connection):
 
 
 def _to_datetime(timestamp: float) -> dt.datetime:
-    return dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc)
+    return dt.datetime.fromtimestamp(timestamp, tz=dt.UTC)
 
 
 def _connection():
@@ -207,7 +207,7 @@ def _apply_scoped_deltas(app_name: str, user_id: str, deltas: Deltas) -> None:
 # --- Create ------------------------------------------------------------------------------
 
 
-def create(app_name: str, user_id: str, session_id: Optional[str], deltas: Deltas) -> LoadedSession:
+def create(app_name: str, user_id: str, session_id: str | None, deltas: Deltas) -> LoadedSession:
     """A new session with the `deltas` of its initial state; `session_id` None: a new UUID."""
     chosen_id = session_id
     # The id is known before the row exists: it is part of the key's scope.
@@ -257,7 +257,9 @@ STORED_SEQUENCE = _Sql(
 # An event's number, id and timestamp name the place its sealed data opens in.
 # Only those up to the revision the state was read at: a later one was
 # appended after that read. Newest first, so a LIMIT keeps the recent ones.
-EVENTS_UP_TO = _Sql("SELECT {e.seq}, {e.event_id}, {e.timestamp}, {e.event_data} FROM {e} WHERE {e.session} = %s AND {e.seq} <= %s")
+EVENTS_UP_TO = _Sql(
+    "SELECT {e.seq}, {e.event_id}, {e.timestamp}, {e.event_data} FROM {e} WHERE {e.session} = %s AND {e.seq} <= %s"
+)
 EVENTS_SINCE = _Sql(f"{EVENTS_UP_TO.template} AND {{e.timestamp}} >= %s")
 NEWEST_FIRST = _Sql(" ORDER BY {e.seq} DESC")
 
@@ -267,7 +269,7 @@ def _stored_sequence(cursor, connection, session_pk: int) -> sealing.StoredSeque
     return sealing.StoredSequence(*cursor.fetchone())
 
 
-def _event_rows(cursor, connection, pk: int, revision: int, num_recent: Optional[int], after: Optional[float]):
+def _event_rows(cursor, connection, pk: int, revision: int, num_recent: int | None, after: float | None):
     """(seq, event id, timestamp, sealed JSON) of the events up to `revision`, newest first."""
     if num_recent == 0:
         return []
@@ -292,9 +294,9 @@ def load(
     user_id: str,
     session_id: str,
     *,
-    num_recent_events: Optional[int] = None,
-    after_timestamp: Optional[float] = None,
-) -> Optional[LoadedSession]:
+    num_recent_events: int | None = None,
+    after_timestamp: float | None = None,
+) -> LoadedSession | None:
     """The session with its events in append order (the window options are GetSessionConfig's);
     None when there is none. Three statements: the row with the scoped states, the stored
     sequence, the events; the sequence is checked before anything is decrypted."""
@@ -333,7 +335,7 @@ def load(
 # --- The API's reads of a session it found by its row ------------------------------------
 
 
-def owned_live_session(app_name: str, session_id: str, owner_id: str) -> Optional[AgentSession]:
+def owned_live_session(app_name: str, session_id: str, owner_id: str) -> AgentSession | None:
     """The session if it exists, belongs to `owner_id` and has not expired.
 
     One query with id and owner together: "missing", "someone else's",
@@ -392,7 +394,7 @@ class SessionUsage:
     size_bytes: int  # sealed state plus sealed events
 
 
-def usage(session_pk: int) -> Optional[SessionUsage]:
+def usage(session_pk: int) -> SessionUsage | None:
     """What the session holds, for its per-session limits; needs no key (one query). None: deleted."""
     row = (
         AgentSession.objects.filter(pk=session_pk)
@@ -412,7 +414,7 @@ USER_SESSIONS = _Sql(LISTED + " AND {s.user_id} = %s" + OLDEST_ACTIVITY_FIRST)
 APP_USER_STATES = _Sql("SELECT {u.user_id}, {u.state} FROM {u} WHERE {u.app_name} = %s")
 
 
-def list_sessions(app_name: str, user_id: Optional[str] = None) -> list[LoadedSession]:
+def list_sessions(app_name: str, user_id: str | None = None) -> list[LoadedSession]:
     """The app's (or one owner's) sessions without events, oldest activity first.
     Every owner's content opens with that owner's key: listing all owners fails closed
     (DecryptionFailed) unless the token in context is theirs too."""
@@ -455,7 +457,9 @@ LOCK_SESSION = _Sql(
 # Stored events with the id of the one being appended (almost always none):
 # sealed values differ on every write, so an equal re-delivery is found by
 # opening them, not by comparing bytes in SQL.
-EVENTS_WITH_ID = _Sql("SELECT {e.seq}, {e.timestamp}, {e.event_data} FROM {e} WHERE {e.session} = %s AND {e.event_id} = %s")
+EVENTS_WITH_ID = _Sql(
+    "SELECT {e.seq}, {e.timestamp}, {e.event_data} FROM {e} WHERE {e.session} = %s AND {e.event_id} = %s"
+)
 LAST_EVENT_ID = _Sql("SELECT {e.event_id} FROM {e} WHERE {e.session} = %s ORDER BY {e.seq} DESC")
 INSERT_EVENT = _Sql(
     """INSERT INTO {e} ({e.session}, {e.seq}, {e.event_id}, {e.invocation_id}, {e.author}, {e.timestamp},
@@ -521,7 +525,9 @@ def append_events(
         if state is not None:
             _apply_scoped_deltas(app_name, user_id, scoped)
             stored_time = _SESSION_UPDATED_AT.get_db_prep_save(updated_at, connection)
-            cursor.execute(UPDATE_SESSION(connection), [revision, stored_time, sealing.seal_state(sealer, state, revision), pk])
+            cursor.execute(
+                UPDATE_SESSION(connection), [revision, stored_time, sealing.seal_state(sealer, state, revision), pk]
+            )
         else:  # every event was a retry: nothing changed
             updated_at = _from_db(_SESSION_UPDATED_AT, stored_updated_at, connection)
     # The stored time keeps microseconds only; the writer gets the stored value back
@@ -582,7 +588,7 @@ class Erased:
     events: int = 0
     user_states: int = 0
 
-    def __iadd__(self, other: "Erased") -> "Erased":
+    def __iadd__(self, other: Erased) -> Erased:
         self.sessions += other.sessions
         self.events += other.events
         self.user_states += other.user_states

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 from django.conf import settings
 from django.db import transaction
@@ -117,6 +117,8 @@ def set_purge_interval(minutes: int) -> int:
     from .selectors import PURGE_TASK
 
     if not PURGE_INTERVAL_MIN_MINUTES <= minutes <= PURGE_INTERVAL_MAX_MINUTES:
-        raise ValueError(f"purge interval {minutes} min is outside {PURGE_INTERVAL_MIN_MINUTES}..{PURGE_INTERVAL_MAX_MINUTES}")
+        raise ValueError(
+            f"purge interval {minutes} min is outside {PURGE_INTERVAL_MIN_MINUTES}..{PURGE_INTERVAL_MAX_MINUTES}"
+        )
     # update(), not save(): the statement names `minutes` alone.
     return Schedule.objects.filter(func=PURGE_TASK, schedule_type=Schedule.MINUTES).update(minutes=minutes)

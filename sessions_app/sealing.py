@@ -4,11 +4,11 @@
 says how each stored value uses it. Every value that can carry personal data
 is sealed with a key derived from the owner's token:
 
-| value                     | column                   | key scope, purpose           | place                                |
-|---------------------------|--------------------------|------------------------------|--------------------------------------|
-| session state (JSON)      | agentsession.state       | app/user/session, "session"  | "state/rev/<revision>"               |
-| each event (ADK's JSON)   | sessionevent.event_data  | app/user/session, "session"  | "event/<seq>/<event id>/<time>"      |
-| the owner's `user:` state | userstate.state          | app/user, "owner"            | "user_state"                         |
+| value                     | column                  | key scope, purpose          | place                           |
+|---------------------------|-------------------------|-----------------------------|---------------------------------|
+| session state (JSON)      | agentsession.state      | app/user/session, "session" | "state/rev/<revision>"          |
+| each event (ADK's JSON)   | sessionevent.event_data | app/user/session, "session" | "event/<seq>/<event id>/<time>" |
+| the owner's `user:` state | userstate.state         | app/user, "owner"           | "user_state"                    |
 
 An event's place names its id and timestamp, which stay in clear in the same
 row, so a ciphertext copied onto another event, another session or another

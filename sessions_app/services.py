@@ -9,8 +9,8 @@ rows themselves are the repository's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import datetime as dt
+from dataclasses import dataclass
 
 from django.db import transaction
 from django.views.decorators.debug import sensitive_variables
@@ -76,7 +76,7 @@ def _conversation(events: list[Event]) -> list[dict]:
             {
                 "role": "user" if event.author == "user" else "agent",
                 "text": text,
-                "timestamp": dt.datetime.fromtimestamp(event.timestamp, tz=dt.timezone.utc),
+                "timestamp": dt.datetime.fromtimestamp(event.timestamp, tz=dt.UTC),
             }
         )
     return messages

@@ -21,15 +21,14 @@ database services (the stale-writer tests of the contract suite pin it).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
-from google.adk.sessions import BaseSessionService, Session, State
-from google.adk.sessions import _session_util
+from google.adk.sessions import BaseSessionService, Session, State, _session_util
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
 from typing_extensions import override
 
@@ -42,7 +41,7 @@ _STALE_MESSAGE = (
 )
 
 
-def split_state(state: Optional[dict[str, Any]]) -> repository.Deltas:
+def split_state(state: dict[str, Any] | None) -> repository.Deltas:
     """`state` split by ADK's prefixes into app, user and session deltas (temp: dropped),
     made JSON-safe as ADK's database services store it."""
     return _session_util.extract_json_safe_state_delta(state or {})
@@ -52,7 +51,7 @@ def event_deltas(event: Event) -> repository.Deltas:
     return split_state(event.actions.state_delta if event.actions else None)
 
 
-def _normalize_id(session_id: Optional[str]) -> Optional[str]:
+def _normalize_id(session_id: str | None) -> str | None:
     # ADK's services strip surrounding white space from session ids.
     return session_id.strip() if session_id else session_id
 
@@ -90,7 +89,7 @@ class DjangoSessionService(BaseSessionService):
 
     @override
     async def create_session(
-        self, *, app_name: str, user_id: str, state: Optional[dict[str, Any]] = None, session_id: Optional[str] = None
+        self, *, app_name: str, user_id: str, state: dict[str, Any] | None = None, session_id: str | None = None
     ) -> Session:
         return await sync_to_async(self._create_session)(app_name, user_id, state, session_id)
 
@@ -103,11 +102,11 @@ class DjangoSessionService(BaseSessionService):
 
     @override
     async def get_session(
-        self, *, app_name: str, user_id: str, session_id: str, config: Optional[GetSessionConfig] = None
-    ) -> Optional[Session]:
+        self, *, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None = None
+    ) -> Session | None:
         return await sync_to_async(self._get_session)(app_name, user_id, session_id, config)
 
-    def _get_session(self, app_name, user_id, session_id, config) -> Optional[Session]:
+    def _get_session(self, app_name, user_id, session_id, config) -> Session | None:
         loaded = repository.load(
             app_name,
             user_id,
@@ -118,7 +117,7 @@ class DjangoSessionService(BaseSessionService):
         return None if loaded is None else _to_adk(loaded)
 
     @override
-    async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
+    async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
         loaded = await sync_to_async(repository.list_sessions)(app_name, user_id)
         return ListSessionsResponse(sessions=[_to_adk(session) for session in loaded])
 

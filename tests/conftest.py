@@ -109,7 +109,16 @@ def captured_logs():
     """
     from sessions_app.redaction import CONTENT_LOGGING_LIBRARIES, RedactLibraryRecords
 
-    loggers = ("", "asyncio", "django", "django.request", "django_q", "sessions_app", "agent", *CONTENT_LOGGING_LIBRARIES)
+    loggers = (
+        "",
+        "asyncio",
+        "django",
+        "django.request",
+        "django_q",
+        "sessions_app",
+        "agent",
+        *CONTENT_LOGGING_LIBRARIES,
+    )
     protected, raw = io.StringIO(), io.StringIO()
     raw_handler = logging.StreamHandler(raw)
     protected_handler = logging.StreamHandler(protected)

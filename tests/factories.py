@@ -20,7 +20,13 @@ FACTORY_TOKEN = "factory-token-not-a-real-one"
 
 
 def make_session(
-    user_id="anon-0123456789abcdef", *, last_activity=None, created=None, events=2, text="plain", app_name="resume_agent"
+    user_id="anon-0123456789abcdef",
+    *,
+    last_activity=None,
+    created=None,
+    events=2,
+    text="plain",
+    app_name="resume_agent",
 ):
     last_activity = last_activity or timezone.now()
     session = AgentSession(

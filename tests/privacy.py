@@ -61,12 +61,7 @@ def find_markers(paths: list[Path], markers: list[str]) -> list[tuple[str, str, 
 def find_in_text(text: str, markers: list[str]) -> list[tuple[str, str]]:
     """Markers found in captured text (logs, HTML) in any encoding."""
     data = text.encode("utf-8", "surrogateescape")
-    return [
-        (marker, name)
-        for marker in markers
-        for name, needle in encodings(marker).items()
-        if needle in data
-    ]
+    return [(marker, name) for marker in markers for name, needle in encodings(marker).items() if needle in data]
 
 
 # A sealed value starts with its version byte and 12 random nonce bytes, so its

@@ -7,7 +7,8 @@ so tests can inspect exactly what ADK sent (system instruction, contents).
 
 from __future__ import annotations
 
-from typing import Any, AsyncGenerator
+from collections.abc import AsyncGenerator
+from typing import Any
 
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -78,7 +79,7 @@ class Harness:
         self.runner = Runner(app_name=app_name, agent=agent, session_service=self.service)
         self.session_id = ""
 
-    async def start(self, state: dict) -> "Harness":
+    async def start(self, state: dict) -> Harness:
         session = await self.service.create_session(app_name=self.app_name, user_id=USER_ID, state=state)
         self.session_id = session.id
         return self

@@ -44,7 +44,13 @@ def _purge_schedule(next_run):
     # Transactional tests elsewhere flush the row the migration made; set it up here.
     schedule, _ = Schedule.objects.update_or_create(
         func=PURGE_TASK,
-        defaults={"name": "purge expired sessions", "schedule_type": Schedule.MINUTES, "minutes": 15, "repeats": -1, "next_run": next_run},
+        defaults={
+            "name": "purge expired sessions",
+            "schedule_type": Schedule.MINUTES,
+            "minutes": 15,
+            "repeats": -1,
+            "next_run": next_run,
+        },
     )
     return schedule
 
@@ -92,8 +98,10 @@ def test_columns_are_computed_in_the_query():
     overhead = 1 + 12 + 16
     state_bytes = len(json.dumps({"resume_text": "林語晴"}).encode()) + overhead
     event_bytes = 2 * (len('{"text": "林語晴"}'.encode()) + overhead)
-    assert row.size_bytes == state_bytes + event_bytes == len(session.state) + 2 * len(
-        SessionEvent.objects.filter(session=session).first().event_data
+    assert (
+        row.size_bytes
+        == state_bytes + event_bytes
+        == len(session.state) + 2 * len(SessionEvent.objects.filter(session=session).first().event_data)
     )
     no_events = make_session(events=0)
     row = sessions_with_metadata(AgentSession.objects.all()).get(pk=no_events.pk)
@@ -221,7 +229,9 @@ def test_secure_delete_asks_first_then_erases_and_audits(staff_client):
 
     confirmation = staff_client.post(CHANGELIST, selection)
     assert confirmation.status_code == 200
-    assert "admin/sessions_app/agentsession/delete_selected_confirmation.html" in [t.name for t in confirmation.templates]
+    assert "admin/sessions_app/agentsession/delete_selected_confirmation.html" in [
+        t.name for t in confirmation.templates
+    ]
     html = _html(confirmation)
     assert all(s.session_id[:8] in html for s in chosen) and kept.session_id[:8] not in html
     assert AgentSession.objects.count() == 3 and not DeletionAudit.objects.exists()
@@ -331,7 +341,12 @@ def test_no_resume_content_on_any_admin_page(admin_client, api, new_session, set
 
     markers = fixture_markers()
     session_id, token = new_session()
-    turn = api.post(f"/agent/sessions/{session_id}/messages", {"message": "請幫我看看履歷"}, format="json", HTTP_X_SESSION_TOKEN=token)
+    turn = api.post(
+        f"/agent/sessions/{session_id}/messages",
+        {"message": "請幫我看看履歷"},
+        format="json",
+        HTTP_X_SESSION_TOKEN=token,
+    )
     assert turn.status_code == 200
     # The control: the markers are in this session's data, so the scan below can fail.
     export = api.get(f"/agent/sessions/{session_id}/export", HTTP_X_SESSION_TOKEN=token)

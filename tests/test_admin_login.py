@@ -50,7 +50,7 @@ def _locked_out(response) -> bool:
 
 def test_settings_lock_after_a_few_attempts_for_a_while():
     assert 3 <= LIMIT <= 10
-    assert settings.AXES_COOLOFF_TIME == dt.timedelta(minutes=15)
+    assert dt.timedelta(minutes=15) == settings.AXES_COOLOFF_TIME
     assert settings.AUTHENTICATION_BACKENDS[0] == "axes.backends.AxesStandaloneBackend"
     assert settings.MIDDLEWARE[-1] == "axes.middleware.AxesMiddleware"
 
@@ -106,7 +106,10 @@ def test_attempt_records_hold_no_password_and_successes_leave_none(client, opera
     _login(client, "operator", PASSWORD)
     assert not AccessLog.objects.exists()  # no row per successful login
     stored = "\n".join(
-        repr(row) for row in AccessAttempt.objects.values_list("username", "ip_address", "user_agent", "path_info", "get_data", "post_data")
+        repr(row)
+        for row in AccessAttempt.objects.values_list(
+            "username", "ip_address", "user_agent", "path_info", "get_data", "post_data"
+        )
     )
     assert AccessAttempt.objects.count() == 1
     assert "operator" in stored and "198.51.100.10" in stored  # the control: this is the attempt
@@ -146,5 +149,7 @@ def test_behind_a_proxy_each_client_address_counts_alone(client, operator, setti
     for i in range(LIMIT):
         _login(client, f"guess-{i}", "wrong", address="10.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.1")
     # Same proxy, another client: not locked out by the first one's guesses.
-    assert _login(client, "operator", PASSWORD, address="10.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.2").status_code == 302
+    assert (
+        _login(client, "operator", PASSWORD, address="10.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.2").status_code == 302
+    )
     assert _logged_in(client)

@@ -64,7 +64,14 @@ def _django_q_paths(schedule: Schedule, task: Task) -> list[str]:
     paths = []
     for model, pk in ((Schedule, schedule.pk), (Success, task.pk), (Failure, task.pk), (OrmQ, 1)):
         base = f"django_q/{model._meta.model_name}/"
-        paths += [base, f"{base}add/", f"{base}{pk}/", f"{base}{pk}/change/", f"{base}{pk}/delete/", f"{base}{pk}/history/"]
+        paths += [
+            base,
+            f"{base}add/",
+            f"{base}{pk}/",
+            f"{base}{pk}/change/",
+            f"{base}{pk}/delete/",
+            f"{base}{pk}/history/",
+        ]
     return ["django_q/", *paths]
 
 
@@ -78,7 +85,7 @@ def _every_admin_url(values: dict[str, list[str]]) -> list[tuple[str, str]]:
         template = template.lstrip("^").rstrip("$").replace("\\", "")
         names = re.findall(r"{(\w+)}", template)
         return [
-            template.format(**dict(zip(names, combination)))
+            template.format(**dict(zip(names, combination, strict=True)))
             for combination in itertools.product(*(values[name] for name in names))
         ]
 

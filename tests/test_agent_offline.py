@@ -71,9 +71,7 @@ def test_offline_reply_passes_its_own_verification(two_turns):
 
 def test_offline_model_is_deterministic():
     def transcript(turns):
-        return [
-            (final_text(t["events"]), [(c.name, c.args) for c in function_calls(t["events"])]) for t in turns
-        ]
+        return [(final_text(t["events"]), [(c.name, c.args) for c in function_calls(t["events"])]) for t in turns]
 
     messages = ["Hello", "Make it shorter"]
     assert transcript(asyncio.run(_conversation(messages))) == transcript(asyncio.run(_conversation(messages)))

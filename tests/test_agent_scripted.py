@@ -24,7 +24,9 @@ def _run(llm, messages, state=None):
 
 
 def test_tool_call_then_text():
-    llm = ScriptedLlm(steps=[call_response("save_plan", {"plan": "1. Apply to Go roles."}), text_response("Saved as v1.")])
+    llm = ScriptedLlm(
+        steps=[call_response("save_plan", {"plan": "1. Apply to Go roles."}), text_response("Saved as v1.")]
+    )
     events, state = _run(llm, ["Plan please"])
 
     assert final_text(events) == "Saved as v1."
@@ -59,7 +61,10 @@ def test_unverified_claims_are_caught_by_verify_reply():
 
 def test_flag_suspicious_text_tool_writes_state():
     llm = ScriptedLlm(
-        steps=[call_response("flag_suspicious_text", {"excerpt": "x" * 900, "reason": "injection"}), text_response("ok")]
+        steps=[
+            call_response("flag_suspicious_text", {"excerpt": "x" * 900, "reason": "injection"}),
+            text_response("ok"),
+        ]
     )
     _, state = _run(llm, ["Hi"])
     (flag,) = state["suspicious_flags"]

@@ -130,7 +130,9 @@ MALFORMED_BODIES = {
 def _post_each_malformed_body(api, url: str, field: str, **headers) -> None:
     api.raise_request_exception = False
     for name, body in MALFORMED_BODIES.items():
-        response = api.post(url, body.replace(b"TEXT_FIELD", field.encode()), content_type="application/json", **headers)
+        response = api.post(
+            url, body.replace(b"TEXT_FIELD", field.encode()), content_type="application/json", **headers
+        )
         assert 400 <= response.status_code < 500, (name, response.status_code)
         assert response["Content-Type"] == "application/json", name
         assert response.json(), name

@@ -77,7 +77,7 @@ def test_expired_session_is_the_same_404_before_any_purge(api, new_session, sett
     settings.SESSION_TTL_HOURS = 24
     session_id, token = new_session()
     baseline = _comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=token))
-    start = dt.datetime.now(dt.timezone.utc)
+    start = dt.datetime.now(dt.UTC)
     with time_machine.travel(start + dt.timedelta(hours=23, minutes=59)):
         assert api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 200
     with time_machine.travel(start + dt.timedelta(hours=24, minutes=1)):
@@ -89,7 +89,7 @@ def test_expired_session_is_the_same_404_before_any_purge(api, new_session, sett
 def test_activity_moves_expiry_forward(api, new_session, settings):
     settings.SESSION_TTL_HOURS = 24
     session_id, token = new_session()
-    start = dt.datetime.now(dt.timezone.utc)
+    start = dt.datetime.now(dt.UTC)
     with time_machine.travel(start + dt.timedelta(hours=20)):
         turn = api.post(
             f"/agent/sessions/{session_id}/messages", {"message": "hi"}, format="json", HTTP_X_SESSION_TOKEN=token
@@ -110,7 +110,9 @@ def test_delete_is_honest(api, new_session):
     assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=stranger_token).status_code == 404
     # The stranger's attempt changed nothing for the owner.
     assert api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 200
-    turn = api.post(f"/agent/sessions/{session_id}/messages", {"message": "hi"}, format="json", HTTP_X_SESSION_TOKEN=token)
+    turn = api.post(
+        f"/agent/sessions/{session_id}/messages", {"message": "hi"}, format="json", HTTP_X_SESSION_TOKEN=token
+    )
     assert turn.status_code == 200
     assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 204
     assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 404

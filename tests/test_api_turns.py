@@ -26,7 +26,12 @@ def _history(api, session_id, token):
 def test_tool_calls_usage_and_plan_are_reported(api, new_session, scripted_model):
     session_id, token = new_session()
     scripted_model(
-        call_response("verify_claims", {"claims": ["Senior Backend Engineer at Kingfisher Cloud Ltd."]}, prompt_tokens=100, output_tokens=10),
+        call_response(
+            "verify_claims",
+            {"claims": ["Senior Backend Engineer at Kingfisher Cloud Ltd."]},
+            prompt_tokens=100,
+            output_tokens=10,
+        ),
         call_response("save_plan", {"plan": "1. Apply to platform teams."}, prompt_tokens=120, output_tokens=12),
         text_response("Hi 林語晴. Your plan is saved as v1.", prompt_tokens=140, output_tokens=14),
     )
@@ -57,16 +62,33 @@ def test_reply_is_verified_even_when_the_model_skips_verification(api, new_sessi
 
 
 MODEL_FAILURES = [
-    ("quota", genai_errors.ClientError(429, {"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}), 503, True),
-    ("server error", genai_errors.ServerError(500, {"error": {"code": 500, "message": "boom", "status": "INTERNAL"}}), 502, True),
-    ("unavailable", genai_errors.ServerError(503, {"error": {"code": 503, "message": "busy", "status": "UNAVAILABLE"}}), 503, True),
-    ("timeout", asyncio.TimeoutError(), 504, False),
+    (
+        "quota",
+        genai_errors.ClientError(429, {"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}),
+        503,
+        True,
+    ),
+    (
+        "server error",
+        genai_errors.ServerError(500, {"error": {"code": 500, "message": "boom", "status": "INTERNAL"}}),
+        502,
+        True,
+    ),
+    (
+        "unavailable",
+        genai_errors.ServerError(503, {"error": {"code": 503, "message": "busy", "status": "UNAVAILABLE"}}),
+        503,
+        True,
+    ),
+    ("timeout", TimeoutError(), 504, False),
     ("bad response", ValueError("unparseable"), 502, False),
 ]
 
 
 @pytest.mark.parametrize("name,error,status,retry_after", MODEL_FAILURES, ids=[m[0] for m in MODEL_FAILURES])
-def test_model_failure_is_mapped_and_leaves_no_half_turn(api, new_session, scripted_model, name, error, status, retry_after):
+def test_model_failure_is_mapped_and_leaves_no_half_turn(
+    api, new_session, scripted_model, name, error, status, retry_after
+):
     session_id, token = new_session()
     scripted_model(text_response("Hi 林語晴, first answer."))
     assert _say(api, session_id, token, "first").status_code == 200

@@ -69,8 +69,14 @@ def _reply(text):
 
 
 def test_complete_turns_are_counted():
-    events = [_user("a"), _call("verify_claims", "1"), _result("verify_claims", "1"), _reply("done"),
-              _user("b"), _reply("done again")]
+    events = [
+        _user("a"),
+        _call("verify_claims", "1"),
+        _result("verify_claims", "1"),
+        _reply("done"),
+        _user("b"),
+        _reply("done again"),
+    ]
     assert check_history(events) == {"user_messages": 2, "final_replies": 2, "half_saved": 0}
 
 
@@ -84,8 +90,10 @@ def test_half_saved_turns_are_found():
 
 def test_histories_dumped_by_alias_are_read_too():
     # ADK's api_server returns events by alias (functionCall / functionResponse).
-    events = [_user("a"),
-              {"author": "agent", "content": {"parts": [{"functionCall": {"name": "save_plan", "id": "9"}}]}},
-              {"author": "user", "content": {"parts": [{"functionResponse": {"name": "save_plan", "id": "9"}}]}},
-              _reply("saved")]
+    events = [
+        _user("a"),
+        {"author": "agent", "content": {"parts": [{"functionCall": {"name": "save_plan", "id": "9"}}]}},
+        {"author": "user", "content": {"parts": [{"functionResponse": {"name": "save_plan", "id": "9"}}]}},
+        _reply("saved"),
+    ]
     assert check_history(events) == {"user_messages": 1, "final_replies": 1, "half_saved": 0}

@@ -35,7 +35,10 @@ def test_create_and_its_errors(api, settings, monkeypatch):
         415: api.post("/agent/sessions", "resume_text=Lin", content_type="application/x-www-form-urlencoded"),
     }
     rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {**rates, "session_create": "1/min"}}
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {**rates, "session_create": "1/min"},
+    }
     api.post("/agent/sessions", {"resume_text": "Lin"}, format="json", REMOTE_ADDR="10.1.1.1")
     answers[429] = api.post("/agent/sessions", {"resume_text": "Lin"}, format="json", REMOTE_ADDR="10.1.1.1")
     for expected, response in answers.items():

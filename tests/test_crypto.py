@@ -47,9 +47,8 @@ def test_seal_opens_only_in_its_place_with_its_key():
             sealer.open(bytes(tampered), "state")
         with pytest.raises(DecryptionFailed):
             sealer.open(b"\x02" + sealed[1:], "state")  # unknown version
-    with token_context("another-token"):
-        with pytest.raises(DecryptionFailed):
-            Sealer(SCOPE, "session").open(sealed, "state")
+    with token_context("another-token"), pytest.raises(DecryptionFailed):
+        Sealer(SCOPE, "session").open(sealed, "state")
 
 
 def test_no_token_no_key():

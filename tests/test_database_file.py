@@ -106,7 +106,11 @@ def test_manage_py_makes_var_and_the_database_owner_only(umask_022, tmp_path):
     )
     result = subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "--verbosity", "0"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     assert mode(var) == 0o700

@@ -21,9 +21,7 @@ def run_python(args: list[str], var_dir: Path, **environment: str) -> subprocess
     env = {key: value for key, value in os.environ.items() if not key.startswith("DJANGO_")}
     env.pop("DATABASE_URL", None)
     env.update(DJANGO_VAR_DIR=str(var_dir), **environment)
-    return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
 def check_deploy(var_dir: Path, **environment: str) -> subprocess.CompletedProcess:

@@ -44,7 +44,16 @@ SECRETS = fixture_markers() + list(MESSAGES)
 # --- what may be read without the token ----------------------------------------------
 # docs/DATA_INVENTORY.md, "Encryption at rest", lists the same columns.
 CLEAR_COLUMNS = {
-    AgentSession: {"id", "app_name", "user_id", "session_id", "created_at", "updated_at", "revision", "turn_started_at"},
+    AgentSession: {
+        "id",
+        "app_name",
+        "user_id",
+        "session_id",
+        "created_at",
+        "updated_at",
+        "revision",
+        "turn_started_at",
+    },
     SessionEvent: {"id", "session_id", "seq", "event_id", "invocation_id", "author", "timestamp"},
     UserState: {"id", "app_name", "user_id", "updated_at"},
     # ADK `app:` state has no owner to key it: in clear, and it must stay empty.
@@ -133,7 +142,11 @@ def test_only_metadata_columns_are_readable_without_the_token(api, new_session):
     with token_context(token):
         service = DjangoSessionService()
         session = async_to_sync(service.get_session)(app_name=APP_NAME, user_id=owner_id, session_id=session_id)
-        event = Event(author="user", invocation_id="inv-user-state", actions=EventActions(state_delta={"user:pref": USER_STATE_MARKER}))
+        event = Event(
+            author="user",
+            invocation_id="inv-user-state",
+            actions=EventActions(state_delta={"user:pref": USER_STATE_MARKER}),
+        )
         async_to_sync(service.append_event)(session, event)
     secrets = SECRETS + [USER_STATE_MARKER, token]
 
@@ -147,7 +160,7 @@ def test_only_metadata_columns_are_readable_without_the_token(api, new_session):
             cursor.execute(f"SELECT * FROM {connection.ops.quote_name(model._meta.db_table)}")
             names = [column[0] for column in cursor.description]
             for row in cursor.fetchall():
-                for name, value in zip(names, row):
+                for name, value in zip(names, row, strict=True):
                     if name in SEALED_COLUMNS[model]:
                         assert _is_sealed(value), (model.__name__, name)
                     raw = value if isinstance(value, bytes) else str(value).encode("utf-8")
@@ -163,9 +176,8 @@ def test_only_metadata_columns_are_readable_without_the_token(api, new_session):
         sealed_user_state = UserState.objects.get(user_id=owner_id).state
         owner = sealing.owner_sealer(APP_NAME, owner_id)
         assert sealing.open_user_state(owner, sealed_user_state) == {"pref": USER_STATE_MARKER}
-    with token_context("x" * 43):
-        with pytest.raises(DecryptionFailed):
-            selectors.session_content(stored)
+    with token_context("x" * 43), pytest.raises(DecryptionFailed):
+        selectors.session_content(stored)
 
 
 def _is_sealed(value) -> bool:
@@ -310,9 +322,8 @@ def test_the_store_reads_and_writes_content_only_with_a_token():
     assert SessionEvent.objects.count() == 0
     with pytest.raises(KeyUnavailable):
         async_to_sync(service.get_session)(app_name=APP, user_id=USER, session_id=session.id)
-    with token_context("another-token"):
-        with pytest.raises(DecryptionFailed):
-            async_to_sync(service.get_session)(app_name=APP, user_id=USER, session_id=session.id)
+    with token_context("another-token"), pytest.raises(DecryptionFailed):
+        async_to_sync(service.get_session)(app_name=APP, user_id=USER, session_id=session.id)
 
     # Deleting needs no key, as the purge and the admin need none.
     async_to_sync(service.delete_session)(app_name=APP, user_id=USER, session_id=session.id)

@@ -145,8 +145,10 @@ def test_the_search_finds_the_resume_when_a_protection_is_off(
     _end(api, how, session_id, token)
     assert AgentSession.objects.count() == 0
     hits = find_chunks(database_files(db_path), chunks)
-    where = {"-journal" if name.endswith("-journal") else "-wal" if name.endswith("-wal") else "test_sessions"
-             for name, _ in hits}
+    where = {
+        "-journal" if name.endswith("-journal") else "-wal" if name.endswith("-wal") else "test_sessions"
+        for name, _ in hits
+    }
     assert expected_in in where, hits
     # Even then, only ciphertext is left: never the resume in clear.
     assert find_markers(database_files(db_path), fixture_markers()) == []

@@ -15,7 +15,7 @@ import sqlite3
 import pytest
 import time_machine
 from asgiref.sync import sync_to_async
-from django.db import connection, transaction
+from django.db import connection
 from django.db.backends.sqlite3.base import DatabaseWrapper
 from django.urls import reverse
 
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.django_db
 HOUR = dt.timedelta(hours=1)
 UNIFORM_404_BODY = '{"detail": "找不到這個 session，可能已過期或被刪除"}'.encode()
 # An instant with microseconds, so "exactly at expiry" is not a whole second.
-T0 = dt.datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
 
 
 def _say(api, session_id, token, message="請更新我的計畫"):
@@ -48,6 +48,7 @@ def _history(api, session_id, token):
 
 
 # --- 1. Ownership is decided by the lookup, before any key is derived --------
+
 
 def test_owned_live_session_returns_none_for_another_owners_id(new_session):
     session_id, token = new_session()
@@ -80,7 +81,9 @@ READS = [
 
 
 @pytest.mark.parametrize("method,path,body", READS, ids=[f"{m} {p}" for m, p, _ in READS])
-def test_owner_condition_is_checked_before_any_decrypt(api, new_session, derived_keys, scripted_model, method, path, body):
+def test_owner_condition_is_checked_before_any_decrypt(
+    api, new_session, derived_keys, scripted_model, method, path, body
+):
     model = scripted_model()  # no steps: a model call would fail the turn
     session_id, _ = new_session()
     _, other_token = new_session()
@@ -128,6 +131,7 @@ def test_token_outside_its_header_is_refused_and_adds_no_turn(api, new_session, 
 
 
 # --- 3. Expiry at the exact instant: `updated_at + TTL` is already expired ---
+
 
 def _session_created_at(api, instant) -> tuple[str, str]:
     from .privacy import fixture_resume
@@ -200,6 +204,7 @@ def test_purge_deletes_sessions_at_the_exact_instant(settings):
 
 # --- 4. The connection receiver turns secure_delete on, whatever the build ---
 
+
 class SecureDeleteOffDatabaseWrapper(DatabaseWrapper):
     """A SQLite connection as a build with SQLITE_DEFAULT_SECURE_DELETE=0 opens it."""
 
@@ -244,6 +249,7 @@ def test_connection_that_keeps_secure_delete_off_is_refused(tmp_path, monkeypatc
 
 # --- 5. DELETE of an expired, not yet purged session erases it -------------
 
+
 def test_delete_of_an_expired_session_erases_its_rows_and_is_audited(api, settings):
     settings.SESSION_TTL_HOURS = 24
     token = "expired-delete-token-not-a-real-one"
@@ -269,6 +275,7 @@ def test_delete_of_an_expired_session_erases_its_rows_and_is_audited(api, settin
 
 
 # --- 6. The turn lock is held until the turn's writes are committed ---------
+
 
 def test_turn_lock_is_held_while_the_turn_is_written(api, new_session, scripted_model, monkeypatch):
     """A second turn that tries to start while the first one's events are being

@@ -18,7 +18,7 @@ def _markers_in(result, file_name: str) -> set[str]:
 
 
 def test_chosen_configuration_is_clean_after_delete():
-    assert CHOSEN == Config("DELETE", "ON", temp_store="MEMORY")
+    assert Config("DELETE", "ON", temp_store="MEMORY") == CHOSEN
     result = measure(CHOSEN, QUICK)
 
     assert result.before_ok, "the scan did not find the markers before the delete"

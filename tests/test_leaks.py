@@ -40,7 +40,9 @@ def _fake_gemini() -> Gemini:
     async def generate_content(*, model, contents, config=None):
         calls["n"] += 1
         if calls["n"] % 2:
-            part = types.Part(function_call=types.FunctionCall(name="verify_claims", args={"claims": ["Kingfisher Cloud"]}))
+            part = types.Part(
+                function_call=types.FunctionCall(name="verify_claims", args={"claims": ["Kingfisher Cloud"]})
+            )
         else:
             part = types.Part(text="Hi 林語晴. You worked at 翠鳥雲端股份有限公司 Kingfisher Cloud.")
         return types.GenerateContentResponse(
@@ -66,7 +68,10 @@ def _full_flow(api) -> str:
     token = created["token"]
     url = f"/agent/sessions/{created['session_id']}"
     for message in (f"請幫我規劃求職 {MESSAGE_MARKER}", "Focus on remote roles"):
-        assert api.post(f"{url}/messages", {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token).status_code == 200
+        assert (
+            api.post(f"{url}/messages", {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token).status_code
+            == 200
+        )
     assert api.get(f"{url}/export", HTTP_X_SESSION_TOKEN=token).status_code == 200
     assert api.get(f"{url}/nope", HTTP_X_SESSION_TOKEN=token).status_code == 404
     assert api.delete(url, HTTP_X_SESSION_TOKEN=token).status_code == 204
@@ -137,7 +142,9 @@ def test_debug_error_page_hides_resume_and_token(api, settings, monkeypatch):
 
     monkeypatch.setattr(services, "new_token", failing_token)
     response = api.post(
-        "/agent/sessions", {"resume_text": fixture_resume()}, format="json",
+        "/agent/sessions",
+        {"resume_text": fixture_resume()},
+        format="json",
         HTTP_X_SESSION_TOKEN="tok-" + MESSAGE_MARKER.encode().hex(),
     )
     assert response.status_code == 500

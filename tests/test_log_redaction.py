@@ -48,7 +48,13 @@ def _record(name: str, level: int, exc: BaseException | None = None, stack: bool
         except BaseException:
             exc_info = sys.exc_info()
     return logging.getLogger(name).makeRecord(
-        name, level, __file__, 1, "request %s failed: %r", (MARKER, {"prompt": MARKER}), exc_info,
+        name,
+        level,
+        __file__,
+        1,
+        "request %s failed: %r",
+        (MARKER, {"prompt": MARKER}),
+        exc_info,
         sinfo=f"Stack (most recent call last):\n  {MARKER}" if stack else None,
     )
 
@@ -153,7 +159,9 @@ def _failing_gemini(exc: Exception) -> Gemini:
 )
 def test_failed_turn_logs_no_model_error_text(api, new_session, monkeypatch, captured_logs, error, status):
     protected, raw = captured_logs
-    runner = Runner(app_name=APP_NAME, agent=build_agent(_failing_gemini(error)), session_service=DjangoSessionService())
+    runner = Runner(
+        app_name=APP_NAME, agent=build_agent(_failing_gemini(error)), session_service=DjangoSessionService()
+    )
     monkeypatch.setattr(turns, "get_runner", lambda: runner)
     session_id, token = new_session()
     response = api.post(

@@ -17,7 +17,6 @@ import pytest
 import schemathesis
 from django.conf import settings
 
-
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SEED = 20260101

@@ -88,7 +88,9 @@ def test_every_way_of_deleting_leaves_the_same_audit_row_and_empty_tables(
 QUOTED = "a bug's message quoting " + "林語晴"
 
 
-def test_a_bug_in_a_tool_is_a_logged_500_not_a_model_failure(api, new_session, scripted_model, monkeypatch, captured_logs):
+def test_a_bug_in_a_tool_is_a_logged_500_not_a_model_failure(
+    api, new_session, scripted_model, monkeypatch, captured_logs
+):
     from agent import plans
 
     protected, _ = captured_logs
@@ -152,7 +154,9 @@ NO_DELTAS = {"app": {}, "user": {}, "session": {}}
 
 
 def _event(n, **delta):
-    return Event(id=f"e{n}", author="user", invocation_id="inv", timestamp=1000.0 + n, actions=EventActions(state_delta=delta))
+    return Event(
+        id=f"e{n}", author="user", invocation_id="inv", timestamp=1000.0 + n, actions=EventActions(state_delta=delta)
+    )
 
 
 def test_append_events_stores_a_turn_in_one_call_and_a_retry_once():
@@ -165,7 +169,9 @@ def test_append_events_stores_a_turn_in_one_call_and_a_retry_once():
         again = repository.append_events("app", "owner", created.session_id, events, repository.WriterView(3))
         assert (again.revision, again.stored) == (3, [False, False, False])
         with pytest.raises(repository.StaleWriter):
-            repository.append_events("app", "owner", created.session_id, [(_event(4), NO_DELTAS)], repository.WriterView(2))
+            repository.append_events(
+                "app", "owner", created.session_id, [(_event(4), NO_DELTAS)], repository.WriterView(2)
+            )
 
         loaded = repository.load("app", "owner", created.session_id)
     assert (loaded.revision, loaded.state, [e.id for e in loaded.events]) == (3, {"k": 3}, ["e1", "e2", "e3"])
@@ -175,7 +181,7 @@ def test_append_events_stores_a_turn_in_one_call_and_a_retry_once():
 def test_split_state_is_adk_s_own_split():
     """Pins the private ADK helper the adapter imports (google.adk.sessions._session_util):
     prefixes split, temp dropped, values made JSON-safe as ADK's database services store them."""
-    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
     deltas = split_state({"app:a": 1, "user:u": [1], "temp:t": "gone", "s": when})
     assert deltas == {"app": {"a": 1}, "user": {"u": [1]}, "session": {"s": "2026-01-02T03:04:05Z"}}
     assert split_state(None) == NO_DELTAS
@@ -200,5 +206,5 @@ def test_every_transaction_passes_the_write_gate_of_our_backend():
     assert connection._holds_write_gate is None
     with pytest.raises(ZeroDivisionError), transaction.atomic():
         assert connection._holds_write_gate is not None
-        1 / 0
+        raise ZeroDivisionError
     assert connection._holds_write_gate is None

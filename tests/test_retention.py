@@ -216,7 +216,9 @@ def test_task_runs_the_purge_and_stores_counts_only():
 def test_purged_resume_leaves_no_bytes_in_database_files(api, new_session, db_path, settings):
     settings.SESSION_TTL_HOURS = 1
     session_id, token = new_session()
-    turn = api.post(f"/agent/sessions/{session_id}/messages", {"message": "hi"}, format="json", HTTP_X_SESSION_TOKEN=token)
+    turn = api.post(
+        f"/agent/sessions/{session_id}/messages", {"message": "hi"}, format="json", HTTP_X_SESSION_TOKEN=token
+    )
     assert turn.status_code == 200
     # Stored sealed: the resume is not in the file in clear, its ciphertext is.
     assert find_markers(database_files(db_path), fixture_markers()) == []

@@ -73,10 +73,7 @@ def _runner(llm: ScriptedLlm, service: DjangoSessionService) -> Runner:
 
 async def _turn(runner: Runner, session_id: str, text: str) -> list[Event]:
     message = types.Content(role="user", parts=[types.Part(text=text)])
-    return [
-        event
-        async for event in runner.run_async(user_id=USER, session_id=session_id, new_message=message)
-    ]
+    return [event async for event in runner.run_async(user_id=USER, session_id=session_id, new_message=message)]
 
 
 def _stored_events(session_id: str) -> list[Event]:
@@ -174,9 +171,7 @@ def test_second_turn_reloads_the_session_and_sees_the_first():
     assert [e.content.parts[0].text for e in stored if e.author == "user"] == [f"我會 {SKILL}", "還有 SQL"]
     assert _stored_state(session.id)["skills"] == [SKILL, "SQL"]
     # The third model call (first of turn two) was sent the whole first turn.
-    third_request_texts = [
-        part.text for content in llm.requests[2].contents for part in content.parts if part.text
-    ]
+    third_request_texts = [part.text for content in llm.requests[2].contents for part in content.parts if part.text]
     assert ANSWER in third_request_texts
     assert "還有 SQL" in third_request_texts
 

@@ -40,9 +40,7 @@ def _fill_session(service: DjangoSessionService) -> str:
     """A session holding the fixture resume in state and 14 events quoting it (all sealed)."""
     resume = fixture_resume()
     lines = [line for line in resume.splitlines() if line.strip()]
-    session = async_to_sync(service.create_session)(
-        app_name=APP, user_id=USER, state={"resume_text": resume}
-    )
+    session = async_to_sync(service.create_session)(app_name=APP, user_id=USER, state={"resume_text": resume})
     for index in range(14):
         # Each event quotes two resume lines; together they quote every line.
         quote = f"{lines[index % len(lines)]} / {lines[(index + 14) % len(lines)]}"

@@ -52,7 +52,7 @@ def served(tmp_path):
     with sqlite3.connect(db) as conn:
         conn.execute(
             "UPDATE django_q_schedule SET minutes=1, next_run=? WHERE name=?",
-            (dt.datetime.now(dt.timezone.utc).isoformat(" "), SCHEDULE),
+            (dt.datetime.now(dt.UTC).isoformat(" "), SCHEDULE),
         )
     port = _free_port()
     log_path = tmp_path / "serve.log"
@@ -79,7 +79,7 @@ def _insert_expired_sessions(db: Path, count: int) -> None:
 
     Their content is random bytes the size of sealed values: the purge never opens it.
     """
-    old = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=3)).isoformat(" ")
+    old = (dt.datetime.now(dt.UTC) - dt.timedelta(days=3)).isoformat(" ")
     with sqlite3.connect(db, timeout=20) as conn:
         for i in range(count):
             cursor = conn.execute(
@@ -97,8 +97,7 @@ def _insert_expired_sessions(db: Path, count: int) -> None:
 def _purge_runs(db: Path) -> int:
     with sqlite3.connect(db, timeout=20) as conn:
         return conn.execute(
-            "SELECT COUNT(*) FROM django_q_task WHERE func='sessions_app.tasks.purge_expired_sessions'"
-            " AND success=1"
+            "SELECT COUNT(*) FROM django_q_task WHERE func='sessions_app.tasks.purge_expired_sessions' AND success=1"
         ).fetchone()[0]
 
 

@@ -56,7 +56,9 @@ def test_only_the_newest_plan_versions_are_kept(api, new_session, monkeypatch):
     state = _content(session_id, token).state
     assert state[plan_key(1)] is None and state[PLAN_COUNT_KEY] == 3
     assert _state_deltas(session_id, token)[-1] == {
-        plan_key(3): state[plan_key(3)], PLAN_COUNT_KEY: 3, plan_key(1): None,
+        plan_key(3): state[plan_key(3)],
+        PLAN_COUNT_KEY: 3,
+        plan_key(1): None,
     }
 
 

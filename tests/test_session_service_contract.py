@@ -177,9 +177,7 @@ def test_create_session_with_existing_id_raises_already_exists(svc):
 
 def test_create_session_with_padded_duplicate_id_raises_and_keeps_original(svc):
     """The duplicate check runs on the stripped id, so a padded id cannot clobber a session."""
-    svc.create_session(
-        app_name=APP, user_id=USER, session_id="existing_session", state={"keep": "original"}
-    )
+    svc.create_session(app_name=APP, user_id=USER, session_id="existing_session", state={"keep": "original"})
 
     with pytest.raises(AlreadyExistsError):
         svc.create_session(
@@ -197,9 +195,7 @@ def test_create_session_with_padded_duplicate_id_raises_and_keeps_original(svc):
 
 def test_padded_session_id_is_stripped_on_create_read_and_delete(svc):
     padded_id = "order-42\n"
-    created = svc.create_session(
-        app_name=APP, user_id=USER, session_id=padded_id, state={"cart": "book"}
-    )
+    created = svc.create_session(app_name=APP, user_id=USER, session_id=padded_id, state={"cart": "book"})
     assert created.id == "order-42"
 
     session = svc.get_session(app_name=APP, user_id=USER, session_id=padded_id)
@@ -270,9 +266,7 @@ def test_fetched_session_is_a_copy_not_the_stored_session(svc):
 def test_create_and_list_sessions_of_one_user(svc):
     session_ids = [f"session{i}" for i in range(5)]
     for session_id in session_ids:
-        svc.create_session(
-            app_name=APP, user_id=USER, session_id=session_id, state={"key": "value" + session_id}
-        )
+        svc.create_session(app_name=APP, user_id=USER, session_id=session_id, state={"key": "value" + session_id})
 
     sessions = svc.list_sessions(app_name=APP, user_id=USER).sessions
 
@@ -389,9 +383,7 @@ def test_session_state_is_not_shared(svc):
 
 
 def test_scoped_state_is_merged_into_get_and_list(svc):
-    svc.create_session(
-        app_name=APP, user_id="u1", session_id="s1", state={"app:a": 1, "user:u": 2, "s": 3}
-    )
+    svc.create_session(app_name=APP, user_id="u1", session_id="s1", state={"app:a": 1, "user:u": 2, "s": 3})
     later = svc.create_session(app_name=APP, user_id="u1", session_id="s2")
     svc.append_event(later, _event(actions=_delta(**{"app:a": 10, "user:u2": 20})))
 
@@ -402,9 +394,7 @@ def test_scoped_state_is_merged_into_get_and_list(svc):
 
 
 def test_temp_state_at_create_is_never_stored(svc):
-    session = svc.create_session(
-        app_name=APP, user_id=USER, session_id="s1", state={"temp:t": "tv", "sk": "sv"}
-    )
+    session = svc.create_session(app_name=APP, user_id=USER, session_id="s1", state={"temp:t": "tv", "sk": "sv"})
 
     assert session.state == {"sk": "sv"}
     assert svc.get_session(app_name=APP, user_id=USER, session_id="s1").state == {"sk": "sv"}
@@ -486,9 +476,7 @@ def test_app_state_dict_valued_delta_replaces_stored_value(svc):
 
 
 def test_user_state_none_valued_delta_is_stored_not_dropped(svc):
-    session1 = svc.create_session(
-        app_name=APP, user_id="u1", session_id="s1", state={"user:pref": "dark_mode"}
-    )
+    session1 = svc.create_session(app_name=APP, user_id="u1", session_id="s1", state={"user:pref": "dark_mode"})
     svc.append_event(session1, _event(actions=_delta(**{"user:pref": None})))
 
     session1b = svc.create_session(app_name=APP, user_id="u1", session_id="s1b")
@@ -686,9 +674,7 @@ def test_append_event_with_requested_tool_confirmations(svc):
         confirmed=False,
         payload={"collection_name": "photos", "resource_id": "album_1"},
     )
-    svc.append_event(
-        session, _event(actions=EventActions(requested_tool_confirmations={"tool_call_1": confirmation}))
-    )
+    svc.append_event(session, _event(actions=EventActions(requested_tool_confirmations={"tool_call_1": confirmation})))
 
     got = svc.get_session(app_name=APP, user_id=USER, session_id=session.id)
     assert len(got.events) == 1
@@ -910,9 +896,7 @@ def test_append_event_to_stale_session_keeps_only_committed_events(persistent):
         original, _event(invocation_id="inv1", timestamp=current_time + 1, actions=_delta(sk1="v1"))
     )
     updated = persistent.get_session(app_name=APP, user_id=USER, session_id=original.id)
-    persistent.append_event(
-        updated, _event(invocation_id="inv2", timestamp=current_time + 2, actions=_delta(sk2="v2"))
-    )
+    persistent.append_event(updated, _event(invocation_id="inv2", timestamp=current_time + 2, actions=_delta(sk2="v2")))
 
     assert original.last_update_time < updated.last_update_time
     assert len(original.events) == 1

@@ -124,8 +124,14 @@ def test_processes_sharing_the_cache_let_exactly_the_limit_through(tmp_path):
 
     start_at = str(time.time() + 8)  # after every process has started up
     processes = [
-        subprocess.Popen([sys.executable, "-c", _PROCESS_SCRIPT, start_at, "15"], cwd=ROOT, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", _PROCESS_SCRIPT, start_at, "15"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(4)
     ]
     outputs = [process.communicate(timeout=120) for process in processes]
@@ -136,8 +142,11 @@ def test_processes_sharing_the_cache_let_exactly_the_limit_through(tmp_path):
 # --- messages ----------------------------------------------------------------------------
 def _send(api, session_id, token, address="127.0.0.1"):
     return api.post(
-        f"/agent/sessions/{session_id}/messages", {"message": "Plan please"}, format="json",
-        HTTP_X_SESSION_TOKEN=token, REMOTE_ADDR=address,
+        f"/agent/sessions/{session_id}/messages",
+        {"message": "Plan please"},
+        format="json",
+        HTTP_X_SESSION_TOKEN=token,
+        REMOTE_ADDR=address,
     )
 
 

@@ -6,6 +6,7 @@ process" is played by a second open file description of the directory (flock
 belongs to it, not to the process) or, for the fork rules, by a real fork.
 """
 
+import contextlib
 import os
 import select
 import threading
@@ -39,10 +40,8 @@ def _open_fds_on(directory) -> int:
     target = os.path.realpath(directory)
     count = 0
     for name in os.listdir("/proc/self/fd"):
-        try:
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed by now
             count += os.readlink(f"/proc/self/fd/{name}") == target
-        except OSError:  # the listing's own descriptor, closed by now
-            pass
     return count
 
 

@@ -1,5 +1,6 @@
 """How the API answers errors: JSON always, one identical 404 for every miss."""
 
+import json
 import logging
 import traceback
 
@@ -33,7 +34,7 @@ def session_not_found_response() -> HttpResponse:
     Built here rather than by DRF's renderer so that the API views and the
     project's 404 handler (paths no view matches) send the same bytes.
     """
-    body = '{"detail": "%s"}' % _("找不到這個 session，可能已過期或被刪除")
+    body = json.dumps({"detail": _("找不到這個 session，可能已過期或被刪除")}, ensure_ascii=False)
     # Marked here too, not only under /agent/: every 404 sends the same headers.
     return forbid_storing(HttpResponse(body.encode("utf-8"), status=404, content_type="application/json"))
 

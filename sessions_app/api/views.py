@@ -126,7 +126,9 @@ class SessionMessagesView(OwnedSessionView):
         return super().get_throttles() if self.request.method == "POST" else []
 
     @extend_schema(
-        parameters=SESSION_PARAMETERS, responses={200: Conversation, **SESSION_ERRORS}, summary="The conversation so far"
+        parameters=SESSION_PARAMETERS,
+        responses={200: Conversation, **SESSION_ERRORS},
+        summary="The conversation so far",
     )
     def get(self, request, session_id):
         session = self.owned_session(session_id)

@@ -4,24 +4,34 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0001_initial'),
+        ("sessions_app", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='DeletionAudit',
+            name="DeletionAudit",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('trigger', models.CharField(choices=[('api', 'API (owner)'), ('ttl', 'TTL purge (scheduled)'), ('admin', 'Admin'), ('command', 'Management command')], max_length=16)),
-                ('sessions_deleted', models.PositiveIntegerField()),
-                ('events_deleted', models.PositiveIntegerField()),
-                ('duration_ms', models.PositiveIntegerField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "trigger",
+                    models.CharField(
+                        choices=[
+                            ("api", "API (owner)"),
+                            ("ttl", "TTL purge (scheduled)"),
+                            ("admin", "Admin"),
+                            ("command", "Management command"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("sessions_deleted", models.PositiveIntegerField()),
+                ("events_deleted", models.PositiveIntegerField()),
+                ("duration_ms", models.PositiveIntegerField()),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

@@ -20,32 +20,44 @@ UPDATE sessions_app_sessionevent SET seq = (
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0005_sealed_content'),
+        ("sessions_app", "0005_sealed_content"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='sessionevent',
-            name='seq',
+            model_name="sessionevent",
+            name="seq",
             field=models.PositiveIntegerField(default=0),
             preserve_default=False,
         ),
         migrations.RunSQL(NUMBER_EXISTING_EVENTS, migrations.RunSQL.noop),
         migrations.AddConstraint(
-            model_name='sessionevent',
-            constraint=models.UniqueConstraint(fields=('session', 'seq'), name='unique_event_seq_per_session'),
+            model_name="sessionevent",
+            constraint=models.UniqueConstraint(fields=("session", "seq"), name="unique_event_seq_per_session"),
         ),
         migrations.CreateModel(
-            name='IntegrityFailure',
+            name="IntegrityFailure",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('kind', models.CharField(choices=[('state_tampered', 'state does not open at its revision'), ('state_replayed', 'revision behind the stored events (older state put back)'), ('events_missing', 'fewer events than the revision (deleted)'), ('event_sequence_broken', 'events not numbered 1..revision'), ('event_tampered', 'event does not open in its place'), ('user_state_tampered', 'user state does not open')], max_length=32)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("state_tampered", "state does not open at its revision"),
+                            ("state_replayed", "revision behind the stored events (older state put back)"),
+                            ("events_missing", "fewer events than the revision (deleted)"),
+                            ("event_sequence_broken", "events not numbered 1..revision"),
+                            ("event_tampered", "event does not open in its place"),
+                            ("user_state_tampered", "user state does not open"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

@@ -4,15 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0006_event_sequence_integrity_failure'),
+        ("sessions_app", "0006_event_sequence_integrity_failure"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='deletionaudit',
-            name='trigger',
-            field=models.CharField(choices=[('api', 'API (owner)'), ('ttl', 'TTL purge (scheduled)'), ('admin', 'Admin'), ('command', 'Management command'), ('adk', 'ADK session service')], max_length=16),
+            model_name="deletionaudit",
+            name="trigger",
+            field=models.CharField(
+                choices=[
+                    ("api", "API (owner)"),
+                    ("ttl", "TTL purge (scheduled)"),
+                    ("admin", "Admin"),
+                    ("command", "Management command"),
+                    ("adk", "ADK session service"),
+                ],
+                max_length=16,
+            ),
         ),
     ]

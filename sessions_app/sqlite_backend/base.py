@@ -23,6 +23,7 @@ module where settings use SQLite (config/settings.py). The PRAGMAs every
 connection gets stay in `sessions_app.sqlite`'s `connection_created` receiver.
 """
 
+import contextlib
 import os
 import threading
 import time
@@ -48,10 +49,8 @@ class WriteGate:
         # After a fork (gunicorn workers, qcluster) the child must not share the
         # parent's open file description: flock belongs to it, not to the process.
         if self._fd is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(self._fd)  # the child's copy; the parent's stays open
-            except OSError:
-                pass
         self._pid = os.getpid()
         self._thread_lock = threading.RLock()
         self._depth = 0

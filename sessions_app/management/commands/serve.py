@@ -21,8 +21,21 @@ THREADS = 4
 
 def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS) -> list[str]:
     """The production web server's command line (benchmarks start the same one)."""
-    return [python, "-m", "gunicorn", "config.wsgi", "--bind", bind, "--workers", str(workers),
-            "--threads", str(THREADS), "--preload", "--access-logfile", "-"]
+    return [
+        python,
+        "-m",
+        "gunicorn",
+        "config.wsgi",
+        "--bind",
+        bind,
+        "--workers",
+        str(workers),
+        "--threads",
+        str(THREADS),
+        "--preload",
+        "--access-logfile",
+        "-",
+    ]
 
 
 class Command(BaseCommand):
