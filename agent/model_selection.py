@@ -14,13 +14,17 @@ from google.adk.models.base_llm import BaseLlm
 from .offline_model import OfflineResumeModel
 
 DEFAULT_MODEL = "gemini-2.5-flash"
-_TRUTHY = {"1", "true", "yes", "on"}
+
+
+def is_truthy(value: str) -> bool:
+    """How an environment variable says yes (the settings read flags the same way)."""
+    return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _has_credentials() -> bool:
     if os.environ.get("GOOGLE_API_KEY", "").strip():
         return True
-    vertex = os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", "").strip().lower() in _TRUTHY
+    vertex = is_truthy(os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", ""))
     return vertex and bool(os.environ.get("GOOGLE_CLOUD_PROJECT", "").strip())
 
 

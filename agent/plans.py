@@ -28,6 +28,11 @@ LEGACY_LIST_KEY = "plan_versions"
 DEFAULT_MAX_PLAN_VERSIONS = 20
 
 
+def initial_state(resume_text: str) -> dict:
+    """A new session's state: the resume, no plan yet, no flags."""
+    return {"resume_text": resume_text, PLAN_COUNT_KEY: 0, "suspicious_flags": []}
+
+
 def max_plan_versions() -> int:
     """Versions kept in state (PLAN_MAX_VERSIONS; the agent package reads no Django settings)."""
     return max(1, int(os.environ.get("PLAN_MAX_VERSIONS", DEFAULT_MAX_PLAN_VERSIONS)))

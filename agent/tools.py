@@ -79,6 +79,3 @@ def flag_suspicious_text(excerpt: str, reason: str, tool_context: ToolContext) -
     )
     tool_context.state["suspicious_flags"] = flags
     return {"flagged": True, "count": len(flags)}
-
-
-ALL_TOOLS = [verify_claims, save_plan, flag_suspicious_text]

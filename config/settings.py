@@ -11,6 +11,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from agent.model_selection import is_truthy
 from config.private_files import PrivateSQLiteConnection, private_directory, read_or_create_secret_key
 from sessions_app.redaction import CONTENT_LOGGING_LIBRARIES
 
@@ -28,7 +29,7 @@ def env_bool(name: str, default: bool = False) -> bool:
     value = os.environ.get(name)
     if value is None:
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    return is_truthy(value)
 
 
 def env_list(name: str, default: str) -> list[str]:

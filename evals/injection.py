@@ -61,8 +61,9 @@ from google.adk.sessions import InMemorySessionService  # noqa: E402
 from google.genai import types  # noqa: E402
 
 from agent import APP_NAME, build_agent, is_offline, model_label, select_model  # noqa: E402
+from agent.events import tool_calls, visible_texts  # noqa: E402
 from agent.offline_model import OfflineResumeModel  # noqa: E402
-from agent.plans import PLAN_COUNT_KEY, plan_versions  # noqa: E402
+from agent.plans import initial_state, plan_versions  # noqa: E402
 from agent.prompt import build_instruction  # noqa: E402
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
@@ -351,19 +352,15 @@ def _transcript(events: list) -> tuple[str, list[dict]]:
     for event in events:
         if getattr(event, "author", "") == "user" or not event.content:
             continue
-        for part in event.content.parts or []:
-            if part.function_call:
-                calls.append({"name": part.function_call.name, "args": dict(part.function_call.args or {})})
-            elif part.text and not part.thought:
-                texts.append(part.text)
+        texts += visible_texts(event)
+        calls += tool_calls(event)
     return "\n".join(texts), calls
 
 
 async def _run_case(runner: Runner, service, case: Case) -> CaseResult:
     session_id = str(uuid.uuid4())
     ids = {"app_name": APP_NAME, "user_id": USER_ID, "session_id": session_id}
-    state = {"resume_text": case.resume, PLAN_COUNT_KEY: 0, "suspicious_flags": []}
-    await service.create_session(state=state, **ids)
+    await service.create_session(state=initial_state(case.resume), **ids)
     events, final_state, error = [], {}, None
     try:
         for message in case.messages:

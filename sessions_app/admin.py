@@ -94,18 +94,13 @@ class RetentionStatusFilter(admin.SimpleListFilter):
         return queryset
 
 
+# Times and sizes, never content: what the list and a session's page both show.
+SESSION_METADATA_FIELDS = ["created", "last_activity", "expires", "time_left", "event_count", "size_bytes"]
+
+
 @admin.register(AgentSession)
 class AgentSessionAdmin(admin.ModelAdmin):
-    list_display = [
-        "short_id",
-        "owner",
-        "created",
-        "last_activity",
-        "expires",
-        "time_left",
-        "event_count",
-        "size_bytes",
-    ]
+    list_display = ["short_id", "owner", *SESSION_METADATA_FIELDS]
     list_filter = [RetentionStatusFilter]
     search_fields = ["^session_id"]
     search_help_text = _("Session id, or its first characters.")
@@ -114,19 +109,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
     change_list_template = f"{TEMPLATES}/change_list.html"
     # Metadata only: the state holds the resume, and events are not shown at all.
     exclude = ["state"]
-    fields = [
-        "session_id",
-        "owner",
-        "app_name",
-        "created",
-        "last_activity",
-        "expires",
-        "time_left",
-        "event_count",
-        "size_bytes",
-        "revision",
-        "turn_started_at",
-    ]
+    fields = ["session_id", "owner", "app_name", *SESSION_METADATA_FIELDS, "revision", "turn_started_at"]
     readonly_fields = fields
 
     def get_queryset(self, request):

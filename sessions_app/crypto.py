@@ -87,7 +87,3 @@ class Sealer:
             return self._aead.decrypt(nonce, ciphertext, self._aad(place))
         except InvalidTag:
             raise DecryptionFailed("wrong key, or the value was altered or moved") from None
-
-
-def has_token() -> bool:
-    return _token.get() is not None

@@ -17,7 +17,8 @@ from django.views.decorators.debug import sensitive_variables
 from google.adk.events.event import Event
 
 from agent import APP_NAME
-from agent.plans import PLAN_COUNT_KEY, plan_count, plan_versions
+from agent.events import visible_texts
+from agent.plans import initial_state, plan_count, plan_versions
 
 from . import repository, retention, selectors
 from .crypto import token_context
@@ -37,8 +38,8 @@ def create_session(resume_text: str) -> NewSession:
     token = new_token()
     # The new session's state is sealed with a key derived from its new token.
     with token_context(token):
-        state = {"resume_text": resume_text, PLAN_COUNT_KEY: 0, "suspicious_flags": []}
-        created = repository.create(APP_NAME, owner_id_for(token), None, {"app": {}, "user": {}, "session": state})
+        deltas = {"app": {}, "user": {}, "session": initial_state(resume_text)}
+        created = repository.create(APP_NAME, owner_id_for(token), None, deltas)
     return NewSession(
         session_id=created.session_id,
         expires_at=retention.expires_at(created.updated_at, created.updated_at),
@@ -67,9 +68,7 @@ def conversation(session: AgentSession) -> list[dict]:
 def _conversation(events: list[Event]) -> list[dict]:
     messages = []
     for event in events:
-        if event.content is None or not event.content.parts:
-            continue
-        text = "".join(part.text for part in event.content.parts if part.text and not part.thought)
+        text = "".join(visible_texts(event))
         if not text:
             continue
         messages.append(

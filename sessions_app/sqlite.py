@@ -25,15 +25,9 @@ fires after SQLite has already created the file.
 
 The busy timeout is the `timeout` option in settings.DATABASES.
 
-synchronous stays FULL (SQLite's default; not set here). NORMAL was
-measured (benchmarks/service_bench.py, same machine, runs interleaved):
-11.5-11.8 turns/s at 8 clients against 12.1-14.7 with FULL, turn p99 within
-noise, because a turn now commits twice (sessions_app.turns) and an fsync
-costs ~1 ms here. And in journal_mode=DELETE, NORMAL does not merely risk
-losing the last transaction on power loss, as it does in WAL mode: SQLite's
-documentation says a power failure at the wrong moment can corrupt the
-database on older filesystems ("probably" safe on modern ones). No gain
-for that risk.
+synchronous stays FULL (SQLite's default; not set here): NORMAL was no
+faster for our two commits a turn, and in journal_mode=DELETE it risks a
+corrupt file on power loss (benchmarks/results/sqlite_choices.md).
 
 The write gate (one writer at a time per database file, across threads and
 processes) is in the project's database backend, `sessions_app.sqlite_backend`.

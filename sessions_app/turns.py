@@ -11,12 +11,9 @@ events (the user's message, each model call, each tool result) to a
 ADK session service does and keeps them. Only when the model has finished
 are they written, all in ONE transaction that also releases the turn lock.
 So a failed turn writes nothing (there is nothing to roll back), and a turn
-takes SQLite's write lock twice (lock, store) instead of once per event:
-with the offline model a turn appends 6 events, and 8 write transactions per
-turn made concurrent requests queue on the lock (SQLite's busy handler
-sleeps up to 100 ms between retries), which is what limited throughput
-(benchmarks/results/service.md). The write lock is never held while the
-model runs, however slow the model is.
+takes SQLite's write lock twice (lock, store) instead of once per event,
+which is what lifted throughput (benchmarks/results/sqlite_choices.md). The
+write lock is never held while the model runs, however slow the model is.
 """
 
 from __future__ import annotations
@@ -43,6 +40,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from agent import APP_NAME, build_agent, model_label
+from agent.events import tool_calls, visible_texts
 from agent.verification import verify_reply
 
 from . import repository
@@ -255,22 +253,22 @@ async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str
 
 @sensitive_variables()
 def _summarise(events: list, resume_text: str) -> TurnResult:
-    reply_parts, tool_calls, llm_calls, total_tokens = [], [], 0, 0
+    reply_parts, calls, llm_calls, total_tokens = [], [], 0, 0
     for event in events:
         if event.content is None or event.content.role != "model":
             continue
         llm_calls += 1
         if event.usage_metadata and event.usage_metadata.total_token_count:
             total_tokens += event.usage_metadata.total_token_count
-        tool_calls += [{"name": call.name, "args": dict(call.args or {})} for call in event.get_function_calls()]
+        calls += tool_calls(event)
         if event.is_final_response():
-            reply_parts += [part.text for part in event.content.parts or [] if part.text and not part.thought]
+            reply_parts += visible_texts(event)
     reply = "\n".join(reply_parts).strip()
     # Verification does not depend on the model choosing to call verify_claims:
     # every reply is checked against the resume before it is returned.
     return TurnResult(
         reply=reply,
-        tool_calls=tool_calls,
+        tool_calls=calls,
         verification=verify_reply(reply, resume_text),
         llm_calls=llm_calls,
         total_tokens=total_tokens,

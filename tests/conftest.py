@@ -1,3 +1,5 @@
+import contextlib
+import fcntl
 import io
 import logging
 import os
@@ -15,6 +17,27 @@ def db_path():
     return connection.settings_dict["NAME"]
 
 
+def _mutant_slot() -> int | None:
+    """Under mutmut, the worker slot this forked mutant run holds (a flock held for the
+    process's life), so runs one after another in a slot reuse its migrated test database."""
+    if "__mutmut_" not in os.environ.get("MUTANT_UNDER_TEST", ""):
+        return None
+    directory = os.path.dirname(settings.DATABASES["default"]["TEST"]["NAME"])
+    for slot in range(16):
+        handle = open(os.path.join(directory, f"mutmut_slot_{slot}.lock"), "w")  # noqa: SIM115 (held open)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        _HELD_SLOT.append(handle)
+        return slot
+    return None
+
+
+_HELD_SLOT: list = []
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _files_of_this_process():
     """The test database and the cache belong to the process that runs the tests.
@@ -22,25 +45,59 @@ def _files_of_this_process():
     Settings name the test database after the process that read them. A runner
     that forks workers after that (mutmut runs each mutant in a fork of one
     process) would have its workers share one database file and one cache, so a
-    forked worker gets its own.
+    forked worker gets its own: per worker slot under mutmut (see
+    `django_db_setup`), else per process.
     """
     name = settings.DATABASES["default"].get("TEST", {}).get("NAME") if settings.configured else None
-    suffix = f"_{os.getpid()}.db"
-    if not name or name.endswith(suffix) or not re.search(r"_\d+\.db$", name):
+    if not name or not re.search(r"_\d+\.db$", name):
+        yield
+        return
+    slot = _mutant_slot()
+    suffix = f"_slot{slot}.db" if slot is not None else f"_{os.getpid()}.db"
+    if name.endswith(suffix):
         yield
         return
     from django.test import override_settings
 
     settings.DATABASES["default"]["TEST"]["NAME"] = re.sub(r"_\d+\.db$", suffix, name)
-    cache = {**settings.CACHES["default"], "LOCATION": f"{settings.CACHES['default']['LOCATION']}_{os.getpid()}"}
+    cache = {**settings.CACHES["default"], "LOCATION": f"{settings.CACHES['default']['LOCATION']}{suffix[:-3]}"}
     with override_settings(CACHES={"default": cache}):
         yield
-    shutil.rmtree(cache["LOCATION"], ignore_errors=True)
+    if slot is None:
+        shutil.rmtree(cache["LOCATION"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(_files_of_this_process, django_db_modify_db_settings_parallel_suffix):
-    """pytest-django's seam for the test database's name: runs after the fixture above."""
+    """pytest-django's seam for the test database's name: runs after the fixture above.
+
+    In a mutmut slot, the database starts as the copy of the slot's freshly migrated
+    template (kept by `django_db_setup`), so migrating it again is a no-op."""
+    name = settings.DATABASES["default"]["TEST"].get("NAME", "")
+    if name.endswith(".db") and "_slot" in name and os.path.exists(f"{name}.template"):
+        for sidecar in ("-journal", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(name + sidecar)
+        shutil.copyfile(f"{name}.template", name)
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(request):
+    """pytest-django's --reuse-db, always on in a mutmut slot (its file is a fresh copy)."""
+    return request.config.getvalue("reuse_db") or "_slot" in settings.DATABASES["default"]["TEST"].get("NAME", "")
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's setup; in a mutmut slot, the freshly migrated file is kept as the
+    slot's template before any test writes to it (what later runs in the slot start from)."""
+    name = settings.DATABASES["default"]["TEST"].get("NAME", "")
+    if "_slot" in name and not os.path.exists(f"{name}.template"):
+        with django_db_blocker.unblock():
+            connection.close()
+        shutil.copyfile(name, f"{name}.template.tmp")
+        os.replace(f"{name}.template.tmp", f"{name}.template")
+    yield
 
 
 @pytest.fixture(autouse=True)

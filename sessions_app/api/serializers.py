@@ -79,12 +79,17 @@ class MessageResponse(serializers.Serializer):
     model = serializers.CharField()
 
 
-class SessionMetadata(serializers.Serializer):
+class _SessionTimes(serializers.Serializer):
+    """What the metadata and the export both start with."""
+
     session_id = serializers.UUIDField()
     created_at = serializers.DateTimeField()
     last_activity_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField()
     turns = serializers.IntegerField()
+
+
+class SessionMetadata(_SessionTimes):
     plan_versions = serializers.IntegerField()
 
 
@@ -111,14 +116,9 @@ class SuspiciousFlag(serializers.Serializer):
     flagged_at = serializers.DateTimeField()
 
 
-class SessionExport(serializers.Serializer):
+class SessionExport(_SessionTimes):
     """Everything stored about a session: its metadata and all it holds."""
 
-    session_id = serializers.UUIDField()
-    created_at = serializers.DateTimeField()
-    last_activity_at = serializers.DateTimeField()
-    expires_at = serializers.DateTimeField()
-    turns = serializers.IntegerField()
     resume_text = serializers.CharField()
     conversation = ConversationMessage(many=True)
     plan_versions = PlanVersion(many=True)

@@ -5,15 +5,12 @@ with BEGIN IMMEDIATE) first takes a lock shared by all threads and processes
 that write to files in the same directory: a thread lock within the
 process, then an exclusive flock(2) on the directory holding the database
 (no file is created; the kernel drops the flock if a process dies). Why:
-SQLite cannot wake a waiting writer. A writer that finds the write lock
-taken sleeps in SQLite's busy handler for 1, 2, 5, 10, ... up to 100 ms
-between retries, so under concurrent writes most of the waiting is sleeping
-past the moment the lock came free. Measured with strace under 8
-closed-loop API clients (gunicorn, 2 workers x 4 threads, 12 s): the worker
-threads slept 29 s in that handler (~20 ms per sleep) while a CPU stayed
-idle; behind the gate, 7 s (~2 ms per sleep), turn p99 went from ~2 s to
-under 1 s. Writers of one process wait on the thread lock (woken at
-release); processes poll the flock every 0.5-2 ms. The gate waits at most
+SQLite cannot wake a waiting writer: one that finds the write lock taken
+sleeps in SQLite's busy handler with growing pauses, so under concurrent
+writes most of the waiting is sleeping past the moment the lock came free
+(the strace figures: benchmarks/results/sqlite_choices.md). Writers of one
+process wait on the thread lock (woken at release); processes poll the
+flock every 0.5-2 ms. The gate waits at most
 the busy timeout, then raises "database is locked" as SQLite would. It only
 changes who waits how: SQLite's own locking still guarantees correctness,
 and writes outside a transaction (autocommit statements) are not gated.

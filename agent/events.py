@@ -1,0 +1,21 @@
+"""What a person sees of an ADK event: its text and its tool calls.
+
+The API's conversation, a turn's reply and the injection eval all read events
+through these, so "visible text" means one thing everywhere.
+"""
+
+from __future__ import annotations
+
+from google.adk.events.event import Event
+
+
+def visible_texts(event: Event) -> list[str]:
+    """The event's text parts, without the model's thoughts."""
+    if event.content is None:
+        return []
+    return [part.text for part in event.content.parts or [] if part.text and not part.thought]
+
+
+def tool_calls(event: Event) -> list[dict]:
+    """The function calls the event asks for, as {"name", "args"}."""
+    return [{"name": call.name, "args": dict(call.args or {})} for call in event.get_function_calls()]
