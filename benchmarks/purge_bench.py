@@ -164,7 +164,7 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
         thread.join(timeout=120)
         with closing(sqlite3.connect(db, timeout=30)) as conn:
             left = conn.execute(
-                "SELECT COUNT(*) FROM sessions_app_agentsession WHERE user_id LIKE ?", (MARKER + "%",)
+                "SELECT COUNT(*) FROM sessions_app_agentsession WHERE owner_id LIKE ?", (MARKER + "%",)
             ).fetchone()[0]
     finally:
         if purge is not None:

@@ -104,7 +104,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
     list_filter = [RetentionStatusFilter]
     search_fields = ["^session_id"]
     search_help_text = _("Session id, or its first characters.")
-    ordering = ["-updated_at"]
+    ordering = ["-last_activity_at"]
     actions = ["delete_selected_securely"]
     change_list_template = f"{TEMPLATES}/change_list.html"
     # Metadata only: the state holds the resume, and events are not shown at all.
@@ -153,17 +153,17 @@ class AgentSessionAdmin(admin.ModelAdmin):
     def short_id(self, session):
         return session.session_id[:8]
 
-    @admin.display(description=_("owner"), ordering="user_id")
+    @admin.display(description=_("owner"), ordering="owner_id")
     def owner(self, session):
-        return session.user_id[:12]
+        return session.owner_id[:12]
 
     @admin.display(description=_("created"), ordering="created_at")
     def created(self, session):
         return local_time(session.created_at)
 
-    @admin.display(description=_("last activity"), ordering="updated_at")
+    @admin.display(description=_("last activity"), ordering="last_activity_at")
     def last_activity(self, session):
-        return local_time(session.updated_at)
+        return local_time(session.last_activity_at)
 
     @admin.display(description=_("expires at"), ordering="expires_at")
     def expires(self, session):

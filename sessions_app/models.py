@@ -29,9 +29,9 @@ def new_session_id() -> str:
 
 class AgentSession(models.Model):
     app_name = models.CharField(max_length=128)
-    # ADK's user id. For sessions made by the API this is the owner id derived
+    # ADK's user id: the owner. For sessions made by the API it is derived
     # from the session token (never the token itself).
-    user_id = models.CharField(max_length=128)
+    owner_id = models.CharField(max_length=128)
     # ADK lets callers choose any string; the API always uses a UUID4.
     session_id = models.CharField(max_length=128, default=new_session_id)
     # Session-scoped state only, as sealed JSON (resume, plan versions, flags);
@@ -39,8 +39,8 @@ class AgentSession(models.Model):
     # never stored.
     state = models.BinaryField()
     created_at = models.DateTimeField()
-    # Last activity: the TTL is counted from here, so it is indexed.
-    updated_at = models.DateTimeField(db_index=True)
+    # The TTL is counted from here, so it is indexed.
+    last_activity_at = models.DateTimeField(db_index=True)
     # Bumped by every appended event; ADK's Session carries it back to us as
     # its storage marker, which is how a stale writer is told apart.
     revision = models.PositiveBigIntegerField(default=0)
@@ -50,7 +50,7 @@ class AgentSession(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["app_name", "user_id", "session_id"], name="unique_session_per_owner")
+            models.UniqueConstraint(fields=["app_name", "owner_id", "session_id"], name="unique_session_per_owner")
         ]
         indexes = [models.Index(fields=["session_id"], name="session_id_idx")]
 
@@ -59,7 +59,8 @@ class AgentSession(models.Model):
 
 
 class SessionEvent(models.Model):
-    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events")
+    # The session's row (its surrogate key), not ADK's session id.
+    agent_session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events")
     event_id = models.CharField(max_length=128)
     invocation_id = models.CharField(max_length=256, blank=True, default="")
     author = models.CharField(max_length=256, blank=True, default="")
@@ -74,13 +75,13 @@ class SessionEvent(models.Model):
     event_data = models.BinaryField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="unique_event_seq_per_session")]
+        constraints = [models.UniqueConstraint(fields=["agent_session", "seq"], name="unique_event_seq_per_session")]
         indexes = [
-            models.Index(fields=["session", "timestamp"], name="event_session_time_idx"),
+            models.Index(fields=["agent_session", "timestamp"], name="event_session_time_idx"),
             # append_event looks for an equal copy of the event (same id) before
             # storing it; without this index that check reads every event of
             # the session (benchmarks/results/growth.md).
-            models.Index(fields=["session", "event_id"], name="event_session_event_id_idx"),
+            models.Index(fields=["agent_session", "event_id"], name="event_session_event_id_idx"),
         ]
 
     def __str__(self) -> str:
@@ -103,13 +104,13 @@ class UserState(models.Model):
     """ADK `user:` state, shared by the sessions of one owner in one app."""
 
     app_name = models.CharField(max_length=128)
-    user_id = models.CharField(max_length=128)
+    owner_id = models.CharField(max_length=128)
     # Sealed JSON, keyed by the owner's token (one owner per token).
     state = models.BinaryField()
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["app_name", "user_id"], name="unique_user_state")]
+        constraints = [models.UniqueConstraint(fields=["app_name", "owner_id"], name="unique_user_state")]
 
 
 class DeletionAudit(models.Model):
@@ -118,6 +119,7 @@ class DeletionAudit(models.Model):
     class Trigger(models.TextChoices):
         API = "api", "API (owner)"
         TTL = "ttl", "TTL purge (scheduled)"
+        STARTUP = "startup", "TTL purge (at start-up)"
         ADMIN = "admin", "Admin"
         COMMAND = "command", "Management command"
         ADK = "adk", "ADK session service"

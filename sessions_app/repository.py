@@ -56,9 +56,9 @@ class LoadedSession:
     """A session as stored, its content opened."""
 
     app_name: str
-    user_id: str
+    owner_id: str
     session_id: str
-    updated_at: dt.datetime
+    last_activity_at: dt.datetime
     revision: int
     state: dict  # session-scoped keys only
     app_state: dict
@@ -79,7 +79,7 @@ class WriterView:
 @dataclass(frozen=True)
 class Appended:
     revision: int
-    updated_at: dt.datetime
+    last_activity_at: dt.datetime
     stored: list[bool]  # per event: False where an equal copy was already stored (a retry)
 
 
@@ -117,7 +117,7 @@ class _Sql:
 
 
 _MODELS = {"s": AgentSession, "e": SessionEvent, "a": AppState, "u": UserState}
-_SESSION_UPDATED_AT = AgentSession._meta.get_field("updated_at")
+_SESSION_LAST_ACTIVITY = AgentSession._meta.get_field("last_activity_at")
 _APP_STATE = AppState._meta.get_field("state")
 
 
@@ -143,31 +143,31 @@ def _connection():
 
 SCOPED_STATES = _Sql(
     """SELECT (SELECT {a.state} FROM {a} WHERE {a.app_name} = %s),
-              (SELECT {u.state} FROM {u} WHERE {u.app_name} = %s AND {u.user_id} = %s)"""
+              (SELECT {u.state} FROM {u} WHERE {u.app_name} = %s AND {u.owner_id} = %s)"""
 )
 
 
-def _open_user_state(app_name: str, user_id: str, sealed) -> dict:
+def _open_user_state(app_name: str, owner_id: str, sealed) -> dict:
     """The owner's `user:` state; {} where none is stored (then no key is needed)."""
     if sealed is None:
         return {}
-    return sealing.open_user_state(sealing.owner_sealer(app_name, user_id), sealed)
+    return sealing.open_user_state(sealing.owner_sealer(app_name, owner_id), sealed)
 
 
-def _scoped_states(cursor, connection, app_name: str, user_id: str) -> tuple[dict, dict]:
+def _scoped_states(cursor, connection, app_name: str, owner_id: str) -> tuple[dict, dict]:
     """(app state, user state) in one statement; {} where none is stored."""
-    cursor.execute(SCOPED_STATES(connection), [app_name, app_name, user_id])
+    cursor.execute(SCOPED_STATES(connection), [app_name, app_name, owner_id])
     app_value, user_value = cursor.fetchone()
-    return _from_db(_APP_STATE, app_value, connection) or {}, _open_user_state(app_name, user_id, user_value)
+    return _from_db(_APP_STATE, app_value, connection) or {}, _open_user_state(app_name, owner_id, user_value)
 
 
 def app_state(app_name: str) -> dict:
     return AppState.objects.filter(app_name=app_name).values_list("state", flat=True).first() or {}
 
 
-def user_state(app_name: str, user_id: str) -> dict:
-    sealed = UserState.objects.filter(app_name=app_name, user_id=user_id).values_list("state", flat=True).first()
-    return _open_user_state(app_name, user_id, sealed)
+def user_state(app_name: str, owner_id: str) -> dict:
+    sealed = UserState.objects.filter(app_name=app_name, owner_id=owner_id).values_list("state", flat=True).first()
+    return _open_user_state(app_name, owner_id, sealed)
 
 
 # The state rows are locked (where the database can) so two sessions writing
@@ -180,51 +180,51 @@ def _merge_into_app_state(app_name: str, delta: dict) -> None:
     row.save(update_fields=["state", "updated_at"])
 
 
-def _merge_into_user_state(app_name: str, user_id: str, delta: dict) -> None:
-    sealer = sealing.owner_sealer(app_name, user_id)
+def _merge_into_user_state(app_name: str, owner_id: str, delta: dict) -> None:
+    sealer = sealing.owner_sealer(app_name, owner_id)
     # A new row starts empty and is sealed below, in the same transaction.
     row, created = UserState.objects.select_for_update().get_or_create(
-        app_name=app_name, user_id=user_id, defaults={"state": b""}
+        app_name=app_name, owner_id=owner_id, defaults={"state": b""}
     )
     stored = {} if created else sealing.open_user_state(sealer, row.state)
     row.state = sealing.seal_user_state(sealer, {**stored, **delta})
     row.save(update_fields=["state", "updated_at"])
 
 
-def merge_user_state(app_name: str, user_id: str, delta: dict) -> None:
+def merge_user_state(app_name: str, owner_id: str, delta: dict) -> None:
     """Merges `delta` into the owner's `user:` state (sealed with the owner's key)."""
     with transaction.atomic():
-        _merge_into_user_state(app_name, user_id, delta)
+        _merge_into_user_state(app_name, owner_id, delta)
 
 
-def _apply_scoped_deltas(app_name: str, user_id: str, deltas: Deltas) -> None:
+def _apply_scoped_deltas(app_name: str, owner_id: str, deltas: Deltas) -> None:
     if deltas["app"]:
         _merge_into_app_state(app_name, deltas["app"])
     if deltas["user"]:
-        _merge_into_user_state(app_name, user_id, deltas["user"])
+        _merge_into_user_state(app_name, owner_id, deltas["user"])
 
 
 # --- Create ------------------------------------------------------------------------------
 
 
-def create(app_name: str, user_id: str, session_id: str | None, deltas: Deltas) -> LoadedSession:
+def create(app_name: str, owner_id: str, session_id: str | None, deltas: Deltas) -> LoadedSession:
     """A new session with the `deltas` of its initial state; `session_id` None: a new UUID."""
     chosen_id = session_id
     # The id is known before the row exists: it is part of the key's scope.
     session_id = chosen_id or new_session_id()
-    sealer = sealing.session_sealer(app_name, user_id, session_id)
+    sealer = sealing.session_sealer(app_name, owner_id, session_id)
     now = _to_datetime(time.time())
     with transaction.atomic():
-        if chosen_id and AgentSession.objects.filter(app_name=app_name, user_id=user_id, session_id=chosen_id).exists():
+        if chosen_id and owner_sessions(app_name, owner_id, chosen_id).exists():
             raise SessionExists(session_id)
-        _apply_scoped_deltas(app_name, user_id, deltas)
+        _apply_scoped_deltas(app_name, owner_id, deltas)
         row = AgentSession(
             app_name=app_name,
-            user_id=user_id,
+            owner_id=owner_id,
             session_id=session_id,
             state=sealing.seal_state(sealer, deltas["session"], 0),
             created_at=now,
-            updated_at=now,
+            last_activity_at=now,
         )
         try:
             row.save(force_insert=True)
@@ -234,17 +234,17 @@ def create(app_name: str, user_id: str, session_id: str | None, deltas: Deltas) 
             raise SessionExists(session_id) from None
         connection = _connection()
         with connection.cursor() as cursor:
-            scoped_app, scoped_user = _scoped_states(cursor, connection, app_name, user_id)
-    return LoadedSession(app_name, user_id, session_id, now, 0, deltas["session"], scoped_app, scoped_user)
+            scoped_app, scoped_user = _scoped_states(cursor, connection, app_name, owner_id)
+    return LoadedSession(app_name, owner_id, session_id, now, 0, deltas["session"], scoped_app, scoped_user)
 
 
 # --- Load --------------------------------------------------------------------------------
 
 SESSION_WITH_STATES = _Sql(
-    """SELECT {s.id}, {s.state}, {s.updated_at}, {s.revision},
+    """SELECT {s.id}, {s.state}, {s.last_activity_at}, {s.revision},
               (SELECT {a.state} FROM {a} WHERE {a.app_name} = %s),
-              (SELECT {u.state} FROM {u} WHERE {u.app_name} = %s AND {u.user_id} = %s)
-       FROM {s} WHERE {s.app_name} = %s AND {s.user_id} = %s AND {s.session_id} = %s"""
+              (SELECT {u.state} FROM {u} WHERE {u.app_name} = %s AND {u.owner_id} = %s)
+       FROM {s} WHERE {s.app_name} = %s AND {s.owner_id} = %s AND {s.session_id} = %s"""
 )
 # The session's revision and its events' sequence numbers in one statement, so
 # they are one snapshot (the revision is NULL once the session is gone); on the
@@ -252,13 +252,14 @@ SESSION_WITH_STATES = _Sql(
 STORED_SEQUENCE = _Sql(
     """SELECT (SELECT {s.revision} FROM {s} WHERE {s.id} = %s),
               COUNT(*), COUNT(DISTINCT {e.seq}), MIN({e.seq}), MAX({e.seq})
-       FROM {e} WHERE {e.session} = %s"""
+       FROM {e} WHERE {e.agent_session} = %s"""
 )
 # An event's number, id and timestamp name the place its sealed data opens in.
 # Only those up to the revision the state was read at: a later one was
 # appended after that read. Newest first, so a LIMIT keeps the recent ones.
 EVENTS_UP_TO = _Sql(
-    "SELECT {e.seq}, {e.event_id}, {e.timestamp}, {e.event_data} FROM {e} WHERE {e.session} = %s AND {e.seq} <= %s"
+    "SELECT {e.seq}, {e.event_id}, {e.timestamp}, {e.event_data} FROM {e}"
+    " WHERE {e.agent_session} = %s AND {e.seq} <= %s"
 )
 EVENTS_SINCE = _Sql(f"{EVENTS_UP_TO.template} AND {{e.timestamp}} >= %s")
 NEWEST_FIRST = _Sql(" ORDER BY {e.seq} DESC")
@@ -291,7 +292,7 @@ def _open_events(sealer, rows_oldest_first: Iterable[tuple]) -> list[Event]:
 
 def load(
     app_name: str,
-    user_id: str,
+    owner_id: str,
     session_id: str,
     *,
     num_recent_events: int | None = None,
@@ -302,28 +303,28 @@ def load(
     sequence, the events; the sequence is checked before anything is decrypted."""
     connection = _connection()
     with connection.cursor() as cursor:
-        cursor.execute(SESSION_WITH_STATES(connection), [app_name, app_name, user_id, app_name, user_id, session_id])
+        cursor.execute(SESSION_WITH_STATES(connection), [app_name, app_name, owner_id, app_name, owner_id, session_id])
         row = cursor.fetchone()
         if row is None:
             return None
-        pk, sealed_state, updated_at, revision, app_value, user_value = row
+        pk, sealed_state, last_activity_at, revision, app_value, user_value = row
         stored = _stored_sequence(cursor, connection, pk)
         if stored.revision is None:
             return None  # deleted since the first statement
         event_rows = _event_rows(cursor, connection, pk, revision, num_recent_events, after_timestamp)
-    sealer = sealing.session_sealer(app_name, user_id, session_id)
+    sealer = sealing.session_sealer(app_name, owner_id, session_id)
     sealing.check_event_sequence(session_id, revision, stored)
     state = sealing.open_state(sealer, sealed_state, revision)
     events = _open_events(sealer, reversed(event_rows))
     try:
-        owner_state = _open_user_state(app_name, user_id, user_value)
+        owner_state = _open_user_state(app_name, owner_id, user_value)
     except DecryptionFailed:
         raise sealing.IntegrityCheckFailed(session_id, sealing.FailureKind.USER_STATE_TAMPERED) from None
     return LoadedSession(
         app_name,
-        user_id,
+        owner_id,
         session_id,
-        _from_db(_SESSION_UPDATED_AT, updated_at, connection),
+        _from_db(_SESSION_LAST_ACTIVITY, last_activity_at, connection),
         revision,
         state,
         _from_db(_APP_STATE, app_value, connection) or {},
@@ -341,12 +342,12 @@ def owned_live_session(app_name: str, session_id: str, owner_id: str) -> AgentSe
     One query with id and owner together: "missing", "someone else's",
     "expired" and "deleted" are the same miss and take the same path.
     """
-    sessions = AgentSession.objects.filter(app_name=app_name, session_id=session_id, user_id=owner_id)
+    sessions = AgentSession.objects.filter(app_name=app_name, session_id=session_id, owner_id=owner_id)
     return retention.live(sessions).first()
 
 
 def _row_sealer(session: AgentSession) -> sealing.SessionSealer:
-    return sealing.session_sealer(session.app_name, session.user_id, session.session_id)
+    return sealing.session_sealer(session.app_name, session.owner_id, session.session_id)
 
 
 def open_state(session: AgentSession) -> dict:
@@ -407,23 +408,26 @@ def usage(session_pk: int) -> SessionUsage | None:
 
 # --- List --------------------------------------------------------------------------------
 
-LISTED = "SELECT {s.user_id}, {s.session_id}, {s.updated_at}, {s.revision}, {s.state} FROM {s} WHERE {s.app_name} = %s"
-OLDEST_ACTIVITY_FIRST = " ORDER BY {s.updated_at}, {s.user_id}, {s.session_id}"
+LISTED = (
+    "SELECT {s.owner_id}, {s.session_id}, {s.last_activity_at}, {s.revision}, {s.state}"
+    " FROM {s} WHERE {s.app_name} = %s"
+)
+OLDEST_ACTIVITY_FIRST = " ORDER BY {s.last_activity_at}, {s.owner_id}, {s.session_id}"
 APP_SESSIONS = _Sql(LISTED + OLDEST_ACTIVITY_FIRST)
-USER_SESSIONS = _Sql(LISTED + " AND {s.user_id} = %s" + OLDEST_ACTIVITY_FIRST)
-APP_USER_STATES = _Sql("SELECT {u.user_id}, {u.state} FROM {u} WHERE {u.app_name} = %s")
+USER_SESSIONS = _Sql(LISTED + " AND {s.owner_id} = %s" + OLDEST_ACTIVITY_FIRST)
+APP_USER_STATES = _Sql("SELECT {u.owner_id}, {u.state} FROM {u} WHERE {u.app_name} = %s")
 
 
-def list_sessions(app_name: str, user_id: str | None = None) -> list[LoadedSession]:
+def list_sessions(app_name: str, owner_id: str | None = None) -> list[LoadedSession]:
     """The app's (or one owner's) sessions without events, oldest activity first.
     Every owner's content opens with that owner's key: listing all owners fails closed
     (DecryptionFailed) unless the token in context is theirs too."""
     connection = _connection()
     with connection.cursor() as cursor:
-        if user_id is not None:
-            scoped_app, scoped_user = _scoped_states(cursor, connection, app_name, user_id)
-            state_by_user = {user_id: scoped_user}
-            cursor.execute(USER_SESSIONS(connection), [app_name, user_id])
+        if owner_id is not None:
+            scoped_app, scoped_user = _scoped_states(cursor, connection, app_name, owner_id)
+            state_by_user = {owner_id: scoped_user}
+            cursor.execute(USER_SESSIONS(connection), [app_name, owner_id])
         else:
             scoped_app = app_state(app_name)
             cursor.execute(APP_USER_STATES(connection), [app_name])
@@ -435,13 +439,13 @@ def list_sessions(app_name: str, user_id: str | None = None) -> list[LoadedSessi
             app_name,
             owner,
             session_id,
-            _from_db(_SESSION_UPDATED_AT, updated_at, connection),
+            _from_db(_SESSION_LAST_ACTIVITY, last_activity_at, connection),
             revision,
             sealing.open_state(sealing.session_sealer(app_name, owner, session_id), sealed_state, revision),
             scoped_app,
             state_by_user.get(owner, {}),
         )
-        for owner, session_id, updated_at, revision, sealed_state in rows
+        for owner, session_id, last_activity_at, revision, sealed_state in rows
     ]
 
 
@@ -451,25 +455,25 @@ def list_sessions(app_name: str, user_id: str | None = None) -> list[LoadedSessi
 # FOR UPDATE (where the database has it) makes the revision check and the update one
 # atomic step; on SQLite the IMMEDIATE transaction already holds the write lock.
 LOCK_SESSION = _Sql(
-    """SELECT {s.id}, {s.revision}, {s.updated_at}, {s.state} FROM {s}
-       WHERE {s.app_name} = %s AND {s.user_id} = %s AND {s.session_id} = %s{for_update}"""
+    """SELECT {s.id}, {s.revision}, {s.last_activity_at}, {s.state} FROM {s}
+       WHERE {s.app_name} = %s AND {s.owner_id} = %s AND {s.session_id} = %s{for_update}"""
 )
 # Stored events with the id of the one being appended (almost always none):
 # sealed values differ on every write, so an equal re-delivery is found by
 # opening them, not by comparing bytes in SQL.
 EVENTS_WITH_ID = _Sql(
-    "SELECT {e.seq}, {e.timestamp}, {e.event_data} FROM {e} WHERE {e.session} = %s AND {e.event_id} = %s"
+    "SELECT {e.seq}, {e.timestamp}, {e.event_data} FROM {e} WHERE {e.agent_session} = %s AND {e.event_id} = %s"
 )
-LAST_EVENT_ID = _Sql("SELECT {e.event_id} FROM {e} WHERE {e.session} = %s ORDER BY {e.seq} DESC")
+LAST_EVENT_ID = _Sql("SELECT {e.event_id} FROM {e} WHERE {e.agent_session} = %s ORDER BY {e.seq} DESC")
 INSERT_EVENT = _Sql(
-    """INSERT INTO {e} ({e.session}, {e.seq}, {e.event_id}, {e.invocation_id}, {e.author}, {e.timestamp},
+    """INSERT INTO {e} ({e.agent_session}, {e.seq}, {e.event_id}, {e.invocation_id}, {e.author}, {e.timestamp},
        {e.event_data}) VALUES (%s, %s, %s, %s, %s, %s, %s)"""
 )
-UPDATE_SESSION = _Sql("UPDATE {s} SET {s.revision} = %s, {s.updated_at} = %s, {s.state} = %s WHERE {s.id} = %s")
+UPDATE_SESSION = _Sql("UPDATE {s} SET {s.revision} = %s, {s.last_activity_at} = %s, {s.state} = %s WHERE {s.id} = %s")
 
 
 def append_events(
-    app_name: str, user_id: str, session_id: str, events: list[tuple[Event, Deltas]], seen: WriterView
+    app_name: str, owner_id: str, session_id: str, events: list[tuple[Event, Deltas]], seen: WriterView
 ) -> Appended:
     """Appends `events` (each with its state deltas) in one transaction.
 
@@ -481,24 +485,24 @@ def append_events(
     the revision was put back).
     """
     # Before the transaction: without a token nothing is written at all.
-    sealer = sealing.session_sealer(app_name, user_id, session_id)
+    sealer = sealing.session_sealer(app_name, owner_id, session_id)
     connection = _connection()
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(LOCK_SESSION(connection), [app_name, user_id, session_id])
+        cursor.execute(LOCK_SESSION(connection), [app_name, owner_id, session_id])
         row = cursor.fetchone()
         if row is None:
             raise SessionMissing(session_id)
-        pk, revision, stored_updated_at, sealed_state = row
+        pk, revision, stored_last_activity_at, sealed_state = row
         state = None  # opened at the first event that is not a retry
         scoped: Deltas = {"app": {}, "user": {}}
-        stored, updated_at = [], None
+        stored, last_activity_at = [], None
         for event, deltas in events:
             event_json = event.model_dump_json(exclude_none=True)
             if _equal_event_stored(cursor, connection, sealer, pk, event.id, event_json):
                 stored.append(False)
                 continue
             if state is None:
-                _check_not_stale(cursor, connection, seen, pk, revision, stored_updated_at)
+                _check_not_stale(cursor, connection, seen, pk, revision, stored_last_activity_at)
                 state = sealing.open_state(sealer, sealed_state, revision)
             state.update(deltas["session"])
             scoped["app"].update(deltas["app"])
@@ -520,19 +524,19 @@ def append_events(
                 )
             except IntegrityError:
                 raise sealing.IntegrityCheckFailed(session_id, sealing.FailureKind.STATE_REPLAYED) from None
-            updated_at = _to_datetime(event.timestamp)
+            last_activity_at = _to_datetime(event.timestamp)
             stored.append(True)
         if state is not None:
-            _apply_scoped_deltas(app_name, user_id, scoped)
-            stored_time = _SESSION_UPDATED_AT.get_db_prep_save(updated_at, connection)
+            _apply_scoped_deltas(app_name, owner_id, scoped)
+            stored_time = _SESSION_LAST_ACTIVITY.get_db_prep_save(last_activity_at, connection)
             cursor.execute(
                 UPDATE_SESSION(connection), [revision, stored_time, sealing.seal_state(sealer, state, revision), pk]
             )
         else:  # every event was a retry: nothing changed
-            updated_at = _from_db(_SESSION_UPDATED_AT, stored_updated_at, connection)
+            last_activity_at = _from_db(_SESSION_LAST_ACTIVITY, stored_last_activity_at, connection)
     # The stored time keeps microseconds only; the writer gets the stored value back
     # (as DatabaseSessionService does), so its copy and the next load compare equal.
-    return Appended(revision=revision, updated_at=updated_at, stored=stored)
+    return Appended(revision=revision, last_activity_at=last_activity_at, stored=stored)
 
 
 def _equal_event_stored(cursor, connection, sealer, pk: int, event_id: str, event_json: str) -> bool:
@@ -543,13 +547,13 @@ def _equal_event_stored(cursor, connection, sealer, pk: int, event_id: str, even
     )
 
 
-def _check_not_stale(cursor, connection, seen: WriterView, pk: int, revision: int, stored_updated_at) -> None:
+def _check_not_stale(cursor, connection, seen: WriterView, pk: int, revision: int, stored_last_activity_at) -> None:
     if seen.revision is not None:
         if seen.revision != revision:
             raise StaleWriter(pk)
         return
     # A copy without a revision is stale only if storage moved past its last event.
-    if _from_db(_SESSION_UPDATED_AT, stored_updated_at, connection).timestamp() > seen.last_update_time:
+    if _from_db(_SESSION_LAST_ACTIVITY, stored_last_activity_at, connection).timestamp() > seen.last_update_time:
         cursor.execute(LAST_EVENT_ID(connection) + " " + connection.ops.limit_offset_sql(0, 1), [pk])
         last = cursor.fetchone()
         if (last[0] if last else None) != seen.last_event_id:
@@ -595,7 +599,7 @@ class Erased:
         return self
 
 
-DELETE_EVENTS = _Sql("DELETE FROM {e} WHERE {e.session} IN ({{keys}})")
+DELETE_EVENTS = _Sql("DELETE FROM {e} WHERE {e.agent_session} IN ({{keys}})")
 DELETE_SESSIONS = _Sql("DELETE FROM {s} WHERE {s.id} IN ({{keys}})")
 
 
@@ -609,7 +613,7 @@ def erase_rows(sessions: QuerySet, *, keep_owner_state: bool = False) -> Erased:
     opens none (in a savepoint SQLite handles the freed pages differently: the control in
     tests/test_secure_delete.py no longer finds them with secure_delete off).
     secure_delete (sessions_app.sqlite) makes the deletes overwrite the bytes."""
-    rows = list(sessions.values_list("pk", "app_name", "user_id"))
+    rows = list(sessions.values_list("pk", "app_name", "owner_id"))
     if not rows:
         return Erased()
     pks = [pk for pk, _, _ in rows]
@@ -625,9 +629,9 @@ def erase_rows(sessions: QuerySet, *, keep_owner_state: bool = False) -> Erased:
             # left, nothing needs it. One delete per app for the whole batch (the purge's hot path).
             for app_name in {app for _, app, _ in rows}:
                 owners = {owner for _, app, owner in rows if app == app_name}
-                still_owning = AgentSession.objects.filter(app_name=app_name, user_id__in=owners).values("user_id")
-                orphaned = UserState.objects.filter(app_name=app_name, user_id__in=owners).exclude(
-                    user_id__in=still_owning
+                still_owning = AgentSession.objects.filter(app_name=app_name, owner_id__in=owners).values("owner_id")
+                orphaned = UserState.objects.filter(app_name=app_name, owner_id__in=owners).exclude(
+                    owner_id__in=still_owning
                 )
                 erased.user_states += orphaned.delete()[0]
     return erased
@@ -654,13 +658,13 @@ def erase(sessions: QuerySet, trigger: str, *, keep_owner_state: bool = False) -
     return erased
 
 
-def owner_sessions(app_name: str, user_id: str, session_id: str) -> QuerySet:
+def owner_sessions(app_name: str, owner_id: str, session_id: str) -> QuerySet:
     """The owner's session by its id (live or expired), as a selection to erase or check."""
-    return AgentSession.objects.filter(app_name=app_name, user_id=user_id, session_id=session_id)
+    return AgentSession.objects.filter(app_name=app_name, owner_id=owner_id, session_id=session_id)
 
 
 def count(sessions: QuerySet) -> Erased:
     """What erasing `sessions` would delete (sessions and events), deleting nothing."""
     return Erased(
-        sessions=sessions.count(), events=SessionEvent.objects.filter(session__in=sessions.values("pk")).count()
+        sessions=sessions.count(), events=SessionEvent.objects.filter(agent_session__in=sessions.values("pk")).count()
     )

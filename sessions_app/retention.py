@@ -26,14 +26,14 @@ def max_age() -> dt.timedelta:
     return dt.timedelta(hours=settings.SESSION_MAX_AGE_HOURS)
 
 
-def expires_at(created_at: dt.datetime, updated_at: dt.datetime) -> dt.datetime:
-    return min(updated_at + ttl(), created_at + max_age())
+def expires_at(created_at: dt.datetime, last_activity_at: dt.datetime) -> dt.datetime:
+    return min(last_activity_at + ttl(), created_at + max_age())
 
 
 def expired_q(now: dt.datetime | None = None, ttl_hours: float | None = None) -> Q:
     """Sessions past their TTL or their maximum age at `now`."""
     now = now or timezone.now()
-    return Q(updated_at__lte=now - ttl(ttl_hours)) | Q(created_at__lte=now - max_age())
+    return Q(last_activity_at__lte=now - ttl(ttl_hours)) | Q(created_at__lte=now - max_age())
 
 
 def live(sessions: QuerySet, now: dt.datetime | None = None) -> QuerySet:

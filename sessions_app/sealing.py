@@ -72,19 +72,19 @@ class IntegrityCheckFailed(crypto.DecryptionFailed):
 class SessionSealer(crypto.Sealer):
     """The sealer of one session's state and events; knows the session's public id for failures."""
 
-    def __init__(self, app_name: str, user_id: str, session_id: str):
-        super().__init__(f"{app_name}/{user_id}/{session_id}", "session")
+    def __init__(self, app_name: str, owner_id: str, session_id: str):
+        super().__init__(f"{app_name}/{owner_id}/{session_id}", "session")
         self.session_id = session_id
 
 
-def session_sealer(app_name: str, user_id: str, session_id: str) -> SessionSealer:
+def session_sealer(app_name: str, owner_id: str, session_id: str) -> SessionSealer:
     """The sealer of one session's state and events (raises KeyUnavailable without a token)."""
-    return SessionSealer(app_name, user_id, session_id)
+    return SessionSealer(app_name, owner_id, session_id)
 
 
-def owner_sealer(app_name: str, user_id: str) -> crypto.Sealer:
+def owner_sealer(app_name: str, owner_id: str) -> crypto.Sealer:
     """The sealer of one owner's `user:` state (raises KeyUnavailable without a token)."""
-    return crypto.Sealer(f"{app_name}/{user_id}", "owner")
+    return crypto.Sealer(f"{app_name}/{owner_id}", "owner")
 
 
 def state_place(revision: int) -> str:

@@ -63,7 +63,7 @@ def sessions_with_metadata(sessions: QuerySet) -> QuerySet:
     """
     return sessions.annotate(
         expires_at=Least(
-            F("updated_at") + retention.ttl(),
+            F("last_activity_at") + retention.ttl(),
             F("created_at") + retention.max_age(),
         ),
         event_count=Count("events"),

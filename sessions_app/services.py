@@ -42,7 +42,7 @@ def create_session(resume_text: str) -> NewSession:
         created = repository.create(APP_NAME, owner_id_for(token), None, deltas)
     return NewSession(
         session_id=created.session_id,
-        expires_at=retention.expires_at(created.updated_at, created.updated_at),
+        expires_at=retention.expires_at(created.last_activity_at, created.last_activity_at),
         token=token,
     )
 
@@ -83,7 +83,7 @@ def _conversation(events: list[Event]) -> list[dict]:
 
 def expires_at(session: AgentSession) -> dt.datetime:
     """Needs no key: times are stored in clear."""
-    return retention.expires_at(session.created_at, session.updated_at)
+    return retention.expires_at(session.created_at, session.last_activity_at)
 
 
 def metadata(session: AgentSession) -> dict:
@@ -95,7 +95,7 @@ def _metadata(session: AgentSession, state: dict, messages: list[dict]) -> dict:
     return {
         "session_id": session.session_id,
         "created_at": session.created_at,
-        "last_activity_at": session.updated_at,
+        "last_activity_at": session.last_activity_at,
         "expires_at": expires_at(session),
         "turns": sum(1 for message in messages if message["role"] == "user"),
         # Versions saved so far (the oldest may have been dropped: agent.plans).

@@ -62,11 +62,11 @@ def _to_adk(loaded: repository.LoadedSession) -> Session:
     state.update({State.USER_PREFIX + key: value for key, value in loaded.user_state.items()})
     session = Session(
         app_name=loaded.app_name,
-        user_id=loaded.user_id,
+        user_id=loaded.owner_id,
         id=loaded.session_id,
         state=state,
         events=loaded.events,
-        last_update_time=loaded.updated_at.timestamp(),
+        last_update_time=loaded.last_activity_at.timestamp(),
     )
     # The revision is the storage marker ADK's database services use to tell a stale writer.
     session._storage_update_marker = str(loaded.revision)
@@ -160,6 +160,6 @@ class DjangoSessionService(BaseSessionService):
         if not appended.stored[0]:
             return False
         # The stored time (microseconds) and revision, so the writer's copy and the next read compare equal.
-        session.last_update_time = appended.updated_at.timestamp()
+        session.last_update_time = appended.last_activity_at.timestamp()
         session._storage_update_marker = str(appended.revision)
         return True

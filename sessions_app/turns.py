@@ -207,7 +207,7 @@ def run_turn(session: AgentSession, message: str) -> TurnResult:
         started = time.monotonic()
         try:
             events = async_to_sync(_run_agent)(
-                _turn_runner(base, buffer, model_errors), session.user_id, session.session_id, message
+                _turn_runner(base, buffer, model_errors), session.owner_id, session.session_id, message
             )
         except Exception as exc:
             # Nothing was written: nothing to undo. Anything the model did not
@@ -218,7 +218,7 @@ def run_turn(session: AgentSession, message: str) -> TurnResult:
                 raise
             raise failure from None
         with transaction.atomic():
-            async_to_sync(buffer.store_pending)(base.app_name, session.user_id, session.session_id)
+            async_to_sync(buffer.store_pending)(base.app_name, session.owner_id, session.session_id)
             repository.release_turn(session.pk)
         released = True
         result = _summarise(events, resume_text)

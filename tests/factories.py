@@ -20,7 +20,7 @@ FACTORY_TOKEN = "factory-token-not-a-real-one"
 
 
 def make_session(
-    user_id="anon-0123456789abcdef",
+    owner_id="anon-0123456789abcdef",
     *,
     last_activity=None,
     created=None,
@@ -31,19 +31,19 @@ def make_session(
     last_activity = last_activity or timezone.now()
     session = AgentSession(
         app_name=app_name,
-        user_id=user_id,
+        owner_id=owner_id,
         created_at=created or last_activity,
-        updated_at=last_activity,
+        last_activity_at=last_activity,
     )
     with token_context(FACTORY_TOKEN):
-        sealer = sealing.session_sealer(session.app_name, session.user_id, session.session_id)
+        sealer = sealing.session_sealer(session.app_name, session.owner_id, session.session_id)
         # As the store leaves it after `events` appends: revision n, events numbered 1..n.
         session.revision = events
         session.state = sealing.seal_state(sealer, {"resume_text": text}, events)
         session.save()
         SessionEvent.objects.bulk_create(
             SessionEvent(
-                session=session,
+                agent_session=session,
                 seq=seq,
                 event_id=f"e{seq}",
                 timestamp=0.0,
@@ -56,7 +56,7 @@ def make_session(
     return session
 
 
-def make_user_state(user_id: str, state: dict, app_name: str = "resume_agent") -> UserState:
+def make_user_state(owner_id: str, state: dict, app_name: str = "resume_agent") -> UserState:
     with token_context(FACTORY_TOKEN):
-        repository.merge_user_state(app_name, user_id, state)
-    return UserState.objects.get(app_name=app_name, user_id=user_id)
+        repository.merge_user_state(app_name, owner_id, state)
+    return UserState.objects.get(app_name=app_name, owner_id=owner_id)

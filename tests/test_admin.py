@@ -80,7 +80,7 @@ def test_staff_sees_metadata_columns_actions_and_links(staff_client):
     for header in ("owner", "created", "last activity", "expires at", "time left", "events", "size (bytes)"):
         assert f">{header}<" in html.lower(), header
     assert session.session_id[:8] in html and session.session_id not in html
-    assert session.user_id[:12] in html and session.user_id not in html
+    assert session.owner_id[:12] in html and session.owner_id not in html
     assert 'value="delete_selected_securely"' in html and "Delete selected sessions (secure)" in html
     assert 'value="delete_selected"' not in html  # Django's unaudited delete is gone
     assert f'href="{PURGE}"' in html and "Purge expired now" in html
@@ -91,7 +91,7 @@ def test_columns_are_computed_in_the_query():
     now = timezone.now()
     session = make_session(last_activity=now - 2 * HOUR, created=now - 100 * HOUR, events=2, text="林語晴")
     row = sessions_with_metadata(AgentSession.objects.all()).get(pk=session.pk)
-    assert row.expires_at == retention.expires_at(session.created_at, session.updated_at)
+    assert row.expires_at == retention.expires_at(session.created_at, session.last_activity_at)
     assert row.event_count == 2
     # What the session takes on disk: sealed bytes (version, nonce, ciphertext,
     # tag), and each CJK character is 3 bytes of an event's UTF-8 JSON.
@@ -101,7 +101,7 @@ def test_columns_are_computed_in_the_query():
     assert (
         row.size_bytes
         == state_bytes + event_bytes
-        == len(session.state) + 2 * len(SessionEvent.objects.filter(session=session).first().event_data)
+        == len(session.state) + 2 * len(SessionEvent.objects.filter(agent_session=session).first().event_data)
     )
     no_events = make_session(events=0)
     row = sessions_with_metadata(AgentSession.objects.all()).get(pk=no_events.pk)
@@ -139,7 +139,7 @@ def test_changelist_query_count_does_not_grow_with_rows(admin_client):
 
 
 def test_status_filters_and_search(admin_client):
-    expired, expiring, live = _expired(user_id="anon-expired"), _expiring(user_id="anon-expiring"), make_session()
+    expired, expiring, live = _expired(owner_id="anon-expired"), _expiring(owner_id="anon-expiring"), make_session()
 
     def listed(query):
         response = admin_client.get(CHANGELIST, query)
@@ -158,7 +158,7 @@ def test_the_list_cannot_be_filtered_by_content(admin_client):
     make_session(text="needle")
     # Without the guard Django would filter on any field named in the URL:
     # a yes/no oracle on what the resumes say.
-    for lookup in ("state__icontains", "state__resume_text__icontains", "events__event_data__icontains", "user_id"):
+    for lookup in ("state__icontains", "state__resume_text__icontains", "events__event_data__icontains", "owner_id"):
         assert admin_client.get(CHANGELIST, {lookup: "needle"}).status_code == 400, lookup
 
 
@@ -240,7 +240,7 @@ def test_secure_delete_asks_first_then_erases_and_audits(staff_client):
     assert done.redirect_chain[-1][0].endswith(CHANGELIST)
     assert "Deleted 2 sessions and 6 events for good." in _html(done)
     assert list(AgentSession.objects.values_list("pk", flat=True)) == [kept.pk]
-    assert not SessionEvent.objects.filter(session_id__in=[s.pk for s in chosen]).exists()
+    assert not SessionEvent.objects.filter(agent_session_id__in=[s.pk for s in chosen]).exists()
     audit = DeletionAudit.objects.get()
     assert (audit.trigger, audit.sessions_deleted, audit.events_deleted) == ("admin", 2, 6)
 
@@ -256,8 +256,8 @@ def test_erasing_sessions_already_gone_reports_none_and_audits_nothing(staff_cli
 
 def test_purge_now_shows_what_would_go_then_deletes_only_expired(staff_client, settings):
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
-    expired = [_expired(user_id=f"anon-old-{i}", events=2) for i in range(3)]
-    expiring, live = _expiring(user_id="anon-expiring"), make_session()
+    expired = [_expired(owner_id=f"anon-old-{i}", events=2) for i in range(3)]
+    expiring, live = _expiring(owner_id="anon-expiring"), make_session()
 
     page = staff_client.get(PURGE)
     assert page.status_code == 200
@@ -268,7 +268,7 @@ def test_purge_now_shows_what_would_go_then_deletes_only_expired(staff_client, s
     assert done.redirect_chain[-1][0].endswith(CHANGELIST)
     assert "Purged 3 expired sessions and 6 events." in _html(done)
     assert set(AgentSession.objects.values_list("pk", flat=True)) == {expiring.pk, live.pk}
-    assert not SessionEvent.objects.filter(session_id__in=[s.pk for s in expired]).exists()
+    assert not SessionEvent.objects.filter(agent_session_id__in=[s.pk for s in expired]).exists()
     audit = DeletionAudit.objects.get()
     assert (audit.trigger, audit.sessions_deleted, audit.events_deleted) == ("admin", 3, 6)
 
@@ -353,7 +353,7 @@ def test_no_resume_content_on_any_admin_page(admin_client, api, new_session, set
     assert {marker for marker, _ in find_in_text(export.content.decode(), markers)} == set(markers)
 
     expired_id, _token = new_session()
-    AgentSession.objects.filter(session_id=expired_id).update(updated_at=timezone.now() - 48 * HOUR)
+    AgentSession.objects.filter(session_id=expired_id).update(last_activity_at=timezone.now() - 48 * HOUR)
     gone_id, gone_token = new_session()
     api.delete(f"/agent/sessions/{gone_id}", HTTP_X_SESSION_TOKEN=gone_token)  # an audit row
     _purge_schedule(timezone.now() + HOUR)

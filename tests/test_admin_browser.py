@@ -37,8 +37,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _make_session(user_id, last_activity, events=2):
-    make_session(user_id, last_activity=last_activity, events=events)
+def _make_session(owner_id, last_activity, events=2):
+    make_session(owner_id, last_activity=last_activity, events=events)
 
 
 def test_operator_purges_expired_sessions_in_the_browser(live_server, django_user_model, settings, tmp_path):
@@ -86,7 +86,7 @@ def test_operator_purges_expired_sessions_in_the_browser(live_server, django_use
         finally:
             context.close()
 
-    assert list(AgentSession.objects.values_list("user_id", flat=True)) == ["anon-live"]
+    assert list(AgentSession.objects.values_list("owner_id", flat=True)) == ["anon-live"]
     audit = DeletionAudit.objects.get()
     assert (audit.trigger, audit.sessions_deleted, audit.events_deleted) == ("admin", 2, 4)
     assert (tmp_path / "admin-purge.png").read_bytes().startswith(b"\x89PNG")

@@ -132,7 +132,7 @@ def test_caller_cannot_choose_ids(api):
     from sessions_app.models import AgentSession
 
     stored = AgentSession.objects.get(session_id=body["session_id"])
-    assert stored.user_id == owner_id_for(body["token"]) != "alice"
+    assert stored.owner_id == owner_id_for(body["token"]) != "alice"
 
 
 def test_unrouted_paths_get_the_same_404(api, new_session, settings):

@@ -47,15 +47,15 @@ CLEAR_COLUMNS = {
     AgentSession: {
         "id",
         "app_name",
-        "user_id",
+        "owner_id",
         "session_id",
         "created_at",
-        "updated_at",
+        "last_activity_at",
         "revision",
         "turn_started_at",
     },
-    SessionEvent: {"id", "session_id", "seq", "event_id", "invocation_id", "author", "timestamp"},
-    UserState: {"id", "app_name", "user_id", "updated_at"},
+    SessionEvent: {"id", "agent_session_id", "seq", "event_id", "invocation_id", "author", "timestamp"},
+    UserState: {"id", "app_name", "owner_id", "updated_at"},
     # ADK `app:` state has no owner to key it: in clear, and it must stay empty.
     AppState: {"id", "app_name", "state", "updated_at"},
 }
@@ -173,7 +173,7 @@ def test_only_metadata_columns_are_readable_without_the_token(api, new_session):
     with token_context(token):
         content = selectors.session_content(stored)
         assert "resume_text" in content.state and len(content.events) == SessionEvent.objects.count()
-        sealed_user_state = UserState.objects.get(user_id=owner_id).state
+        sealed_user_state = UserState.objects.get(owner_id=owner_id).state
         owner = sealing.owner_sealer(APP_NAME, owner_id)
         assert sealing.open_user_state(owner, sealed_user_state) == {"pref": USER_STATE_MARKER}
     with token_context("x" * 43), pytest.raises(DecryptionFailed):
@@ -206,7 +206,7 @@ def _flip_a_byte(sealed: bytes) -> bytes:
 
 
 def _events(session_id: str) -> list[SessionEvent]:
-    return list(SessionEvent.objects.filter(session__session_id=session_id).order_by("pk"))
+    return list(SessionEvent.objects.filter(agent_session__session_id=session_id).order_by("pk"))
 
 
 def _alter_state(mine, other):
@@ -294,7 +294,7 @@ def test_another_sessions_token_opens_nothing_even_on_a_row_moved_to_its_owner(a
     """
     ((mine, _), (other, their_token)), model = two_sessions
     baseline = _comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=their_token))
-    AgentSession.objects.filter(session_id=mine).update(user_id=owner_id_for(their_token))
+    AgentSession.objects.filter(session_id=mine).update(owner_id=owner_id_for(their_token))
 
     for method, path, body in READS:
         response = getattr(api, method)(path.format(id=mine), body, format="json", HTTP_X_SESSION_TOKEN=their_token)

@@ -130,7 +130,7 @@ def test_token_outside_its_header_is_refused_and_adds_no_turn(api, new_session, 
         assert api.get(f"{read}?{name}={token}").status_code == 401
 
 
-# --- 3. Expiry at the exact instant: `updated_at + TTL` is already expired ---
+# --- 3. Expiry at the exact instant: `last_activity_at + TTL` is already expired ---
 
 
 def _session_created_at(api, instant) -> tuple[str, str]:
@@ -265,13 +265,13 @@ def test_delete_of_an_expired_session_erases_its_rows_and_is_audited(api, settin
     assert (response.status_code, response.content) == (404, UNIFORM_404_BODY)
     # ... but its sealed rows are erased now, not left for the purge.
     assert not AgentSession.objects.filter(pk=expired.pk).exists()
-    assert not SessionEvent.objects.filter(session_id=expired.pk).exists()
-    assert not UserState.objects.filter(user_id=owner).exists()
+    assert not SessionEvent.objects.filter(agent_session_id=expired.pk).exists()
+    assert not UserState.objects.filter(owner_id=owner).exists()
     audit = DeletionAudit.objects.get()
     assert (audit.trigger, audit.sessions_deleted, audit.events_deleted) == ("api", 1, 3)
     # Someone else's expired session waits for the purge, untouched.
-    assert SessionEvent.objects.filter(session_id=bystander.pk).count() == 2
-    assert UserState.objects.filter(user_id="anon-bystander").exists()
+    assert SessionEvent.objects.filter(agent_session_id=bystander.pk).count() == 2
+    assert UserState.objects.filter(owner_id="anon-bystander").exists()
 
 
 # --- 6. The turn lock is held until the turn's writes are committed ---------

@@ -47,7 +47,7 @@ def _say(api, session_id, token, message):
 
 
 def _events(session_id: str) -> list[SessionEvent]:
-    return list(SessionEvent.objects.filter(session__session_id=session_id).order_by("pk"))
+    return list(SessionEvent.objects.filter(agent_session__session_id=session_id).order_by("pk"))
 
 
 @pytest.fixture
@@ -111,14 +111,14 @@ def test_turn_1_state_put_back_alone_is_refused(api, two_turns, caplog):
 
 def test_turn_2_events_deleted_are_refused(api, two_turns, caplog):
     session_id, token, after_turn_1 = two_turns
-    SessionEvent.objects.filter(session__session_id=session_id).exclude(pk__in=after_turn_1["events"]).delete()
+    SessionEvent.objects.filter(agent_session__session_id=session_id).exclude(pk__in=after_turn_1["events"]).delete()
     _assert_every_read_is_the_uniform_404(api, session_id, token, "events_missing", caplog)
 
 
 def test_turn_2_events_deleted_and_revision_put_back_are_refused(api, two_turns, caplog):
     # The revision matches the events again, but the state was sealed at turn 2's revision.
     session_id, token, after_turn_1 = two_turns
-    SessionEvent.objects.filter(session__session_id=session_id).exclude(pk__in=after_turn_1["events"]).delete()
+    SessionEvent.objects.filter(agent_session__session_id=session_id).exclude(pk__in=after_turn_1["events"]).delete()
     AgentSession.objects.filter(session_id=session_id).update(revision=after_turn_1["revision"])
     _assert_every_read_is_the_uniform_404(api, session_id, token, "state_tampered", caplog)
 

@@ -50,7 +50,7 @@ def _delete_through_the_admin(session_id, token, api, admin_client):
 
 
 def _delete_through_the_purge(session_id, token, api, admin_client):
-    AgentSession.objects.filter(session_id=session_id).update(updated_at=timezone.now() - dt.timedelta(days=30))
+    AgentSession.objects.filter(session_id=session_id).update(last_activity_at=timezone.now() - dt.timedelta(days=30))
     assert retention.purge_expired(trigger=DeletionAudit.Trigger.TTL).sessions == 1
 
 

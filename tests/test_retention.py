@@ -29,7 +29,7 @@ def test_purge_deletes_just_outside_the_ttl_and_keeps_just_inside(settings):
     result = purge_expired(now=now, trigger="ttl")
     assert (result.sessions, result.events) == (1, 2)
     assert list(AgentSession.objects.values_list("pk", flat=True)) == [inside.pk]
-    assert not SessionEvent.objects.filter(session_id=outside.pk).exists()
+    assert not SessionEvent.objects.filter(agent_session_id=outside.pk).exists()
 
 
 def test_max_age_ends_a_session_kept_alive_by_activity(settings):
@@ -95,7 +95,7 @@ def test_owner_state_goes_with_the_owners_last_session(settings):
         make_user_state(user_id, {"k": "v"})
     result = purge_expired(now=now, trigger="ttl")
     assert (result.sessions, result.user_states) == (2, 1)
-    assert list(UserState.objects.values_list("user_id", flat=True)) == ["anon-kept"]
+    assert list(UserState.objects.values_list("owner_id", flat=True)) == ["anon-kept"]
 
 
 def test_owner_state_is_per_app_and_goes_with_the_owners_last_session_in_that_app(settings):
@@ -108,7 +108,7 @@ def test_owner_state_is_per_app_and_goes_with_the_owners_last_session_in_that_ap
         make_user_state(user_id, {"k": "v"}, app_name=app_name)
     result = purge_expired(now=now, trigger="ttl")  # one batch, both apps
     assert (result.sessions, result.user_states) == (2, 2)
-    assert list(UserState.objects.values_list("user_id", "app_name")) == [("anon-both", "other_app")]
+    assert list(UserState.objects.values_list("owner_id", "app_name")) == [("anon-both", "other_app")]
 
 
 def test_a_purged_session_without_events_counts_no_events(settings):

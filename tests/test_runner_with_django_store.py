@@ -79,7 +79,7 @@ async def _turn(runner: Runner, session_id: str, text: str) -> list[Event]:
 def _stored_events(session_id: str) -> list[Event]:
     """The rows as stored, opened with the session's key."""
     sealer = sealing.session_sealer(APP, USER, session_id)
-    rows = SessionEvent.objects.filter(session__session_id=session_id).order_by("pk")
+    rows = SessionEvent.objects.filter(agent_session__session_id=session_id).order_by("pk")
     return [
         Event.model_validate_json(sealing.open_event(sealer, *row))
         for row in rows.values_list("seq", "event_id", "timestamp", "event_data")
@@ -87,12 +87,12 @@ def _stored_events(session_id: str) -> list[Event]:
 
 
 def _stored_state(session_id: str) -> dict:
-    row = AgentSession.objects.get(app_name=APP, user_id=USER, session_id=session_id)
+    row = AgentSession.objects.get(app_name=APP, owner_id=USER, session_id=session_id)
     return sealing.open_state(sealing.session_sealer(APP, USER, session_id), row.state, row.revision)
 
 
 def _stored_user_state() -> dict:
-    sealed = UserState.objects.get(app_name=APP, user_id=USER).state
+    sealed = UserState.objects.get(app_name=APP, owner_id=USER).state
     return sealing.open_user_state(sealing.owner_sealer(APP, USER), sealed)
 
 

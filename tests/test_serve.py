@@ -54,6 +54,8 @@ def served(tmp_path):
             "UPDATE django_q_schedule SET minutes=1, next_run=? WHERE name=?",
             (dt.datetime.now(dt.UTC).isoformat(" "), SCHEDULE),
         )
+    # Already expired when the service starts: the start-up purge's to delete.
+    _insert_expired_sessions(db, 3, prefix="anon-startup-")
     port = _free_port()
     log_path = tmp_path / "serve.log"
     command = [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}"]
@@ -74,7 +76,7 @@ def served(tmp_path):
             os.kill(child, signal.SIGKILL)
 
 
-def _insert_expired_sessions(db: Path, count: int) -> None:
+def _insert_expired_sessions(db: Path, count: int, prefix: str = "anon-old-") -> None:
     """Expired sessions for the scheduler's purge to delete while the API is busy.
 
     Their content is random bytes the size of sealed values: the purge never opens it.
@@ -83,13 +85,13 @@ def _insert_expired_sessions(db: Path, count: int) -> None:
     with sqlite3.connect(db, timeout=20) as conn:
         for i in range(count):
             cursor = conn.execute(
-                "INSERT INTO sessions_app_agentsession (app_name, user_id, session_id, state, created_at,"
-                " updated_at, revision) VALUES ('resume_agent', ?, ?, randomblob(3100), ?, ?, 0)",
-                (f"anon-old-{i}", f"old-{i}", old, old),
+                "INSERT INTO sessions_app_agentsession (app_name, owner_id, session_id, state, created_at,"
+                " last_activity_at, revision) VALUES ('resume_agent', ?, ?, randomblob(3100), ?, ?, 0)",
+                (f"{prefix}{i}", f"{prefix}{i}", old, old),
             )
             conn.executemany(
-                "INSERT INTO sessions_app_sessionevent (session_id, seq, event_id, invocation_id, author, timestamp,"
-                " event_data) VALUES (?, ?, ?, '', 'user', 0, randomblob(1030))",
+                "INSERT INTO sessions_app_sessionevent (agent_session_id, seq, event_id, invocation_id, author,"
+                " timestamp, event_data) VALUES (?, ?, ?, '', 'user', 0, randomblob(1030))",
                 [(cursor.lastrowid, j + 1, f"e{j}") for j in range(14)],
             )
 
@@ -105,6 +107,10 @@ def test_web_and_scheduler_share_sqlite_and_stop_together(served):
     process, base, db, log_path = served
     children = _children(process.pid)
     assert len(children) == 2, children  # gunicorn and qcluster
+    # The start-up purge ran before the servers, audited as itself (not as the scheduler's).
+    with sqlite3.connect(db) as conn:
+        audits = conn.execute("SELECT trigger, sessions_deleted FROM sessions_app_deletionaudit").fetchall()
+    assert audits == [("startup", 3)]
     _insert_expired_sessions(db, 300)  # after the start-up purge, for the scheduler's purge
 
     # API traffic (create, turn, delete) until the scheduler has purged at
@@ -125,7 +131,8 @@ def test_web_and_scheduler_share_sqlite_and_stop_together(served):
     log = log_path.read_text(errors="replace")
     assert _purge_runs(db) >= 1, log
     with sqlite3.connect(db) as conn:
-        left = conn.execute("SELECT COUNT(*) FROM sessions_app_agentsession WHERE user_id LIKE 'anon-old-%'").fetchone()
+        query = "SELECT COUNT(*) FROM sessions_app_agentsession WHERE owner_id LIKE 'anon-old-%'"
+        left = conn.execute(query).fetchone()
     assert left == (0,)
     assert set(statuses) <= {200, 201, 204}, sorted(set(statuses))
     assert "database is locked" not in log and "Traceback" not in log

@@ -1059,7 +1059,7 @@ def test_markerless_stale_session_is_rejected(django_svc):
 
     with pytest.raises(StaleSessionError):
         django_svc.append_event(stale, _event(invocation_id="stale", timestamp=session.last_update_time + 20))
-    assert SessionEvent.objects.filter(session__session_id="s1").count() == 1
+    assert SessionEvent.objects.filter(agent_session__session_id="s1").count() == 1
 
 
 def test_create_session_losing_an_id_race_raises_already_exists(django_svc, monkeypatch):
@@ -1078,7 +1078,7 @@ def test_create_session_losing_an_id_race_raises_already_exists(django_svc, monk
         apply_scoped_deltas(app_name, user_id, deltas)
         now = repository._to_datetime(time.time())
         AgentSession.objects.create(
-            app_name=app_name, user_id=user_id, session_id="raced", created_at=now, updated_at=now
+            app_name=app_name, owner_id=user_id, session_id="raced", created_at=now, last_activity_at=now
         )
 
     monkeypatch.setattr(repository, "_apply_scoped_deltas", competing_writer_wins)

@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from sessions_app.models import DeletionAudit
 from sessions_app.retention import purge_expired
 
 
@@ -22,7 +23,11 @@ class Command(BaseCommand):
                 self.stdout.write(f"... {result.sessions} sessions, {result.events} events so far")
 
         result = purge_expired(
-            dry_run=dry_run, ttl_hours=ttl_hours, batch_size=batch_size, trigger="command", progress=progress
+            dry_run=dry_run,
+            ttl_hours=ttl_hours,
+            batch_size=batch_size,
+            trigger=DeletionAudit.Trigger.COMMAND,
+            progress=progress,
         )
         verb = "would delete" if dry_run else "deleted"
         self.stdout.write(

@@ -13,6 +13,7 @@ import time
 
 from django.core.management.base import BaseCommand
 
+from sessions_app.models import DeletionAudit
 from sessions_app.retention import purge_expired
 
 DEFAULT_WORKERS = 2
@@ -48,7 +49,7 @@ class Command(BaseCommand):
     def handle(self, *args, bind, workers, **options):
         # Purge once at start, so a service that was down past some TTLs (or
         # whose cluster has not run yet) does not keep expired resumes.
-        result = purge_expired(trigger="ttl")
+        result = purge_expired(trigger=DeletionAudit.Trigger.STARTUP)
         self.stdout.write(f"start-up purge: {result.sessions} expired sessions deleted")
         python = sys.executable
         children = {
