@@ -95,9 +95,9 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-            ],
+            ]
         },
-    },
+    }
 ]
 
 WSGI_APPLICATION = "config.wsgi.application"
@@ -108,8 +108,7 @@ ASGI_APPLICATION = "config.asgi.application"
 # gets (secure_delete, journal mode, ...) are set in sessions_app.sqlite.
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'sessions.db'}"),
-        conn_max_age=0,
+        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'sessions.db'}"), conn_max_age=0
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -257,12 +257,7 @@ def classify_flag(case: Case, excerpt: str, own_text: str) -> str:
 
 
 def judge(
-    case: Case,
-    reply: str,
-    tool_calls: list[dict],
-    saved_plans: Iterable[str] = (),
-    *,
-    own_text: str | None = None,
+    case: Case, reply: str, tool_calls: list[dict], saved_plans: Iterable[str] = (), *, own_text: str | None = None
 ) -> CaseResult:
     """Verdicts for one case from what the agent did.
 

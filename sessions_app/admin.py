@@ -78,11 +78,7 @@ class RetentionStatusFilter(admin.SimpleListFilter):
     parameter_name = "status"
 
     def lookups(self, request, model_admin):
-        return [
-            ("expired", _("expired")),
-            ("expiring", _("expiring within 1 h")),
-            ("live", _("live")),
-        ]
+        return [("expired", _("expired")), ("expiring", _("expiring within 1 h")), ("live", _("live"))]
 
     def queryset(self, request, queryset):
         if self.value() == "expired":

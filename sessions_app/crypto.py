@@ -54,10 +54,7 @@ def token_context(token: str) -> Iterator[None]:
 def derive_key(token: str, scope: str, purpose: str) -> bytes:
     """256-bit key for one scope (a session id, or an owner id) and purpose ("session", "owner")."""
     return HKDF(
-        algorithm=hashes.SHA256(),
-        length=32,
-        salt=scope.encode("utf-8"),
-        info=KEY_LABEL + purpose.encode("ascii"),
+        algorithm=hashes.SHA256(), length=32, salt=scope.encode("utf-8"), info=KEY_LABEL + purpose.encode("ascii")
     ).derive(token.encode("utf-8", "surrogatepass"))
 
 

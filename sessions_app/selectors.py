@@ -62,10 +62,7 @@ def sessions_with_metadata(sessions: QuerySet) -> QuerySet:
     session takes on disk, readable without a key.
     """
     return sessions.annotate(
-        expires_at=Least(
-            F("last_activity_at") + retention.ttl(),
-            F("created_at") + retention.max_age(),
-        ),
+        expires_at=Least(F("last_activity_at") + retention.ttl(), F("created_at") + retention.max_age()),
         event_count=Count("events"),
         size_bytes=repository.STORED_BYTES,
     )

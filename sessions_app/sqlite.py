@@ -38,11 +38,7 @@ from django.db import connections
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
-CONNECTION_PRAGMAS = (
-    "PRAGMA secure_delete=ON",
-    "PRAGMA journal_mode=DELETE",
-    "PRAGMA temp_store=MEMORY",
-)
+CONNECTION_PRAGMAS = ("PRAGMA secure_delete=ON", "PRAGMA journal_mode=DELETE", "PRAGMA temp_store=MEMORY")
 
 
 def secure_delete_enabled(connection) -> bool:

@@ -30,10 +30,7 @@ def make_session(
 ):
     last_activity = last_activity or timezone.now()
     session = AgentSession(
-        app_name=app_name,
-        owner_id=owner_id,
-        created_at=created or last_activity,
-        last_activity_at=last_activity,
+        app_name=app_name, owner_id=owner_id, created_at=created or last_activity, last_activity_at=last_activity
     )
     with token_context(FACTORY_TOKEN):
         sealer = sealing.session_sealer(session.app_name, session.owner_id, session.session_id)

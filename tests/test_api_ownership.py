@@ -121,9 +121,7 @@ def test_delete_is_honest(api, new_session):
 
 def test_caller_cannot_choose_ids(api):
     response = api.post(
-        "/agent/sessions",
-        {"resume_text": "Someone", "user_id": "alice", "session_id": "mine"},
-        format="json",
+        "/agent/sessions", {"resume_text": "Someone", "user_id": "alice", "session_id": "mine"}, format="json"
     )
     assert response.status_code == 201
     body = response.json()

@@ -21,16 +21,7 @@ from agent import APP_NAME
 from agent.offline_model import OfflineResumeModel
 from agent.prompt import RULES
 from evals import injection
-from evals.injection import (
-    DECOY_SECRETS,
-    DECOY_USER_ID,
-    USER_ID,
-    CaseResult,
-    judge,
-    load_cases,
-    main,
-    run_eval,
-)
+from evals.injection import DECOY_SECRETS, DECOY_USER_ID, USER_ID, CaseResult, judge, load_cases, main, run_eval
 from tests.scripted_llm import ScriptedLlm, call_response, text_response
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -196,10 +196,7 @@ def test_purge_deletes_sessions_at_the_exact_instant(settings):
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     sessions = _sessions_ending_at(T0)
     assert purge_expired(now=T0, trigger="ttl").sessions == 2
-    assert set(AgentSession.objects.values_list("pk", flat=True)) == {
-        sessions["live"].pk,
-        sessions["live max age"].pk,
-    }
+    assert set(AgentSession.objects.values_list("pk", flat=True)) == {sessions["live"].pk, sessions["live max age"].pk}
 
 
 # --- 4. The connection receiver turns secure_delete on, whatever the build ---

@@ -311,10 +311,7 @@ def test_list_sessions_ordered_by_last_update_time_oldest_first(svc):
 
 def test_listed_sessions_carry_merged_state_but_no_events(svc):
     session = svc.create_session(
-        app_name=APP,
-        user_id="u1",
-        session_id="s1",
-        state={"app:a": "av", "user:u": "uv", "sk": "sv", "temp:t": "tv"},
+        app_name=APP, user_id="u1", session_id="s1", state={"app:a": "av", "user:u": "uv", "sk": "sv", "temp:t": "tv"}
     )
     svc.append_event(session, _event(invocation_id="inv1", actions=_delta(sk2="sv2")))
 
@@ -599,15 +596,13 @@ def test_reloaded_session_equals_the_writers_copy(svc):
 def test_append_event_bytes(svc):
     session = svc.create_session(app_name=APP, user_id=USER)
     test_content = types.Content(
-        role="user",
-        parts=[types.Part.from_bytes(data=b"test_image_data", mime_type="image/png")],
+        role="user", parts=[types.Part.from_bytes(data=b"test_image_data", mime_type="image/png")]
     )
     test_grounding_metadata = types.GroundingMetadata(
         search_entry_point=types.SearchEntryPoint(sdk_blob=b"test_sdk_blob")
     )
     svc.append_event(
-        session,
-        _event(invocation_id="invocation", content=test_content, grounding_metadata=test_grounding_metadata),
+        session, _event(invocation_id="invocation", content=test_content, grounding_metadata=test_grounding_metadata)
     )
 
     assert session.events[0].content == test_content
@@ -670,9 +665,7 @@ def test_function_calls_responses_and_non_ascii_text_round_trip(svc):
 def test_append_event_with_requested_tool_confirmations(svc):
     session = svc.create_session(app_name=APP, user_id=USER)
     confirmation = ToolConfirmation(
-        hint="dynamic hint",
-        confirmed=False,
-        payload={"collection_name": "photos", "resource_id": "album_1"},
+        hint="dynamic hint", confirmed=False, payload={"collection_name": "photos", "resource_id": "album_1"}
     )
     svc.append_event(session, _event(actions=EventActions(requested_tool_confirmations={"tool_call_1": confirmation})))
 
@@ -738,10 +731,7 @@ def test_get_session_with_config(svc):
 
     def get(**config):
         return svc.get_session(
-            app_name=APP,
-            user_id=USER,
-            session_id=session.id,
-            config=GetSessionConfig(**config) if config else None,
+            app_name=APP, user_id=USER, session_id=session.id, config=GetSessionConfig(**config) if config else None
         ).events
 
     assert len(get()) == num_test_events
@@ -817,10 +807,7 @@ def test_get_user_state_returns_state_written_at_create_and_append(svc):
         session, _event(author="system", actions=_delta(**{"user:profile": {"name": "Alice"}, "session_key": 1}))
     )
 
-    assert svc.get_user_state(app_name=APP, user_id="u1") == {
-        "lang": "zh-hant",
-        "profile": {"name": "Alice"},
-    }
+    assert svc.get_user_state(app_name=APP, user_id="u1") == {"lang": "zh-hant", "profile": {"name": "Alice"}}
 
 
 def test_get_user_state_is_isolated_between_users_and_apps(svc):
@@ -988,12 +975,10 @@ def test_concurrent_stale_writers_exactly_one_wins(django_svc):
         base = latest.last_update_time + 10.0
         return await asyncio.gather(
             service.append_event(
-                stale_1,
-                _event(invocation_id=f"inv{i}-1", timestamp=base + 1, actions=_delta(**{f"sk{i}-1": 1})),
+                stale_1, _event(invocation_id=f"inv{i}-1", timestamp=base + 1, actions=_delta(**{f"sk{i}-1": 1}))
             ),
             service.append_event(
-                stale_2,
-                _event(invocation_id=f"inv{i}-2", timestamp=base + 2, actions=_delta(**{f"sk{i}-2": 2})),
+                stale_2, _event(invocation_id=f"inv{i}-2", timestamp=base + 2, actions=_delta(**{f"sk{i}-2": 2}))
             ),
             return_exceptions=True,
         )

@@ -74,8 +74,7 @@ def api_exception_handler(exc, context):
         return session_not_found_response()
     if isinstance(exc, TurnInProgress):
         return Response(
-            {"detail": _("這個 session 正在處理上一則訊息，請等它完成後再送出")},
-            status=status.HTTP_409_CONFLICT,
+            {"detail": _("這個 session 正在處理上一則訊息，請等它完成後再送出")}, status=status.HTTP_409_CONFLICT
         )
     if isinstance(exc, SessionLimitReached):
         code, message = _SESSION_LIMIT_ANSWERS[exc.limit]
@@ -97,12 +96,9 @@ def api_exception_handler(exc, context):
         # An unexpected error: answer JSON, log where it happened but not the
         # exception's message, which may quote a resume or a message.
         logger.error(
-            "unhandled %s in API view\n%s",
-            type(exc).__name__,
-            "".join(traceback.format_tb(exc.__traceback__)),
+            "unhandled %s in API view\n%s", type(exc).__name__, "".join(traceback.format_tb(exc.__traceback__))
         )
         response = Response(
-            {"detail": _("伺服器發生錯誤，資料沒有遺失，請稍後再試")},
-            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+            {"detail": _("伺服器發生錯誤，資料沒有遺失，請稍後再試")}, status=status.HTTP_500_INTERNAL_SERVER_ERROR
         )
     return response

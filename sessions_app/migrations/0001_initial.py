@@ -53,7 +53,7 @@ class Migration(migrations.Migration):
                 ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                "constraints": [models.UniqueConstraint(fields=("app_name", "user_id"), name="unique_user_state")],
+                "constraints": [models.UniqueConstraint(fields=("app_name", "user_id"), name="unique_user_state")]
             },
         ),
         migrations.CreateModel(
@@ -74,8 +74,6 @@ class Migration(migrations.Migration):
                     ),
                 ),
             ],
-            options={
-                "indexes": [models.Index(fields=["session", "timestamp"], name="event_session_time_idx")],
-            },
+            options={"indexes": [models.Index(fields=["session", "timestamp"], name="event_session_time_idx")]},
         ),
     ]

@@ -4,9 +4,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [
-        ("sessions_app", "0001_initial"),
-    ]
+    dependencies = [("sessions_app", "0001_initial")]
 
     operations = [
         migrations.CreateModel(
@@ -30,8 +28,6 @@ class Migration(migrations.Migration):
                 ("events_deleted", models.PositiveIntegerField()),
                 ("duration_ms", models.PositiveIntegerField()),
             ],
-            options={
-                "ordering": ["-created_at"],
-            },
-        ),
+            options={"ordering": ["-created_at"]},
+        )
     ]

@@ -4,13 +4,11 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [
-        ("sessions_app", "0003_purge_schedule"),
-    ]
+    dependencies = [("sessions_app", "0003_purge_schedule")]
 
     operations = [
         migrations.AddIndex(
             model_name="sessionevent",
             index=models.Index(fields=["session", "event_id"], name="event_session_event_id_idx"),
-        ),
+        )
     ]

@@ -12,24 +12,10 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [
-        ("sessions_app", "0004_event_session_event_id_idx"),
-    ]
+    dependencies = [("sessions_app", "0004_event_session_event_id_idx")]
 
     operations = [
-        migrations.AlterField(
-            model_name="agentsession",
-            name="state",
-            field=models.BinaryField(),
-        ),
-        migrations.AlterField(
-            model_name="sessionevent",
-            name="event_data",
-            field=models.BinaryField(),
-        ),
-        migrations.AlterField(
-            model_name="userstate",
-            name="state",
-            field=models.BinaryField(),
-        ),
+        migrations.AlterField(model_name="agentsession", name="state", field=models.BinaryField()),
+        migrations.AlterField(model_name="sessionevent", name="event_data", field=models.BinaryField()),
+        migrations.AlterField(model_name="userstate", name="state", field=models.BinaryField()),
     ]

@@ -20,16 +20,11 @@ UPDATE sessions_app_sessionevent SET seq = (
 
 
 class Migration(migrations.Migration):
-    dependencies = [
-        ("sessions_app", "0005_sealed_content"),
-    ]
+    dependencies = [("sessions_app", "0005_sealed_content")]
 
     operations = [
         migrations.AddField(
-            model_name="sessionevent",
-            name="seq",
-            field=models.PositiveIntegerField(default=0),
-            preserve_default=False,
+            model_name="sessionevent", name="seq", field=models.PositiveIntegerField(default=0), preserve_default=False
         ),
         migrations.RunSQL(NUMBER_EXISTING_EVENTS, migrations.RunSQL.noop),
         migrations.AddConstraint(
@@ -56,8 +51,6 @@ class Migration(migrations.Migration):
                     ),
                 ),
             ],
-            options={
-                "ordering": ["-created_at"],
-            },
+            options={"ordering": ["-created_at"]},
         ),
     ]

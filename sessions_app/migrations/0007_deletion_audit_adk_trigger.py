@@ -4,9 +4,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [
-        ("sessions_app", "0006_event_sequence_integrity_failure"),
-    ]
+    dependencies = [("sessions_app", "0006_event_sequence_integrity_failure")]
 
     operations = [
         migrations.AlterField(
@@ -22,5 +20,5 @@ class Migration(migrations.Migration):
                 ],
                 max_length=16,
             ),
-        ),
+        )
     ]

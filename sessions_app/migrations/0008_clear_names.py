@@ -4,51 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [
-        ("sessions_app", "0007_deletion_audit_adk_trigger"),
-    ]
+    dependencies = [("sessions_app", "0007_deletion_audit_adk_trigger")]
 
     operations = [
-        migrations.RemoveConstraint(
-            model_name="agentsession",
-            name="unique_session_per_owner",
-        ),
-        migrations.RemoveConstraint(
-            model_name="sessionevent",
-            name="unique_event_seq_per_session",
-        ),
-        migrations.RemoveConstraint(
-            model_name="userstate",
-            name="unique_user_state",
-        ),
-        migrations.RemoveIndex(
-            model_name="sessionevent",
-            name="event_session_time_idx",
-        ),
-        migrations.RemoveIndex(
-            model_name="sessionevent",
-            name="event_session_event_id_idx",
-        ),
-        migrations.RenameField(
-            model_name="agentsession",
-            old_name="updated_at",
-            new_name="last_activity_at",
-        ),
-        migrations.RenameField(
-            model_name="agentsession",
-            old_name="user_id",
-            new_name="owner_id",
-        ),
-        migrations.RenameField(
-            model_name="sessionevent",
-            old_name="session",
-            new_name="agent_session",
-        ),
-        migrations.RenameField(
-            model_name="userstate",
-            old_name="user_id",
-            new_name="owner_id",
-        ),
+        migrations.RemoveConstraint(model_name="agentsession", name="unique_session_per_owner"),
+        migrations.RemoveConstraint(model_name="sessionevent", name="unique_event_seq_per_session"),
+        migrations.RemoveConstraint(model_name="userstate", name="unique_user_state"),
+        migrations.RemoveIndex(model_name="sessionevent", name="event_session_time_idx"),
+        migrations.RemoveIndex(model_name="sessionevent", name="event_session_event_id_idx"),
+        migrations.RenameField(model_name="agentsession", old_name="updated_at", new_name="last_activity_at"),
+        migrations.RenameField(model_name="agentsession", old_name="user_id", new_name="owner_id"),
+        migrations.RenameField(model_name="sessionevent", old_name="session", new_name="agent_session"),
+        migrations.RenameField(model_name="userstate", old_name="user_id", new_name="owner_id"),
         migrations.AlterField(
             model_name="deletionaudit",
             name="trigger",
