@@ -52,11 +52,13 @@ browser:
 		echo "note: /usr/bin/chromium is missing (install it as root: make browser); the browser test will be skipped"; \
 	fi
 
-# Lint and format checks first ([tool.ruff] in pyproject.toml), then the whole suite.
+# Lint and format checks first ([tool.ruff] in pyproject.toml), then the whole suite
+# on SQLite and, at the same time, on PostgreSQL + Redis where both answer
+# (TEST_POSTGRES_URL, TEST_REDIS_URL; tests/backends.py says when that leg is skipped).
 test: dev-venv browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(PY) -m pytest
+	$(PY) -m tests.backends
 
 # All benchmarks (about 10 minutes on 2 cores), then benchmarks/RESULTS.md.
 # Each script also runs alone, e.g. `.venv/bin/python benchmarks/store_bench.py --quick --out var/bench`

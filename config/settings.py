@@ -108,7 +108,7 @@ ASGI_APPLICATION = "config.asgi.application"
 # gets (secure_delete, journal mode, ...) are set in sessions_app.sqlite.
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'sessions.db'}"), conn_max_age=0
+        os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'sessions.db'}", conn_max_age=0
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -128,6 +128,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Tests run on a real file (not :memory:) so they can scan its bytes; one
     # file per test process, so two test runs never share (or lock) a file.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test_sessions_{os.getpid()}.db")}
+else:
+    # One test database per test process here too (two runs may share a server).
+    DATABASES["default"]["TEST"] = {"NAME": f"test_sessions_{os.getpid()}"}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -198,12 +201,24 @@ STATIC_ROOT = VAR_DIR / "static"
 # overshoot a limit: an SQLite file on this machine (sessions_app.cache).
 # Django's file and database caches are not atomic (incr is get + set);
 # Redis (RedisCache) is, when one is deployed.
-CACHES = {
-    "default": {
-        "BACKEND": "sessions_app.cache.SQLiteCache",
-        "LOCATION": os.environ.get("DJANGO_CACHE_DIR", str(VAR_DIR / ("test_cache" if TESTING else "cache"))),
+# CACHE_URL (or REDIS_URL) names a Redis shared by several servers: Django's
+# RedisCache, whose add (SET NX) and incr (INCRBY) are single commands.
+CACHE_URL = os.environ.get("CACHE_URL") or os.environ.get("REDIS_URL")
+if CACHE_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "resume-agent"),
+        }
     }
-}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "sessions_app.cache.SQLiteCache",
+            "LOCATION": os.environ.get("DJANGO_CACHE_DIR", str(VAR_DIR / ("test_cache" if TESTING else "cache"))),
+        }
+    }
 
 # --- Admin login attempts (django-axes) -------------------------------------------
 # (one block: the app, its middleware and the auth backends are all here)

@@ -262,7 +262,7 @@ EVENTS_UP_TO = _Sql(
     " WHERE {e.agent_session} = %s AND {e.seq} <= %s"
 )
 EVENTS_SINCE = _Sql(f"{EVENTS_UP_TO.template} AND {{e.timestamp}} >= %s")
-NEWEST_FIRST = _Sql(" ORDER BY {e.seq} DESC")
+NEWEST_FIRST = _Sql("ORDER BY {e.seq} DESC")
 
 
 def _stored_sequence(cursor, connection, session_pk: int) -> sealing.StoredSequence:
@@ -279,7 +279,7 @@ def _event_rows(cursor, connection, pk: int, revision: int, num_recent: int | No
         # Every event at or after the cutoff, as GetSessionConfig documents and
         # ADK's persistent services do.
         query, params = EVENTS_SINCE(connection), [pk, revision, after]
-    query += NEWEST_FIRST(connection)
+    query += " " + NEWEST_FIRST(connection)
     if num_recent is not None:
         query += " " + connection.ops.limit_offset_sql(0, num_recent)
     cursor.execute(query, params)

@@ -5,16 +5,55 @@ import logging
 import os
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.db import connection
+
+from .privacy import database_files
 
 
 @pytest.fixture
 def db_path():
     """Path of the test database file (settings put it on disk, not in memory)."""
     return connection.settings_dict["NAME"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """`sqlite_only` tests are about SQLite's files (secure_delete, journals, file modes,
+    the write gate): on another database they are skipped, saying why."""
+    if not settings.configured or settings.DATABASES["default"]["ENGINE"] == "sessions_app.sqlite_backend":
+        return
+    skip = pytest.mark.skip(reason="about SQLite's files; this run's database is not SQLite")
+    for item in items:
+        if item.get_closest_marker("sqlite_only"):
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def stored_files():
+    """A function that returns the files holding the test database now, to scan their bytes.
+
+    SQLite: the database file and its sidecars. PostgreSQL: after a CHECKPOINT (so
+    what was written is in the files, not only in shared buffers), the files of the
+    test database and every WAL segment of the server (WAL is shared by all of its
+    databases). Reading them needs the server's data directory on this machine.
+    """
+    if connection.vendor == "sqlite":
+        return lambda: database_files(connection.settings_dict["NAME"])
+
+    def postgres_files() -> list[Path]:
+        with connection.cursor() as cursor:
+            cursor.execute("CHECKPOINT")
+            cursor.execute("SHOW data_directory")
+            data_directory = Path(cursor.fetchone()[0])
+            cursor.execute("SELECT oid FROM pg_database WHERE datname = current_database()")
+            oid = cursor.fetchone()[0]
+        files = [*(data_directory / "base" / str(oid)).iterdir(), *(data_directory / "pg_wal").iterdir()]
+        return sorted(path for path in files if path.is_file())
+
+    return postgres_files
 
 
 def _mutant_slot() -> int | None:
@@ -60,7 +99,11 @@ def _files_of_this_process():
     from django.test import override_settings
 
     settings.DATABASES["default"]["TEST"]["NAME"] = re.sub(r"_\d+\.db$", suffix, name)
-    cache = {**settings.CACHES["default"], "LOCATION": f"{settings.CACHES['default']['LOCATION']}{suffix[:-3]}"}
+    cache = settings.CACHES["default"]
+    if cache["BACKEND"] != "sessions_app.cache.SQLiteCache":  # a shared server (Redis): nothing to rename
+        yield
+        return
+    cache = {**cache, "LOCATION": f"{cache['LOCATION']}{suffix[:-3]}"}
     with override_settings(CACHES={"default": cache}):
         yield
     if slot is None:

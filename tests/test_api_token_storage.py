@@ -10,12 +10,12 @@ from agent import APP_NAME
 from sessions_app.crypto import derive_key
 from sessions_app.ownership import owner_id_for
 
-from .privacy import database_files, find_chunks, find_markers, sealed_chunks
+from .privacy import find_chunks, find_markers, sealed_chunks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_token_and_its_keys_are_never_stored_but_the_owner_id_is(api, new_session, db_path):
+def test_token_and_its_keys_are_never_stored_but_the_owner_id_is(api, new_session, stored_files):
     session_id, token = new_session()
     for message in ("請幫我規劃求職", "Focus on remote roles"):
         response = api.post(
@@ -24,7 +24,7 @@ def test_token_and_its_keys_are_never_stored_but_the_owner_id_is(api, new_sessio
         assert response.status_code == 200
     assert api.get(f"/agent/sessions/{session_id}/export", HTTP_X_SESSION_TOKEN=token).status_code == 200
 
-    files = database_files(db_path)
+    files = stored_files()
     owner_id = owner_id_for(token)
     keys = [
         derive_key(token, f"{APP_NAME}/{owner_id}/{session_id}", "session"),

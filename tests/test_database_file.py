@@ -22,6 +22,7 @@ from config.private_files import restrict_database_files
 
 ROOT = Path(__file__).resolve().parent.parent
 OPERATOR_PASSWORD = "fictional-operator-password-7"
+pytestmark = pytest.mark.sqlite_only
 
 
 def mode(path) -> int:

@@ -20,21 +20,13 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 
 from agent import APP_NAME
-from sessions_app import sealing, selectors
+from sessions_app import crypto, sealing, selectors
 from sessions_app.crypto import VERSION, DecryptionFailed, KeyUnavailable, token_context
 from sessions_app.models import AgentSession, AppState, SessionEvent, UserState
 from sessions_app.ownership import owner_id_for
 from sessions_app.store import DjangoSessionService
 
-from .privacy import (
-    database_files,
-    encodings,
-    find_chunks,
-    find_markers,
-    fixture_markers,
-    fixture_resume,
-    sealed_chunks,
-)
+from .privacy import encodings, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
 from .scripted_llm import text_response
 
 MESSAGES = ("請依照履歷規劃求職 Wombat-5531", "Focus on remote roles Wombat-7702")
@@ -86,9 +78,12 @@ def _vacuum_copy(path: Path) -> Path:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_resume_is_never_in_clear_in_the_files_or_a_backup(api, db_path, tmp_path):
+def test_the_resume_is_never_in_clear_in_the_files_or_a_backup(api, stored_files, tmp_path):
+    # A backup copy is SQLite's VACUUM INTO; on PostgreSQL the data directory and WAL.
+    sqlite = connection.vendor == "sqlite"
+
     def scan(step: str) -> None:
-        files = database_files(db_path) + [_vacuum_copy(tmp_path / f"backup-{step}.db")]
+        files = stored_files() + ([_vacuum_copy(tmp_path / f"backup-{step}.db")] if sqlite else [])
         assert find_markers(files, SECRETS) == [], step
 
     created = api.post("/agent/sessions", {"resume_text": fixture_resume()}, format="json").json()
@@ -104,9 +99,9 @@ def test_the_resume_is_never_in_clear_in_the_files_or_a_backup(api, db_path, tmp
     # Control: the backup holds the session (its ciphertext), and the same
     # scan finds every marker, in both encodings, in what the values say once
     # opened: stored in clear, the scan would have failed.
-    backup = _vacuum_copy(tmp_path / "backup-control.db")
+    backup = [_vacuum_copy(tmp_path / "backup-control.db")] if sqlite else stored_files()
     chunks = sealed_chunks()
-    assert {index for _, index in find_chunks([backup], chunks)} == set(range(len(chunks)))
+    assert {index for _, index in find_chunks(backup, chunks)} == set(range(len(chunks)))
     opened = tmp_path / "opened.json"
     opened.write_bytes(_opened_values(session_id, token))
     found = find_markers([opened], SECRETS)
@@ -115,6 +110,19 @@ def test_the_resume_is_never_in_clear_in_the_files_or_a_backup(api, db_path, tmp
 
     assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 204
     scan("after delete")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_scan_finds_a_resume_stored_without_sealing(api, stored_files, monkeypatch):
+    """Control of the scans above, on whichever database runs (on PostgreSQL its data
+    directory and WAL): with sealing made a pass-through, the same scan finds the resume.
+    Its marker is new on every run, so what it leaves in a server's WAL matches no other scan."""
+    marker = f"控制標記-{uuid.uuid4().hex}"
+    monkeypatch.setattr(crypto.Sealer, "seal", lambda self, plaintext, place: plaintext)
+    created = api.post("/agent/sessions", {"resume_text": f"{marker}\nData Analyst"}, format="json")
+    assert created.status_code == 201
+    assert {encoding for _, _, encoding in find_markers(stored_files(), [marker])} >= {"json-escaped"}
+    AgentSession.objects.all().delete()
 
 
 def _opened_values(session_id: str, token: str) -> bytes:

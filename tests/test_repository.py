@@ -190,6 +190,7 @@ def test_split_state_is_adk_s_own_split():
 # --- the write gate is the database backend's -------------------------------------------------
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.django_db(transaction=True)
 def test_every_transaction_passes_the_write_gate_of_our_backend():
     """The gate lives in a database backend of ours (ENGINE), not in patched wrapper methods:

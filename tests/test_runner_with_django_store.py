@@ -207,7 +207,7 @@ def test_turn_inside_a_running_event_loop_raises_no_synchronous_only_error():
 
     worker = threading.Thread(target=in_thread)
     worker.start()
-    worker.join(timeout=60)
+    worker.join(timeout=20)  # a turn takes about a second; a hung one fails here, not at a time limit
 
     assert not worker.is_alive(), "the turn did not finish"
     if "error" in outcome:

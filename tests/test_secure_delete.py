@@ -22,7 +22,7 @@ from sessions_app.store import DjangoSessionService
 
 from .privacy import database_files, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.sqlite_only]
 
 APP = "resume_agent"
 USER = "anon-proof"

@@ -11,11 +11,27 @@ it by `SESSION_MAX_AGE_HOURS` at the latest.
 from django.db import migrations, models
 
 
+class JsonToBinary(migrations.AlterField):
+    """AlterField to a BinaryField; PostgreSQL casts no jsonb to bytea, so there the
+    column takes the bytes of its JSON text (the same bytes SQLite keeps)."""
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        if schema_editor.connection.vendor != "postgresql":
+            return super().database_forwards(app_label, schema_editor, from_state, to_state)
+        model = to_state.apps.get_model(app_label, self.model_name)
+        table, column = model._meta.db_table, model._meta.get_field(self.name).column
+        quoted = schema_editor.quote_name
+        schema_editor.execute(
+            f"ALTER TABLE {quoted(table)} ALTER COLUMN {quoted(column)} TYPE bytea"
+            f" USING convert_to({quoted(column)}::text, 'UTF8')"
+        )
+
+
 class Migration(migrations.Migration):
     dependencies = [("sessions_app", "0004_event_session_event_id_idx")]
 
     operations = [
-        migrations.AlterField(model_name="agentsession", name="state", field=models.BinaryField()),
-        migrations.AlterField(model_name="sessionevent", name="event_data", field=models.BinaryField()),
-        migrations.AlterField(model_name="userstate", name="state", field=models.BinaryField()),
+        JsonToBinary(model_name="agentsession", name="state", field=models.BinaryField()),
+        JsonToBinary(model_name="sessionevent", name="event_data", field=models.BinaryField()),
+        JsonToBinary(model_name="userstate", name="state", field=models.BinaryField()),
     ]
