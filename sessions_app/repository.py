@@ -570,7 +570,10 @@ def _stale_lock_cutoff(turn_timeout_seconds: float) -> dt.datetime:
 
 
 # Both in a transaction, so they pass the write gate (sessions_app.sqlite_backend)
-# instead of waiting in SQLite's busy handler.
+# instead of waiting in SQLite's busy handler. The lock is one `UPDATE ... WHERE free`:
+# atomic on SQLite (one writer at a time) and on PostgreSQL under READ COMMITTED, where
+# a second UPDATE of the same row waits for the first to commit, then rechecks its
+# WHERE on the row as the first left it (taken: it updates nothing).
 def lock_turn(session_pk: int, turn_timeout_seconds: float) -> bool:
     """Takes the session's turn lock; False when another turn holds it."""
     with transaction.atomic():

@@ -78,6 +78,20 @@ _HELD_SLOT: list = []
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _statements_built_in_this_run():
+    """The repository builds its SQL once (at import, then per connection) and mutmut forks
+    each mutant's run from a process that already did: rebuilt here under mutmut, a mutant
+    of the statement builder is seen by the tests instead of hidden by that cache."""
+    if "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", ""):
+        from sessions_app import repository
+
+        for statement in vars(repository).values():
+            if isinstance(statement, repository._Sql):
+                statement.__init__(statement.template)
+    yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _files_of_this_process():
     """The test database and the cache belong to the process that runs the tests.
 
