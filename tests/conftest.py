@@ -106,18 +106,26 @@ def _files_of_this_process():
         yield
         return
     slot = _mutant_slot()
-    suffix = f"_slot{slot}.db" if slot is not None else f"_{os.getpid()}.db"
-    if name.endswith(suffix):
+    if slot is not None:
+        # A directory per slot: the write gate locks a database's directory, so two slots
+        # in one directory would wait for each other's writes.
+        folder = Path(name).parent / f"mutmut_slot{slot}"
+        folder.mkdir(exist_ok=True)
+        own_name, own_cache = str(folder / "test_sessions_slot.db"), str(folder / "cache")
+    else:
+        own_name = re.sub(r"_\d+\.db$", f"_{os.getpid()}.db", name)
+        own_cache = f"{settings.CACHES['default']['LOCATION']}_{os.getpid()}"
+    if own_name == name:
         yield
         return
     from django.test import override_settings
 
-    settings.DATABASES["default"]["TEST"]["NAME"] = re.sub(r"_\d+\.db$", suffix, name)
+    settings.DATABASES["default"]["TEST"]["NAME"] = own_name
     cache = settings.CACHES["default"]
     if cache["BACKEND"] != "sessions_app.cache.SQLiteCache":  # a shared server (Redis): nothing to rename
         yield
         return
-    cache = {**cache, "LOCATION": f"{cache['LOCATION']}{suffix[:-3]}"}
+    cache = {**cache, "LOCATION": own_cache}
     with override_settings(CACHES={"default": cache}):
         yield
     if slot is None:
