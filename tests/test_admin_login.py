@@ -69,6 +69,8 @@ def test_the_nth_wrong_password_locks_the_account_even_against_the_right_one(cli
     locked = responses[-1]
     assert _locked_out(locked)  # a readable page, not a 500
     assert locked["Content-Type"].startswith("text/html")
+    # What the page says: the limit and the wait, as the settings have them (English, to compare).
+    assert f"after {LIMIT} wrong passwords" in locked.content.decode()
     assert "15 minutes" in locked.content.decode()
 
     assert _locked_out(_login(client, "operator", PASSWORD))

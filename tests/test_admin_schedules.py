@@ -47,7 +47,7 @@ HOSTILE_FIELDS = {
 
 
 def _purge_schedule() -> Schedule:
-    # Transactional tests elsewhere flush the row migration 0003 made; set it up here.
+    # Transactional tests elsewhere flush the row migration 0002_purge_schedule made; set it up here.
     schedule, _ = Schedule.objects.update_or_create(
         func=PURGE_TASK,
         defaults={"name": "purge expired sessions", "schedule_type": Schedule.MINUTES, "minutes": 15, "repeats": -1},

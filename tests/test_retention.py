@@ -186,7 +186,7 @@ def test_schedule_is_created_once_by_migrate_and_keeps_edits():
     from django_q.models import Schedule
 
     # Other transactional tests flush tables, so replay the migration here.
-    call_command("migrate", "sessions_app", "0002", verbosity=0)
+    call_command("migrate", "sessions_app", "0001", verbosity=0)
     assert not Schedule.objects.filter(name="purge expired sessions").exists()
     call_command("migrate", verbosity=0)
     schedule = Schedule.objects.get(name="purge expired sessions")
