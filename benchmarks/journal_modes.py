@@ -35,9 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _common  # noqa: E402
 
 # A fictional resume and its 7 markers (4 Traditional Chinese, 3 English): the tests' fixtures.
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
-MARKERS: tuple[str, ...] = tuple(json.loads((FIXTURES / "markers.json").read_text("utf-8")))
-RESUME = (FIXTURES / "resume_lin.txt").read_text("utf-8")
+MARKERS: tuple[str, ...] = tuple(json.loads((_common.FIXTURES / "markers.json").read_text("utf-8")))
+RESUME = _common.RESUME
 _FILLER = (
     "The assistant reviewed wording, tense and ordering of the bullet points and "
     "suggested shorter sentences with measurable outcomes for each role. "
@@ -529,20 +528,8 @@ def render(results: list[Result], temp_results: list[TempResult]) -> list[str]:
             ]
         )
     out += _common.md_table(
-        [
-            "#",
-            "config",
-            "layout",
-            "secure_delete",
-            "markers before (all forms found)",
-            "main after",
-            "-journal after",
-            "-wal after",
-            "sidecar files after",
-            "verdict",
-            "after all connections closed",
-            "note",
-        ],
+        "# | config | layout | secure_delete | markers before (all forms found) | main after | -journal after"
+        " | -wal after | sidecar files after | verdict | after all connections closed | note",
         rows,
     )
     out += [
@@ -554,14 +541,8 @@ def render(results: list[Result], temp_results: list[TempResult]) -> list[str]:
         "",
     ]
     out += _common.md_table(
-        [
-            "config",
-            "layout",
-            "secure_delete",
-            "-journal max size during delete",
-            "markers in -journal before COMMIT",
-            "-journal after COMMIT",
-        ],
+        "config | layout | secure_delete | -journal max size during delete | markers in -journal before COMMIT"
+        " | -journal after COMMIT",
         [
             [
                 r.config.label,
@@ -577,16 +558,8 @@ def render(results: list[Result], temp_results: list[TempResult]) -> list[str]:
     )
     out += ["", "### temp_store: statement journals of large transactions (secure_delete=ON)", ""]
     out += _common.md_table(
-        [
-            "scenario",
-            "journal_mode",
-            "temp_store",
-            "rows",
-            "temp files seen in /proc/self/fd (max size)",
-            "markers in temp file",
-            "main after",
-            "verdict",
-        ],
+        "scenario | journal_mode | temp_store | rows | temp files seen in /proc/self/fd (max size)"
+        " | markers in temp file | main after | verdict",
         [
             [
                 t.scenario,

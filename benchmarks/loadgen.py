@@ -24,9 +24,9 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks import _common
+
 LOOPBACK = "127.0.0.1"
-RESUME = (ROOT / "tests" / "fixtures" / "resume_lin.txt").read_text("utf-8")  # fictional
 MESSAGES = ("Please draft my job-search plan", "Focus on remote roles", "Add a networking step each week")
 KINDS = ("create", "turn", "read", "delete")
 # One client address sends every message, far faster than a person types: the throttles are lifted.
@@ -77,7 +77,7 @@ class OursTarget:
         self.base_url = base_url
 
     async def create(self, client):
-        r = await client.post("/agent/sessions", json={"resume_text": RESUME})
+        r = await client.post("/agent/sessions", json={"resume_text": _common.RESUME})
         return r, Handle(r.json()["session_id"], token=r.json()["token"]) if r.status_code == 201 else None
 
     def _call(self, client, method, handle, suffix="", **kwargs):
@@ -110,7 +110,7 @@ class AdkTarget:
 
     async def create(self, client):
         user_id = f"user-{uuid.uuid4().hex[:12]}"
-        state = {"resume_text": RESUME, "plan_versions": [], "suspicious_flags": []}
+        state = {"resume_text": _common.RESUME, "plan_versions": [], "suspicious_flags": []}
         r = await client.post(f"/apps/{self.app_name}/users/{user_id}/sessions", json={"state": state})
         return r, Handle(r.json()["id"], user_id=user_id) if r.status_code == 200 else None
 
@@ -394,7 +394,7 @@ def free_port() -> int:
 def clean_env(**extra: str) -> dict:
     """The environment for a process we start: no model credentials, this project importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST", "DJANGO_"))}
-    return {**env, "PYTHONPATH": str(ROOT), "DJANGO_SECRET_KEY": "benchmark-only-key", **extra}
+    return {**env, "PYTHONPATH": str(_common.ROOT_DIR), "DJANGO_SECRET_KEY": "benchmark-only-key", **extra}
 
 
 def start_server(command: list[str], log_path: Path, health_url: str, **popen) -> subprocess.Popen:

@@ -18,10 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import md_table  # noqa: E402
+from benchmarks import _common  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-REPORT = ROOT / "docs" / "MUTATION_REPORT.md"
+REPORT = _common.ROOT_DIR / "docs" / "MUTATION_REPORT.md"
 # A failing test, pytest's internal error or the type checker kill a mutant.
 COLUMNS = {
     1: "killed",
@@ -86,7 +85,7 @@ def render(root: Path, notes: dict[str, str]) -> str:
         "`pyproject.toml` `[tool.mutmut]`). A mutant is one small change to the code; a test",
         "that fails on it kills it. A survivor is either a missing test or an equivalent change.",
         "",
-        *md_table(["module", "mutants", "killed", "survived", "timeout", "no tests", "not run / other"], rows),
+        *_common.md_table("module | mutants | killed | survived | timeout | no tests | not run / other", rows),
         "",
         f"Killed: {score}.",
         "",
@@ -95,7 +94,7 @@ def render(root: Path, notes: dict[str, str]) -> str:
         "One line each (`mutmut show NAME` prints the change): the test that kills it now, or why",
         'it is equivalent. Mutants no test reaches ("no tests") are listed too.',
         "",
-        *md_table(["mutant", "note"], [[f"`{name}`", notes.get(name, NO_NOTE)] for name in survivors]),
+        *_common.md_table("mutant | note", [[f"`{name}`", notes.get(name, NO_NOTE)] for name in survivors]),
         "",
     ]
     return "\n".join(lines)
@@ -105,7 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=REPORT)
     args = parser.parse_args()
-    args.output.write_text(render(ROOT, kept_notes(args.output)), encoding="utf-8")
+    args.output.write_text(render(_common.ROOT_DIR, kept_notes(args.output)), encoding="utf-8")
     print(f"wrote {args.output}")
 
 

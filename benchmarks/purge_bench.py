@@ -32,7 +32,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import _common, loadgen  # noqa: E402
-from benchmarks._common import fmt  # noqa: E402
 
 PY = sys.executable
 EVENTS_PER_SESSION = 14
@@ -105,7 +104,7 @@ def child_purge(db: str, secure_delete: str) -> None:
 def timed_purge(db: Path, secure_delete: str) -> dict:
     command = [PY, str(Path(__file__).resolve()), "--child-purge", str(db), "--secure-delete", secure_delete]
     out = subprocess.run(
-        command, cwd=loadgen.ROOT, env=loadgen.clean_env(), capture_output=True, text=True, timeout=600
+        command, cwd=_common.ROOT_DIR, env=loadgen.clean_env(), capture_output=True, text=True, timeout=600
     )
     if out.returncode != 0:
         raise RuntimeError(f"purge child failed:\n{out.stderr[-3000:]}")
@@ -127,7 +126,7 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
         gunicorn_command(PY, base.removeprefix("http://")),
         tmp / "server.log",
         f"{base}/api/schema/",
-        cwd=loadgen.ROOT,
+        cwd=_common.ROOT_DIR,
         env=env,
     )
     purge = None
@@ -148,7 +147,7 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
         windows["without purge"].stop()
         with open(tmp / "purge.log", "wb") as log:
             purge = subprocess.Popen(
-                [PY, "manage.py", "purge_sessions"], cwd=loadgen.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+                [PY, "manage.py", "purge_sessions"], cwd=_common.ROOT_DIR, env=env, stdout=log, stderr=subprocess.STDOUT
             )
         # The window starts when the purge opens the database (just before it purges), not while Python starts.
         window, deadline = _Window(server.pid, purge.pid), time.monotonic() + budget
@@ -235,25 +234,17 @@ def render(built: dict, on: dict, off: dict, live: dict, verdicts: list[str], se
         "",
     ]
     lines += _common.md_table(
-        [
-            "secure_delete",
-            "sessions",
-            "events",
-            "batches",
-            "seconds",
-            "sessions/s",
-            "sessions/s without the pauses",
-            "owner-id marker left in file",
-        ],
+        "secure_delete | sessions | events | batches | seconds | sessions/s | sessions/s without the pauses"
+        " | owner-id marker left in file",
         [
             [
                 f"{label} (PRAGMA={r['secure_delete_pragma']})",
                 f"{r['sessions']:,}",
                 f"{r['events']:,}",
                 r["batches"],
-                fmt(r["seconds"], 2),
-                fmt(r["sessions_per_s"], 0),
-                fmt(r["sessions_per_working_s"], 0),
+                _common.fmt(r["seconds"], 2),
+                _common.fmt(r["sessions_per_s"], 0),
+                _common.fmt(r["sessions_per_working_s"], 0),
                 f"{r['marker_hits_after']:,}",
             ]
             for label, r in (("ON (production)", on), ("OFF (control)", off))
@@ -272,25 +263,15 @@ def render(built: dict, on: dict, off: dict, live: dict, verdicts: list[str], se
         "",
     ]
     lines += _common.md_table(
-        [
-            "window",
-            "seconds",
-            "turns",
-            "turns/s",
-            "turn p50 ms",
-            "p95 ms",
-            "p99 ms",
-            "max ms",
-            "errors",
-            "cores: server / purge / load gen / other processes",
-        ],
+        "window | seconds | turns | turns/s | turn p50 ms | p95 ms | p99 ms | max ms | errors"
+        " | cores: server / purge / load gen / other processes",
         [
             [
                 name,
                 w["seconds"],
                 w["turns"],
-                fmt(w["turns_per_s"]),
-                *(fmt(w["turn_ms"][p], 0) for p in ("p50", "p95", "p99", "max")),
+                _common.fmt(w["turns_per_s"]),
+                *(_common.fmt(w["turn_ms"][p], 0) for p in ("p50", "p95", "p99", "max")),
                 len(w["errors"]),
                 " / ".join(map(str, w["cores"])),
             ]

@@ -23,8 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import _common  # noqa: E402
-from benchmarks.loadgen import UNTHROTTLED  # noqa: E402
+from benchmarks import _common, loadgen  # noqa: E402
 
 PACKAGES = ["Django", "djangorestframework", "google-adk", "google-genai"]
 EXPORT_EVERY = 5  # turns between two export measurements
@@ -122,7 +121,7 @@ def render(results: list[dict], limits: dict) -> list[str]:
         shown = [t for t in turns if t["turn"] in (1, 2, 5) or t["turn"] % 10 == 0 or t is last]
         lines += ["", f"### {result['kind']}", ""]
         lines += _common.md_table(
-            ["turn", "turn time (ms)", "stored after (KB)", "added by the turn (KB)", "largest event (KB)"],
+            "turn | turn time (ms) | stored after (KB) | added by the turn (KB) | largest event (KB)",
             [
                 [
                     t["turn"],
@@ -135,7 +134,7 @@ def render(results: list[dict], limits: dict) -> list[str]:
             ],
         )
         lines += [""] + _common.md_table(
-            ["after turn", "export (KB)", "export / stored", "export time (ms)"],
+            "after turn | export (KB) | export / stored | export time (ms)",
             [
                 [e["turn"], _kb(e["bytes"]), f"{e['ratio']:.2f}", _common.fmt_ms(e["seconds"])]
                 for e in result["exports"]
@@ -153,7 +152,7 @@ def render(results: list[dict], limits: dict) -> list[str]:
 def run(args) -> tuple[list[str], dict]:
     with tempfile.TemporaryDirectory(prefix="session-limits-bench-") as tmp:
         os.environ.update(
-            {"DJANGO_CACHE_DIR": str(Path(tmp) / "cache"), "DJANGO_ALLOWED_HOSTS": "testserver", **UNTHROTTLED}
+            {"DJANGO_CACHE_DIR": str(Path(tmp) / "cache"), "DJANGO_ALLOWED_HOSTS": "testserver", **loadgen.UNTHROTTLED}
         )
         for name in ("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
             os.environ.pop(name, None)  # the offline model: no network, no cost

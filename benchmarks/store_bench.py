@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -42,7 +43,6 @@ BASELINE = "adk_sqlite"
 # Fictional, like the data: the key source of every lifecycle of ours.
 BENCH_TOKEN = "benchmark-token-not-a-real-one-0123456789abc"
 PACKAGES = ["Django", "google-adk", "google-genai", "SQLAlchemy", "aiosqlite", "asgiref", "pydantic"]
-RESUME_FIXTURE = _common.ROOT_DIR / "tests" / "fixtures" / "resume_lin.txt"
 EVENT_TEXT = (
     "請把「翠鳥雲端」那段經歷改寫成三個有具體數字的重點，並保留 Kubernetes 遷移的成果。"
     "Rewrite the Kingfisher Cloud role as three bullet points with measurable outcomes, "
@@ -74,7 +74,7 @@ def _event(index: int, text: str, invocation_id: str):
 
 class Workload:
     def __init__(self, event_bytes: int = 1000):
-        self.state = {"resume_text": _fit(RESUME_FIXTURE.read_text("utf-8"), 3000), "plan_versions": []}
+        self.state = {"resume_text": _fit(_common.RESUME, 3000), "plan_versions": []}
         overhead = len(_event(0, "", "inv-0").model_dump_json(exclude_none=True).encode())
         self.texts = [_fit(f"[{i:02d}] " + EVENT_TEXT, event_bytes - overhead) for i in range(EVENTS_PER_SESSION)]
 
@@ -168,8 +168,8 @@ def summarise(raw: dict) -> dict:
     return {
         name: {
             op: {
-                "median_s": _common.median(values),
-                "ratio": _common.median([a / b for a, b in zip(values, means[BASELINE][op], strict=False) if b > 0]),
+                "median_s": statistics.median(values),
+                "ratio": statistics.median([a / b for a, b in zip(values, means[BASELINE][op], strict=False) if b > 0]),
             }
             for op, values in per_op.items()
         }
@@ -199,7 +199,7 @@ def render(summary: dict, sizes: dict, args) -> list[str]:
         + [f"{_common.fmt_ms(s[op]['median_s'])} ({s[op]['ratio']:.2f}×)" for s in summary.values()]
         for op in (*OPS, "lifecycle")
     ]
-    return lines + _common.md_table(["operation", *summary], rows)
+    return lines + _common.md_table(" | ".join(["operation", *summary]), rows)
 
 
 def run(args) -> tuple[list[str], dict]:
