@@ -14,18 +14,11 @@ SECTIONS = ["store", "growth", "service", "purge", "session_limits", "journal_mo
 
 
 def main() -> None:
-    parts = [
-        "# Benchmark results",
-        "",
-        *_common.header_lines("make bench", _common.machine_info(["Django", "google-adk", "gunicorn", "django-q2"])),
-        "",
-        "Each section below was written by its own script; its first lines give the exact command.",
-    ]
-    parts += [
-        "\n" + (_common.RESULTS_DIR / f"{name}.md").read_text("utf-8").strip()
-        for name in SECTIONS
-        if (_common.RESULTS_DIR / f"{name}.md").exists()
-    ]
+    info = _common.machine_info(["Django", "google-adk", "gunicorn", "django-q2"])
+    parts = ["# Benchmark results", "", *_common.header_lines("make bench", info), ""]
+    parts.append("Each section below was written by its own script; its first lines give the exact command.")
+    sections = (_common.RESULTS_DIR / f"{name}.md" for name in SECTIONS)
+    parts += ["\n" + path.read_text("utf-8").strip() for path in sections if path.exists()]
     out = _common.RESULTS_DIR.parent / "RESULTS.md"
     out.write_text("\n".join(parts) + "\n", encoding="utf-8")
     print(f"wrote {out}")
