@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """SQLite journal modes and deleted sessions: which settings leave no byte of a deleted
-session in any database file? (docs/JOURNAL_MODES.md reads the results.)
+session in any database file? The settings the product uses (CHOSEN) beside the rows that
+rule out the others; docs/JOURNAL_MODES.md argues from them and records the other modes' rows.
 
 Per configuration, in a fresh temporary directory: tables shaped like ours (a JSON
 `state` written by `json.dumps`, so non-ASCII as \\uXXXX; raw UTF-8 `event_data`;
@@ -77,8 +78,6 @@ class Sizes:
     events: int = 14
     state_bytes: int = 3_000  # fits in one 4 KiB page: no overflow pages
     event_bytes: int = 1_000
-    overflow_state_bytes: int = 16_000  # > page size: spans overflow pages
-    overflow_event_bytes: int = 6_000
     temp_rows: int = 300  # sessions touched by the temp_store transactions
 
     @classmethod
@@ -88,42 +87,31 @@ class Sizes:
 
 @dataclass(frozen=True)
 class Config:
-    journal_mode: str = "DELETE"  # DELETE TRUNCATE PERSIST MEMORY WAL
+    journal_mode: str = "DELETE"  # DELETE PERSIST WAL
     secure_delete: str = "ON"  # ON OFF FAST
-    temp_store: str = "MEMORY"  # DEFAULT FILE MEMORY
-    journal_size_limit: int | None = None
+    temp_store: str = "MEMORY"  # DEFAULT MEMORY
     checkpoint: bool = False  # PRAGMA wal_checkpoint(TRUNCATE) after the delete
     open_reader: bool = False  # another connection holds a read transaction across the delete
-    layout: str = "inline"  # inline: rows fit in a page; overflow: values larger than a page
 
     @property
     def label(self) -> str:
         return " + ".join(
-            [self.journal_mode]
-            + [f"journal_size_limit={self.journal_size_limit}"] * (self.journal_size_limit is not None)
-            + ["wal_checkpoint(TRUNCATE)"] * self.checkpoint
-            + ["open reader"] * self.open_reader
+            [self.journal_mode] + ["wal_checkpoint(TRUNCATE)"] * self.checkpoint + ["open reader"] * self.open_reader
         )
 
 
-def default_configs() -> list[Config]:
-    every = ("ON", "OFF", "FAST")
-    return [
-        *(Config(mode, sd) for mode in ("DELETE", "TRUNCATE") for sd in every),
-        Config("PERSIST", "ON"),
-        Config("PERSIST", "ON", journal_size_limit=0),
-        Config("MEMORY", "ON"),
-        *(Config("WAL", sd) for sd in every),
-        Config("WAL", "ON", journal_size_limit=0),
-        *(Config("WAL", sd, checkpoint=True) for sd in every),
-        Config("WAL", "ON", checkpoint=True, open_reader=True),
-        # Values larger than a page: the text lives in overflow pages.
-        *(Config("DELETE", sd, layout="overflow") for sd in every),
-        *(Config("WAL", sd, checkpoint=True, layout="overflow") for sd in ("ON", "FAST")),
-    ]
-
-
 CHOSEN = Config("DELETE", "ON", temp_store="MEMORY")
+# Besides CHOSEN, what rules out the other settings: controls that must leak (so the scan is seen to
+# fail) and WAL's checkpoint, clean only when no reader blocks it.
+CONFIGS = [
+    CHOSEN,
+    Config("DELETE", "OFF"),
+    Config("DELETE", "FAST"),
+    Config("PERSIST", "ON"),
+    Config("WAL", "ON"),
+    Config("WAL", "ON", checkpoint=True),
+    Config("WAL", "ON", checkpoint=True, open_reader=True),
+]
 
 SCHEMA = """
 CREATE TABLE sessions (id INTEGER PRIMARY KEY AUTOINCREMENT, app_name varchar(128) NOT NULL,
@@ -143,19 +131,14 @@ CREATE INDEX event_session_time_idx ON events (session_id, timestamp);
 SECURE_DELETE_VALUES = {"OFF": 0, "ON": 1, "FAST": 2}
 
 
-def marker_state(target_bytes: int, overflow: bool) -> str:
+def marker_state(target_bytes: int) -> str:
     """JSONField-style state (json.dumps: non-ASCII escaped), about target_bytes long."""
-    state: dict = {"resume_text": RESUME, "target_role": "Staff Backend Engineer", "notes": ""}
-    if overflow:  # resume lines repeated, so markers sit in the part that goes to overflow pages too
-        state["drafts"] = []
-        while len(json.dumps(state)) < target_bytes:
-            state["drafts"].append(LINES[len(state["drafts"]) % len(LINES)])
-    else:
-        state["notes"] = _filler(target_bytes - len(json.dumps(state)))
+    state = {"resume_text": RESUME, "target_role": "Staff Backend Engineer", "notes": ""}
+    state["notes"] = _filler(target_bytes - len(json.dumps(state)))
     return json.dumps(state)
 
 
-def marker_events(count: int, target_bytes: int, overflow: bool) -> list[str]:
+def marker_events(count: int, target_bytes: int) -> list[str]:
     """ADK-style event JSON, raw UTF-8 (ensure_ascii=False), each quoting the resume."""
     out = []
     for i in range(count):
@@ -169,12 +152,7 @@ def marker_events(count: int, target_bytes: int, overflow: bool) -> list[str]:
             "actions": {"state_delta": {"last_quote": quote} if model else {}},
             "summary": "",
         }
-        j = i
-        while overflow and len(json.dumps(event, ensure_ascii=False).encode()) < target_bytes:
-            event["summary"] += LINES[j % len(LINES)] + "\n"
-            j += 1
-        if not overflow:
-            event["summary"] = _filler(target_bytes - len(json.dumps(event, ensure_ascii=False).encode()))
+        event["summary"] = _filler(target_bytes - len(json.dumps(event, ensure_ascii=False).encode()))
         out.append(json.dumps(event, ensure_ascii=False))
     return out
 
@@ -202,8 +180,6 @@ def connect(db: Path, config: Config, timeout: float = 20.0) -> sqlite3.Connecti
     if mode.upper() != config.journal_mode:
         raise RuntimeError(f"journal_mode={config.journal_mode} not applied (got {mode})")
     conn.execute(f"PRAGMA temp_store={config.temp_store}")
-    if config.journal_size_limit is not None:
-        conn.execute(f"PRAGMA journal_size_limit={config.journal_size_limit}")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
 
@@ -342,9 +318,7 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
     conn = connect(db, config)
     try:
         conn.executescript(SCHEMA)
-        overflow = config.layout == "overflow"
-        state = marker_state(sizes.overflow_state_bytes if overflow else sizes.state_bytes, overflow)
-        events = marker_events(sizes.events, sizes.overflow_event_bytes if overflow else sizes.event_bytes, overflow)
+        state, events = marker_state(sizes.state_bytes), marker_events(sizes.events, sizes.event_bytes)
         conn.execute("BEGIN IMMEDIATE")
         others = list(range(sizes.other_sessions))
         for n in others[: len(others) // 2]:
@@ -417,7 +391,6 @@ TEMP_SCENARIOS = {
 @dataclass
 class TempResult:
     scenario: str
-    journal_mode: str
     temp_store: str
     rows: int
     temp_files: dict[str, int]  # unlinked temp files seen in /proc/self/fd -> max size
@@ -433,24 +406,20 @@ class TempResult:
         return "LEAK: markers written to an unlinked temp file" if self.temp_hits else "temp file without markers"
 
 
-def measure_temp_store(
-    scenario: str, temp_store: str, journal_mode: str = "DELETE", rows: int = 300, sizes: Sizes = Sizes()
-) -> TempResult:
+def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: Sizes = Sizes()) -> TempResult:
     tmp = Path(tempfile.mkdtemp(prefix="journal_modes_temp_"))
     db = tmp / "sessions.db"
-    conn = connect(db, Config(journal_mode, "ON", temp_store=temp_store))
+    conn = connect(db, Config(CHOSEN.journal_mode, "ON", temp_store=temp_store))
     try:
         conn.executescript(SCHEMA)
-        state = marker_state(sizes.state_bytes, overflow=False)
-        events = marker_events(2, sizes.event_bytes, overflow=False)
+        state = marker_state(sizes.state_bytes)
+        events = marker_events(2, sizes.event_bytes)
         conn.execute("BEGIN IMMEDIATE")
         for n in range(rows):
             insert_session(conn, n, state, events, updated_days=-100)
         for n in range(rows, rows + sizes.other_sessions):
             insert_session(conn, n, other_state(n), [other_event(n, 0)])
         conn.execute("COMMIT")
-        if journal_mode == "WAL":
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         watcher = Watcher()
         conn.set_progress_handler(watcher, 20)
         conn.execute("BEGIN IMMEDIATE")
@@ -459,16 +428,8 @@ def measure_temp_store(
             watcher.poll()
         conn.set_progress_handler(None, 0)
         conn.execute("COMMIT")
-        if journal_mode == "WAL":
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return TempResult(
-            scenario,
-            journal_mode,
-            temp_store,
-            rows,
-            dict(watcher.temp_files),
-            watcher.temp_hits,
-            scan_database(db)["main"],
+            scenario, temp_store, rows, dict(watcher.temp_files), watcher.temp_hits, scan_database(db)["main"]
         )
     finally:
         conn.close()
@@ -517,7 +478,6 @@ def render(results: list[Result], temp_results: list[TempResult]) -> list[str]:
             [
                 i,
                 c.label,
-                c.layout,
                 c.secure_delete,
                 "yes" if r.before_ok else "**NO**",
                 *(_hits(r.after[name]) for name in ("main", "-journal", "-wal")),
@@ -528,7 +488,7 @@ def render(results: list[Result], temp_results: list[TempResult]) -> list[str]:
             ]
         )
     out += _common.md_table(
-        "# | config | layout | secure_delete | markers before (all forms found) | main after | -journal after"
+        "# | config | secure_delete | markers before (all forms found) | main after | -journal after"
         " | -wal after | sidecar files after | verdict | after all connections closed | note",
         rows,
     )
@@ -541,29 +501,27 @@ def render(results: list[Result], temp_results: list[TempResult]) -> list[str]:
         "",
     ]
     out += _common.md_table(
-        "config | layout | secure_delete | -journal max size during delete | markers in -journal before COMMIT"
+        "config | secure_delete | -journal max size during delete | markers in -journal before COMMIT"
         " | -journal after COMMIT",
         [
             [
                 r.config.label,
-                r.config.layout,
                 r.config.secure_delete,
                 _size(r.journal_max_during),
                 _hits(r.pre_commit["-journal"]),
                 f"{_size(r.after['-journal'].size)} kept" if r.after["-journal"].exists else "unlinked",
             ]
             for r in results
-            if r.config.journal_mode in ("DELETE", "TRUNCATE", "PERSIST") and r.config.secure_delete == "ON"
+            if r.config.journal_mode in ("DELETE", "PERSIST") and r.config.secure_delete == "ON"
         ],
     )
-    out += ["", "### temp_store: statement journals of large transactions (secure_delete=ON)", ""]
+    out += ["", "### temp_store: statement journals of large transactions (journal_mode=DELETE, secure_delete=ON)", ""]
     out += _common.md_table(
-        "scenario | journal_mode | temp_store | rows | temp files seen in /proc/self/fd (max size)"
+        "scenario | temp_store | rows | temp files seen in /proc/self/fd (max size)"
         " | markers in temp file | main after | verdict",
         [
             [
                 t.scenario,
-                t.journal_mode,
                 t.temp_store,
                 t.rows,
                 ", ".join(
@@ -588,10 +546,9 @@ def run(args) -> tuple[list[str], dict]:
     os.environ["SQLITE_TMPDIR"] = sqlite_tmp
     try:
         sizes = Sizes.quick() if args.quick else Sizes()
-        results = [measure(config, sizes) for config in default_configs()]
+        results = [measure(config, sizes) for config in CONFIGS]
         temp_results = [
-            measure_temp_store(scenario, temp_store, mode, rows=sizes.temp_rows, sizes=sizes)
-            for mode in ("DELETE", "WAL")
+            measure_temp_store(scenario, temp_store, rows=sizes.temp_rows, sizes=sizes)
             for scenario in TEMP_SCENARIOS
             for temp_store in ("DEFAULT", "MEMORY")
         ]
@@ -607,7 +564,6 @@ def run(args) -> tuple[list[str], dict]:
         "deletes": [
             {
                 "config": r.config.label,
-                "layout": r.config.layout,
                 "secure_delete": r.config.secure_delete,
                 "verdict": r.verdict,
                 "after_close_leaks": leaking_files(r.after_close),
@@ -615,8 +571,7 @@ def run(args) -> tuple[list[str], dict]:
             for r in results
         ],
         "temp_store": [
-            {"scenario": t.scenario, "journal_mode": t.journal_mode, "temp_store": t.temp_store, "verdict": t.verdict}
-            for t in temp_results
+            {"scenario": t.scenario, "temp_store": t.temp_store, "verdict": t.verdict} for t in temp_results
         ],
     }
     return body, data
