@@ -1,8 +1,7 @@
-"""What every benchmark script shares: the `main()` skeleton, machine facts, Markdown tables,
-results files, Django on a temporary database.
+"""What the benchmark scripts share: the `main()` skeleton (`--quick`, `--out`), the header naming
+command and machine, Markdown tables, number formats, Django on a temporary database.
 
 No Django import at module level, so a script can import this before it configures Django.
-Sealed session rows are seeded with tests/factories.py, which seals exactly as the store does.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import platform
 import re
 import shlex
 import sqlite3
-import statistics
 import sys
 import time
 from importlib import metadata
@@ -23,57 +21,54 @@ from pathlib import Path
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT_DIR / "benchmarks" / "results"
+FIXTURES = ROOT_DIR / "tests" / "fixtures"  # the fictional resume and its markers
+RESUME = (FIXTURES / "resume_lin.txt").read_text("utf-8")
 
 
-def main(name: str, title: str, packages: list[str], run, argv: list[str] | None = None) -> int:
+def main(name: str, title: str, packages: list[str], run) -> int:
     """Parses `--quick` and `--out`, calls `run(args)` (which returns Markdown lines and a dict),
     then writes <out>/<name>.md and <out>/<name>.json under a header naming the command and machine."""
     parser = argparse.ArgumentParser(description=title)
     parser.add_argument("--quick", action="store_true", help="small sizes: shows the script works")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="output directory (default: benchmarks/results)")
-    args = parser.parse_args(argv)
-    args.command = command_line(argv)
+    args = parser.parse_args()
+    args.command = command_line()
     info = machine_info(packages)
     started = time.monotonic()
     body, data = run(args)
     elapsed = time.monotonic() - started
     heading = f"## {title}" + (" (quick run)" if args.quick else "")
-    lines = [heading, "", *header_lines(args.command, info), "", *body, "", f"Run time: {elapsed:.0f} s."]
-    markdown = "\n".join(lines) + "\n"
+    markdown = "\n".join([heading, "", *header_lines(args.command, info), "", *body, "", f"Run time: {elapsed:.0f} s."])
     data = {"command": args.command, "machine": info, "quick": args.quick, **data, "elapsed_s": elapsed}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{name}.md").write_text(markdown, encoding="utf-8")
+    (args.out / f"{name}.md").write_text(markdown + "\n", encoding="utf-8")
     text = json.dumps(_rounded(data), indent=2, ensure_ascii=False, default=str)
     # Lists of numbers on one line each, so raw samples stay readable and small.
     text = re.sub(
         r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(m[1].split()).replace(",,", ",") + "]", text
     )
     (args.out / f"{name}.json").write_text(text + "\n", encoding="utf-8")
-    print(markdown)
+    print(markdown + "\n")
     print(f"wrote {args.out / name}.md and .json", file=sys.stderr)
     return 0 if data.get("valid", True) else 1
 
 
-def command_line(argv: list[str] | None = None) -> str:
+def command_line() -> str:
     """The command that ran this script, as it can be pasted from the project root."""
     script = Path(sys.argv[0]).resolve()
-    script_text = str(script.relative_to(ROOT_DIR)) if script.is_relative_to(ROOT_DIR) else str(script)
-    args = sys.argv[1:] if argv is None else argv
-    return " ".join([".venv/bin/python", script_text, *map(shlex.quote, args)])
+    script = script.relative_to(ROOT_DIR) if script.is_relative_to(ROOT_DIR) else script
+    return " ".join([".venv/bin/python", str(script), *map(shlex.quote, sys.argv[1:])])
 
 
 def machine_info(packages: list[str]) -> dict:
     """Date, machine, Python, SQLite and package versions (what every section starts with)."""
     cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")),
-        platform.processor() or "unknown",
-    )
+    models = [line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")]
     return {
         "date_utc": dt.datetime.now(dt.UTC).strftime("%a %b %d %H:%M:%S UTC %Y"),
         "nproc": os.cpu_count(),
         "machine": platform.machine(),
-        "cpu_model": cpu,
+        "cpu_model": (models or [platform.processor() or "unknown"])[0],
         "kernel": platform.release(),
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
@@ -93,13 +88,10 @@ def header_lines(command: str, info: dict) -> list[str]:
     ]
 
 
-def md_table(headers: list[str], rows: list[list]) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+def md_table(header: str, rows: list[list]) -> list[str]:
+    """A Markdown table; `header` is written as it reads in Markdown: "a | b | c"."""
+    out = [f"| {header} |", "|" + "---|" * len(header.split(" | "))]
     return out + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
 
 
 def fmt_ms(seconds: float) -> str:
@@ -121,10 +113,8 @@ def _rounded(value):
 
 
 def setup_django(db_path: Path) -> None:
-    """Points the project's settings at a temporary SQLite file and migrates it.
-
-    Must run before anything imports Django models. Never touches var/sessions.db.
-    """
+    """Points the project's settings at a temporary SQLite file (never var/sessions.db) and migrates it;
+    before anything imports Django models."""
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     os.environ["DATABASE_URL"] = f"sqlite:///{db_path}"
     os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only-not-a-secret-" + "x" * 40)

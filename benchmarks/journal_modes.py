@@ -1,19 +1,10 @@
 #!/usr/bin/env python3
-"""SQLite journal modes and deleted sessions: which settings leave no byte of a deleted
-session in any database file? (docs/JOURNAL_MODES.md reads the results.)
+"""Which SQLite settings leave no byte of a deleted session in any file of the database?
 
-Per configuration, in a fresh temporary directory: tables shaped like ours (a JSON
-`state` written by `json.dumps`, so non-ASCII as \\uXXXX; raw UTF-8 `event_data`;
-`ON DELETE CASCADE`), a few other sessions and one "marker" session (a fictional
-resume); the marker session is deleted in one transaction and every file of the
-database (main, -journal, -wal, -shm) is scanned for every marker in every encoding.
-Also: the rollback journal during the delete (its size, and the markers in it before
-COMMIT), and temp_store DEFAULT vs MEMORY for large transactions whose statement
-journal SQLite spills to an unlinked temp file ("etilqs_*", visible only through
-/proc/self/fd while the statement runs, where a progress handler looks).
-
-Standard library and sqlite3 only:
-    .venv/bin/python benchmarks/journal_modes.py --out var    # writes var/journal_modes.md
+The settings the product uses (CHOSEN, as sessions_app/sqlite.py sets them) beside the rows that rule
+out the others (controls that must leak, so the scan is seen to fail, and WAL's checkpoint, clean only
+when no reader blocks it); docs/JOURNAL_MODES.md argues from them and records the other modes' rows.
+Standard library and sqlite3 only; tests/test_journal_modes.py runs the quick version.
 """
 
 from __future__ import annotations
@@ -22,6 +13,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
 import shutil
 import sqlite3
 import sys
@@ -35,14 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _common  # noqa: E402
 
 # A fictional resume and its 7 markers (4 Traditional Chinese, 3 English): the tests' fixtures.
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
-MARKERS: tuple[str, ...] = tuple(json.loads((FIXTURES / "markers.json").read_text("utf-8")))
-RESUME = (FIXTURES / "resume_lin.txt").read_text("utf-8")
+MARKERS: tuple[str, ...] = tuple(json.loads((_common.FIXTURES / "markers.json").read_text("utf-8")))
+RESUME = _common.RESUME
+LINES = [line for line in RESUME.splitlines() if line.strip()]
 _FILLER = (
     "The assistant reviewed wording, tense and ordering of the bullet points and "
     "suggested shorter sentences with measurable outcomes for each role. "
 )
-LINES = [line for line in RESUME.splitlines() if line.strip()]
 
 
 def _filler(n: int) -> str:
@@ -52,13 +43,11 @@ def _filler(n: int) -> str:
 def marker_forms(marker: str) -> dict[str, bytes]:
     """The byte forms a marker can take in the files (distinct byte strings only)."""
     escaped = json.dumps(marker)[1:-1]  # json.dumps escapes non-ASCII as lower-case \uXXXX
-    forms = {"utf-8": marker.encode("utf-8")}
-    if escaped != marker:
-        forms["json-escaped"] = escaped.encode("ascii")
-        parts = escaped.split("\\u")
-        upper = parts[0] + "".join("\\u" + p[:4].upper() + p[4:] for p in parts[1:])
-        if upper != escaped:
-            forms["json-escaped-upper"] = upper.encode("ascii")
+    upper = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m[1].upper(), escaped)
+    forms: dict[str, bytes] = {}
+    for form, text in (("utf-8", marker), ("json-escaped", escaped), ("json-escaped-upper", upper)):
+        if text.encode() not in forms.values():
+            forms[form] = text.encode()
     return forms
 
 
@@ -78,8 +67,6 @@ class Sizes:
     events: int = 14
     state_bytes: int = 3_000  # fits in one 4 KiB page: no overflow pages
     event_bytes: int = 1_000
-    overflow_state_bytes: int = 16_000  # > page size: spans overflow pages
-    overflow_event_bytes: int = 6_000
     temp_rows: int = 300  # sessions touched by the temp_store transactions
 
     @classmethod
@@ -89,42 +76,28 @@ class Sizes:
 
 @dataclass(frozen=True)
 class Config:
-    journal_mode: str = "DELETE"  # DELETE TRUNCATE PERSIST MEMORY WAL
+    journal_mode: str = "DELETE"  # DELETE PERSIST WAL
     secure_delete: str = "ON"  # ON OFF FAST
-    temp_store: str = "MEMORY"  # DEFAULT FILE MEMORY
-    journal_size_limit: int | None = None
+    temp_store: str = "MEMORY"  # DEFAULT MEMORY
     checkpoint: bool = False  # PRAGMA wal_checkpoint(TRUNCATE) after the delete
-    open_reader: bool = False  # another connection holds a read transaction across the delete
-    layout: str = "inline"  # inline: rows fit in a page; overflow: values larger than a page
+    open_reader: bool = False  # WAL only: another connection holds a read transaction across the delete
 
     @property
     def label(self) -> str:
-        return " + ".join(
-            [self.journal_mode]
-            + [f"journal_size_limit={self.journal_size_limit}"] * (self.journal_size_limit is not None)
-            + ["wal_checkpoint(TRUNCATE)"] * self.checkpoint
-            + ["open reader"] * self.open_reader
-        )
-
-
-def default_configs() -> list[Config]:
-    every = ("ON", "OFF", "FAST")
-    return [
-        *(Config(mode, sd) for mode in ("DELETE", "TRUNCATE") for sd in every),
-        Config("PERSIST", "ON"),
-        Config("PERSIST", "ON", journal_size_limit=0),
-        Config("MEMORY", "ON"),
-        *(Config("WAL", sd) for sd in every),
-        Config("WAL", "ON", journal_size_limit=0),
-        *(Config("WAL", sd, checkpoint=True) for sd in every),
-        Config("WAL", "ON", checkpoint=True, open_reader=True),
-        # Values larger than a page: the text lives in overflow pages.
-        *(Config("DELETE", sd, layout="overflow") for sd in every),
-        *(Config("WAL", sd, checkpoint=True, layout="overflow") for sd in ("ON", "FAST")),
-    ]
+        extras = ["wal_checkpoint(TRUNCATE)"] * self.checkpoint + ["open reader"] * self.open_reader
+        return " + ".join([self.journal_mode, *extras])
 
 
 CHOSEN = Config("DELETE", "ON", temp_store="MEMORY")
+CONFIGS = [
+    CHOSEN,
+    Config("DELETE", "OFF"),
+    Config("DELETE", "FAST"),
+    Config("PERSIST", "ON"),
+    Config("WAL", "ON"),
+    Config("WAL", "ON", checkpoint=True),
+    Config("WAL", "ON", checkpoint=True, open_reader=True),
+]
 
 SCHEMA = """
 CREATE TABLE sessions (id INTEGER PRIMARY KEY AUTOINCREMENT, app_name varchar(128) NOT NULL,
@@ -144,19 +117,14 @@ CREATE INDEX event_session_time_idx ON events (session_id, timestamp);
 SECURE_DELETE_VALUES = {"OFF": 0, "ON": 1, "FAST": 2}
 
 
-def marker_state(target_bytes: int, overflow: bool) -> str:
+def marker_state(target_bytes: int) -> str:
     """JSONField-style state (json.dumps: non-ASCII escaped), about target_bytes long."""
-    state: dict = {"resume_text": RESUME, "target_role": "Staff Backend Engineer", "notes": ""}
-    if overflow:  # resume lines repeated, so markers sit in the part that goes to overflow pages too
-        state["drafts"] = []
-        while len(json.dumps(state)) < target_bytes:
-            state["drafts"].append(LINES[len(state["drafts"]) % len(LINES)])
-    else:
-        state["notes"] = _filler(target_bytes - len(json.dumps(state)))
+    state = {"resume_text": RESUME, "target_role": "Staff Backend Engineer", "notes": ""}
+    state["notes"] = _filler(target_bytes - len(json.dumps(state)))
     return json.dumps(state)
 
 
-def marker_events(count: int, target_bytes: int, overflow: bool) -> list[str]:
+def marker_events(count: int, target_bytes: int) -> list[str]:
     """ADK-style event JSON, raw UTF-8 (ensure_ascii=False), each quoting the resume."""
     out = []
     for i in range(count):
@@ -170,12 +138,7 @@ def marker_events(count: int, target_bytes: int, overflow: bool) -> list[str]:
             "actions": {"state_delta": {"last_quote": quote} if model else {}},
             "summary": "",
         }
-        j = i
-        while overflow and len(json.dumps(event, ensure_ascii=False).encode()) < target_bytes:
-            event["summary"] += LINES[j % len(LINES)] + "\n"
-            j += 1
-        if not overflow:
-            event["summary"] = _filler(target_bytes - len(json.dumps(event, ensure_ascii=False).encode()))
+        event["summary"] = _filler(target_bytes - len(json.dumps(event, ensure_ascii=False).encode()))
         out.append(json.dumps(event, ensure_ascii=False))
     return out
 
@@ -203,8 +166,6 @@ def connect(db: Path, config: Config, timeout: float = 20.0) -> sqlite3.Connecti
     if mode.upper() != config.journal_mode:
         raise RuntimeError(f"journal_mode={config.journal_mode} not applied (got {mode})")
     conn.execute(f"PRAGMA temp_store={config.temp_store}")
-    if config.journal_size_limit is not None:
-        conn.execute(f"PRAGMA journal_size_limit={config.journal_size_limit}")
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
 
@@ -224,9 +185,6 @@ def insert_session(conn, n: int, state: str, events: list[str], updated_days: in
     return sid
 
 
-FILES = {"": "main", "-journal": "-journal", "-wal": "-wal", "-shm": "-shm"}  # suffix -> name
-
-
 @dataclass(frozen=True)
 class FileState:
     exists: bool
@@ -237,8 +195,8 @@ class FileState:
 
 def scan_database(db: Path) -> dict[str, FileState]:
     out = {}
-    for suffix, name in FILES.items():
-        path = Path(f"{db}{suffix}")
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        path, name = Path(f"{db}{suffix}"), suffix or "main"
         if not path.exists():
             out[name] = FileState(False)
             continue
@@ -252,22 +210,16 @@ def hit_pages(data: bytes) -> tuple[int, int]:
     """(pages holding any marker, of which on the freelist) of a database file image."""
     page_size = int.from_bytes(data[16:18], "big") if len(data) >= 100 else 4096
     page_size = 65536 if page_size == 1 else page_size
-    pages = set()
-    for needle in (needle for m in MARKERS for needle in marker_forms(m).values()):
-        start = data.find(needle)
-        while start != -1:
-            pages.add(start // page_size + 1)
-            start = data.find(needle, start + 1)
+    needles = [re.escape(needle) for m in MARKERS for needle in marker_forms(m).values()]
+    pages = {hit.start() // page_size + 1 for needle in needles for hit in re.finditer(b"(?=%s)" % needle, data)}
     free: set[int] = set()  # the freelist: trunk pages, each listing leaf pages
     trunk = int.from_bytes(data[32:36], "big") if data.startswith(b"SQLite format 3\x00") else 0
     while trunk and trunk not in free and trunk * page_size <= len(data):
         free.add(trunk)
         off = (trunk - 1) * page_size
         count = int.from_bytes(data[off + 4 : off + 8], "big")
-        free |= {
-            int.from_bytes(data[off + 8 + 4 * k : off + 12 + 4 * k], "big")
-            for k in range(min(count, page_size // 4 - 2))
-        }
+        leaves = range(min(count, page_size // 4 - 2))
+        free |= {int.from_bytes(data[off + 8 + 4 * k : off + 12 + 4 * k], "big") for k in leaves}
         trunk = int.from_bytes(data[off : off + 4], "big")
     return len(pages), len(pages & free)
 
@@ -278,11 +230,8 @@ def leaking_files(scan: dict[str, FileState]) -> list[str]:
 
 class Watcher:
     """Progress handler: watches the -journal size and SQLite temp files while a statement runs.
-
-    SQLite names its temp files `etilqs_*` and unlinks them right after
-    opening them, so the only place they can be seen is /proc/self/fd. Each
-    temp file seen is also read (through the /proc link) and scanned.
-    """
+    SQLite unlinks its temp files (`etilqs_*`) right after opening them: only /proc/self/fd shows them,
+    and each one seen is read through that link and scanned."""
 
     def __init__(self, db: Path | None = None):
         self.journal = Path(f"{db}-journal") if db else None
@@ -300,15 +249,13 @@ class Watcher:
             self.journal_max = max(self.journal_max, self.journal.stat().st_size)
         for name in os.listdir("/proc/self/fd") if Path("/proc/self/fd").is_dir() else []:
             link = f"/proc/self/fd/{name}"
-            try:
+            with contextlib.suppress(OSError):  # a descriptor closed meanwhile
                 target = os.readlink(link)
                 if "etilqs_" in target:
                     size = os.stat(link).st_size
                     if size != self.temp_files.get(target, -1):
                         self.temp_hits |= scan_bytes(Path(link).read_bytes())
                     self.temp_files[target] = max(size, self.temp_files.get(target, 0))
-            except OSError:
-                continue
 
 
 @dataclass
@@ -335,17 +282,13 @@ class Result:
 
 def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: int = 1000) -> Result:
     """Insert, commit, delete the marker session (cascade), commit, scan every file."""
-    if config.open_reader and config.journal_mode != "WAL":
-        raise ValueError("an open reader blocks COMMIT in rollback-journal modes; only WAL is measured")
     tmp = Path(tempfile.mkdtemp(prefix="journal_modes_"))
     db = tmp / "sessions.db"
-    reader = None
     conn = connect(db, config)
+    connections = [conn]  # closed in this order: the last one to close checkpoints a WAL
     try:
         conn.executescript(SCHEMA)
-        overflow = config.layout == "overflow"
-        state = marker_state(sizes.overflow_state_bytes if overflow else sizes.state_bytes, overflow)
-        events = marker_events(sizes.events, sizes.overflow_event_bytes if overflow else sizes.event_bytes, overflow)
+        state, events = marker_state(sizes.state_bytes), marker_events(sizes.events, sizes.event_bytes)
         conn.execute("BEGIN IMMEDIATE")
         others = list(range(sizes.other_sessions))
         for n in others[: len(others) // 2]:
@@ -357,6 +300,7 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
         before_ok = expected_forms() <= frozenset().union(*(s.hits for s in scan_database(db).values()))
         if config.open_reader:
             reader = sqlite3.connect(db, timeout=20, isolation_level=None)
+            connections.insert(0, reader)
             reader.execute("BEGIN")
             reader.execute("SELECT count(*) FROM events").fetchone()  # read transaction now open
 
@@ -372,31 +316,19 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
             conn.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?", (target,)).fetchone()[0]
             for table, column in (("sessions", "id"), ("events", "session_id"))
         )
-        checkpoint = checkpoint_seconds = None
+        checkpoint = (None, None)
         if config.checkpoint:
             conn.execute(f"PRAGMA busy_timeout={checkpoint_timeout_ms}")
             started = time.monotonic()
-            checkpoint = tuple(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
-            checkpoint_seconds = time.monotonic() - started
+            checkpoint = (tuple(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()), time.monotonic() - started)
         after = scan_database(db)
-        for connection in (reader, conn):
-            if connection is not None:
-                connection.close()  # the reader's read transaction ends with it
-        return Result(
-            config,
-            before_ok,
-            pre_commit,
-            max(watcher.journal_max, pre_commit["-journal"].size),
-            after,
-            scan_database(db),
-            rows_left,
-            checkpoint,
-            checkpoint_seconds,
-        )
+        for connection in connections:
+            connection.close()  # the reader's read transaction ends with it
+        journal_max = max(watcher.journal_max, pre_commit["-journal"].size)
+        return Result(config, before_ok, pre_commit, journal_max, after, scan_database(db), rows_left, *checkpoint)
     finally:
-        for connection in (reader, conn):
-            if connection is not None:
-                connection.close()
+        for connection in connections:
+            connection.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -418,7 +350,6 @@ TEMP_SCENARIOS = {
 @dataclass
 class TempResult:
     scenario: str
-    journal_mode: str
     temp_store: str
     rows: int
     temp_files: dict[str, int]  # unlinked temp files seen in /proc/self/fd -> max size
@@ -434,24 +365,20 @@ class TempResult:
         return "LEAK: markers written to an unlinked temp file" if self.temp_hits else "temp file without markers"
 
 
-def measure_temp_store(
-    scenario: str, temp_store: str, journal_mode: str = "DELETE", rows: int = 300, sizes: Sizes = Sizes()
-) -> TempResult:
+def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: Sizes = Sizes()) -> TempResult:
+    """One large transaction (TEMP_SCENARIOS) over `rows` marker sessions, its temp files watched."""
     tmp = Path(tempfile.mkdtemp(prefix="journal_modes_temp_"))
     db = tmp / "sessions.db"
-    conn = connect(db, Config(journal_mode, "ON", temp_store=temp_store))
+    conn = connect(db, Config(CHOSEN.journal_mode, "ON", temp_store=temp_store))
     try:
         conn.executescript(SCHEMA)
-        state = marker_state(sizes.state_bytes, overflow=False)
-        events = marker_events(2, sizes.event_bytes, overflow=False)
+        state, events = marker_state(sizes.state_bytes), marker_events(2, sizes.event_bytes)
         conn.execute("BEGIN IMMEDIATE")
         for n in range(rows):
             insert_session(conn, n, state, events, updated_days=-100)
         for n in range(rows, rows + sizes.other_sessions):
             insert_session(conn, n, other_state(n), [other_event(n, 0)])
         conn.execute("COMMIT")
-        if journal_mode == "WAL":
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         watcher = Watcher()
         conn.set_progress_handler(watcher, 20)
         conn.execute("BEGIN IMMEDIATE")
@@ -460,16 +387,8 @@ def measure_temp_store(
             watcher.poll()
         conn.set_progress_handler(None, 0)
         conn.execute("COMMIT")
-        if journal_mode == "WAL":
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return TempResult(
-            scenario,
-            journal_mode,
-            temp_store,
-            rows,
-            dict(watcher.temp_files),
-            watcher.temp_hits,
-            scan_database(db)["main"],
+            scenario, temp_store, rows, dict(watcher.temp_files), watcher.temp_hits, scan_database(db)["main"]
         )
     finally:
         conn.close()
@@ -501,7 +420,23 @@ def _note(r: Result) -> str:
     return "; ".join(notes)
 
 
-def render(results: list[Result], temp_results: list[TempResult]) -> list[str]:
+def _delete_cells(i: int, r: Result) -> list:
+    sidecars = ", ".join(f"{name} {_size(s.size)}" for name, s in r.after.items() if name != "main" and s.exists)
+    leaks = leaking_files(r.after_close)
+    cells = [i, r.config.label, r.config.secure_delete, "yes" if r.before_ok else "**NO**"]
+    cells += [_hits(r.after[name]) for name in ("main", "-journal", "-wal")] + [sidecars or "none"]
+    verdict = r.verdict if r.verdict == "clean" else f"**{r.verdict}**"
+    return cells + [verdict, "LEAK: " + ", ".join(leaks) if leaks else "clean", _note(r)]
+
+
+def _temp_cells(t: TempResult) -> list:
+    seen = ", ".join(f"{Path(k.replace(' (deleted)', '')).name} (deleted) {_size(v)}" for k, v in t.temp_files.items())
+    in_temp = f"**{len({m for m, _ in t.temp_hits})}/{len(MARKERS)}**" if t.temp_hits else "0"
+    in_temp = in_temp if t.temp_files else "-"
+    return [t.scenario, t.temp_store, t.rows, seen or "none", in_temp, _hits(t.main_after), t.verdict]
+
+
+def render(results: list[Result], temp_results: list[TempResult], tmp_files_left: int) -> list[str]:
     chinese = sum(1 for m in MARKERS if not m.isascii())
     out = [
         f"Markers: {len(MARKERS)} ({chinese} Traditional Chinese, {len(MARKERS) - chinese} English), each"
@@ -510,40 +445,10 @@ def render(results: list[Result], temp_results: list[TempResult]) -> list[str]:
         "### After DELETE + COMMIT of the marker session",
         "",
     ]
-    rows = []
-    for i, r in enumerate(results, 1):
-        c, leaks = r.config, leaking_files(r.after_close)
-        sidecars = ", ".join(f"{name} {_size(s.size)}" for name, s in r.after.items() if name != "main" and s.exists)
-        rows.append(
-            [
-                i,
-                c.label,
-                c.layout,
-                c.secure_delete,
-                "yes" if r.before_ok else "**NO**",
-                *(_hits(r.after[name]) for name in ("main", "-journal", "-wal")),
-                sidecars or "none",
-                r.verdict if r.verdict == "clean" else f"**{r.verdict}**",
-                "LEAK: " + ", ".join(leaks) if leaks else "clean",
-                _note(r),
-            ]
-        )
     out += _common.md_table(
-        [
-            "#",
-            "config",
-            "layout",
-            "secure_delete",
-            "markers before (all forms found)",
-            "main after",
-            "-journal after",
-            "-wal after",
-            "sidecar files after",
-            "verdict",
-            "after all connections closed",
-            "note",
-        ],
-        rows,
+        "# | config | secure_delete | markers before (all forms found) | main after | -journal after | -wal after"
+        " | sidecar files after | verdict | after all connections closed | note",
+        [_delete_cells(i, r) for i, r in enumerate(results, 1)],
     )
     out += [
         "",
@@ -554,59 +459,22 @@ def render(results: list[Result], temp_results: list[TempResult]) -> list[str]:
         "",
     ]
     out += _common.md_table(
+        "config | secure_delete | -journal max size during delete | markers in -journal before COMMIT"
+        " | -journal after COMMIT",
         [
-            "config",
-            "layout",
-            "secure_delete",
-            "-journal max size during delete",
-            "markers in -journal before COMMIT",
-            "-journal after COMMIT",
-        ],
-        [
-            [
-                r.config.label,
-                r.config.layout,
-                r.config.secure_delete,
-                _size(r.journal_max_during),
-                _hits(r.pre_commit["-journal"]),
-                f"{_size(r.after['-journal'].size)} kept" if r.after["-journal"].exists else "unlinked",
-            ]
+            [r.config.label, r.config.secure_delete, _size(r.journal_max_during), _hits(r.pre_commit["-journal"])]
+            + [f"{_size(r.after['-journal'].size)} kept" if r.after["-journal"].exists else "unlinked"]
             for r in results
-            if r.config.journal_mode in ("DELETE", "TRUNCATE", "PERSIST") and r.config.secure_delete == "ON"
+            if r.config.journal_mode in ("DELETE", "PERSIST") and r.config.secure_delete == "ON"
         ],
     )
-    out += ["", "### temp_store: statement journals of large transactions (secure_delete=ON)", ""]
+    out += ["", "### temp_store: statement journals of large transactions (journal_mode=DELETE, secure_delete=ON)", ""]
     out += _common.md_table(
-        [
-            "scenario",
-            "journal_mode",
-            "temp_store",
-            "rows",
-            "temp files seen in /proc/self/fd (max size)",
-            "markers in temp file",
-            "main after",
-            "verdict",
-        ],
-        [
-            [
-                t.scenario,
-                t.journal_mode,
-                t.temp_store,
-                t.rows,
-                ", ".join(
-                    f"{Path(k.replace(' (deleted)', '')).name} (deleted) {_size(v)}" for k, v in t.temp_files.items()
-                )
-                or "none",
-                (f"**{len({m for m, _ in t.temp_hits})}/{len(MARKERS)}**" if t.temp_hits else "0")
-                if t.temp_files
-                else "-",
-                _hits(t.main_after),
-                t.verdict,
-            ]
-            for t in temp_results
-        ],
+        "scenario | temp_store | rows | temp files seen in /proc/self/fd (max size)"
+        " | markers in temp file | main after | verdict",
+        [_temp_cells(t) for t in temp_results],
     )
-    return out
+    return out + ["", f"SQLITE_TMPDIR held {tmp_files_left} file(s) after the run (temp files are unlinked at open)."]
 
 
 def run(args) -> tuple[list[str], dict]:
@@ -615,38 +483,27 @@ def run(args) -> tuple[list[str], dict]:
     os.environ["SQLITE_TMPDIR"] = sqlite_tmp
     try:
         sizes = Sizes.quick() if args.quick else Sizes()
-        results = [measure(config, sizes) for config in default_configs()]
+        results = [measure(config, sizes) for config in CONFIGS]
         temp_results = [
-            measure_temp_store(scenario, temp_store, mode, rows=sizes.temp_rows, sizes=sizes)
-            for mode in ("DELETE", "WAL")
+            measure_temp_store(scenario, temp_store, rows=sizes.temp_rows, sizes=sizes)
             for scenario in TEMP_SCENARIOS
             for temp_store in ("DEFAULT", "MEMORY")
         ]
-        left = os.listdir(sqlite_tmp)
+        left = len(os.listdir(sqlite_tmp))
     finally:
         shutil.rmtree(sqlite_tmp, ignore_errors=True)
-    body = render(results, temp_results) + [
-        "",
-        f"SQLITE_TMPDIR held {len(left)} file(s) after the run (temp files are unlinked at open).",
-    ]
     data = {
         "valid": all(r.before_ok for r in results),
         "deletes": [
-            {
-                "config": r.config.label,
-                "layout": r.config.layout,
-                "secure_delete": r.config.secure_delete,
-                "verdict": r.verdict,
-                "after_close_leaks": leaking_files(r.after_close),
-            }
+            {"config": r.config.label, "secure_delete": r.config.secure_delete, "verdict": r.verdict}
+            | {"after_close_leaks": leaking_files(r.after_close)}
             for r in results
         ],
         "temp_store": [
-            {"scenario": t.scenario, "journal_mode": t.journal_mode, "temp_store": t.temp_store, "verdict": t.verdict}
-            for t in temp_results
+            {"scenario": t.scenario, "temp_store": t.temp_store, "verdict": t.verdict} for t in temp_results
         ],
     }
-    return body, data
+    return render(results, temp_results, left), data
 
 
 if __name__ == "__main__":

@@ -1,9 +1,8 @@
 """The one load generator both HTTP servers are measured with (asyncio + httpx), and their processes.
 
-`run_load` starts N closed-loop clients, each repeating create -> 3 turns -> read -> delete; only
-operations that start after the warm-up and end before the deadline count. `OursTarget` and
-`AdkTarget` (ADK's `adk api_server`) adapt the cycle to each API. Also: percentiles, two turns at
-once and the "no half-saved turn" check. Every request has a timeout, every run a deadline; loopback only.
+Same clients, same cycle, same counting for ours and ADK's `adk api_server`, so their figures compare:
+`run_load` runs N closed-loop clients repeating create -> 3 turns -> read -> delete and counts only
+operations inside the measured window. Every request has a timeout, every run a deadline; loopback only.
 """
 
 from __future__ import annotations
@@ -24,9 +23,9 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks import _common
+
 LOOPBACK = "127.0.0.1"
-RESUME = (ROOT / "tests" / "fixtures" / "resume_lin.txt").read_text("utf-8")  # fictional
 MESSAGES = ("Please draft my job-search plan", "Focus on remote roles", "Add a networking step each week")
 KINDS = ("create", "turn", "read", "delete")
 # One client address sends every message, far faster than a person types: the throttles are lifted.
@@ -51,13 +50,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def summarize_ms(latencies_s: list[float]) -> dict:
     ms = [x * 1000 for x in latencies_s]
-    return {
-        "n": len(ms),
-        "p50": percentile(ms, 50),
-        "p95": percentile(ms, 95),
-        "p99": percentile(ms, 99),
-        "max": max(ms) if ms else math.nan,
-    }
+    return {"n": len(ms), **{f"p{q}": percentile(ms, q) for q in (50, 95, 99)}, "max": max(ms) if ms else math.nan}
 
 
 @dataclass
@@ -77,7 +70,7 @@ class OursTarget:
         self.base_url = base_url
 
     async def create(self, client):
-        r = await client.post("/agent/sessions", json={"resume_text": RESUME})
+        r = await client.post("/agent/sessions", json={"resume_text": _common.RESUME})
         return r, Handle(r.json()["session_id"], token=r.json()["token"]) if r.status_code == 201 else None
 
     def _call(self, client, method, handle, suffix="", **kwargs):
@@ -95,8 +88,7 @@ class OursTarget:
 
     async def history(self, client, handle) -> list[dict]:
         """Every stored event, oldest first, as ADK Event dicts."""
-        r = await self._call(client, "GET", handle, "/export")
-        return r.raise_for_status().json()["events"]
+        return (await self._call(client, "GET", handle, "/export")).raise_for_status().json()["events"]
 
 
 class AdkTarget:
@@ -110,20 +102,13 @@ class AdkTarget:
 
     async def create(self, client):
         user_id = f"user-{uuid.uuid4().hex[:12]}"
-        state = {"resume_text": RESUME, "plan_versions": [], "suspicious_flags": []}
+        state = {"resume_text": _common.RESUME, "plan_versions": [], "suspicious_flags": []}
         r = await client.post(f"/apps/{self.app_name}/users/{user_id}/sessions", json={"state": state})
         return r, Handle(r.json()["id"], user_id=user_id) if r.status_code == 200 else None
 
     def turn(self, client, handle, message):
-        return client.post(
-            "/run",
-            json={
-                "app_name": self.app_name,
-                "user_id": handle.user_id,
-                "session_id": handle.session_id,
-                "new_message": {"role": "user", "parts": [{"text": message}]},
-            },
-        )
+        ids = {"app_name": self.app_name, "user_id": handle.user_id, "session_id": handle.session_id}
+        return client.post("/run", json={**ids, "new_message": {"role": "user", "parts": [{"text": message}]}})
 
     def _url(self, handle):
         return f"/apps/{self.app_name}/users/{handle.user_id}/sessions/{handle.session_id}"
@@ -228,17 +213,9 @@ async def _client_loop(target, result: LoadResult, stop_at: float, timeout: floa
                 await target.delete(client, handle)
 
 
-def run_load(
-    target,
-    clients: int,
-    warmup_s: float,
-    duration_s: float,
-    timeout: float = 60.0,
-    stop: threading.Event | None = None,
-    started: threading.Event | None = None,
-) -> LoadResult:
-    """N closed-loop clients for warmup_s + duration_s (or until `stop` is set, if sooner); hard-stopped
-    at warmup + duration + timeout + 30 s. `started` is set once the clients run."""
+def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=60.0, stop=None, started=None):
+    """N closed-loop clients for warmup_s + duration_s (or until the threading.Event `stop` is set, if
+    sooner); hard-stopped at warmup + duration + timeout + 30 s. `started` is set once the clients run."""
     result = LoadResult(target=target.name, clients=clients, warmup_s=warmup_s, duration_s=duration_s)
 
     async def main():
@@ -262,13 +239,9 @@ def run_load(
 
 
 def check_history(events: list[dict]) -> dict:
-    """Counts user messages and complete agent replies in a stored history.
-
-    A turn is complete when its user message is followed, before the next user
-    message, by a final agent reply (model text with no function call left
-    unanswered). Half-saved: a user message without that reply. Our export dumps
-    events by field name, ADK's api_server by alias (camelCase): both are read.
-    """
+    """Counts user messages and complete agent replies in a stored history (by field name, as our
+    export dumps events, or by alias, as ADK's api_server does). A turn is complete when a final agent
+    reply (model text, no function call left unanswered) follows before the next user message."""
     user_messages = final_replies = half_saved = 0
     open_turn, pending = False, set()
     for event in events:
@@ -280,9 +253,8 @@ def check_history(events: list[dict]) -> dict:
             user_messages += 1
             open_turn, pending = True, set()
             continue
-        pending = (pending | {c.get("id") or c.get("name") for c in calls}) - {
-            r.get("id") or r.get("name") for r in answers
-        }
+        answered = {r.get("id") or r.get("name") for r in answers}
+        pending = (pending | {c.get("id") or c.get("name") for c in calls}) - answered
         text = any(p.get("text") and not p.get("thought") for p in parts)
         if event.get("author") != "user" and text and not calls and not pending and open_turn:
             final_replies += 1
@@ -313,16 +285,10 @@ def concurrent_turn_check(target, trials: int = 20, timeout: float = 60.0) -> di
                 outcomes[" + ".join(codes)] += 1
                 totals.update(check_history(await target.history(c1, handle)))
                 await target.delete(c1, handle)
-        return {
-            "trials": trials,
-            "outcomes": dict(outcomes.most_common()),
-            **{k: totals[k] for k in ("user_messages", "final_replies", "half_saved")},
-        }
+        counts = {k: totals[k] for k in ("user_messages", "final_replies", "half_saved")}
+        return {"trials": trials, "outcomes": dict(outcomes.most_common()), **counts}
 
     return asyncio.run(main())
-
-
-# --------------------------------------------------------------------------- processes
 
 
 def _stat(pid: int) -> list[str]:
@@ -341,11 +307,9 @@ def process_tree(pid: int) -> list[int]:
         if p in seen:
             continue
         seen.append(p)
-        try:
+        with contextlib.suppress(OSError):
             for task in os.listdir(f"/proc/{p}/task"):
                 stack += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
-        except OSError:
-            pass
     return seen
 
 
@@ -375,14 +339,13 @@ class MachineCpu:
         wall, hz = time.monotonic() - self.t0, os.sysconf("SC_CLK_TCK")
         busy, steal = (sum(d) - d[3] - d[4]) / hz, d[7] / hz  # all but idle and iowait
         loadgen = (sum(os.times()[:2]) - self.self_start) / wall
-        self.result = {
+        return {
             "wall_s": wall,
             "steal_cores": steal / wall,
             "loadgen_cores": loadgen,
             "server_cores": [s / wall for s in server_cpu_seconds],
             "other_cores": max(0.0, (busy - steal - sum(server_cpu_seconds)) / wall - loadgen),
         }
-        return self.result
 
 
 def free_port() -> int:
@@ -394,7 +357,18 @@ def free_port() -> int:
 def clean_env(**extra: str) -> dict:
     """The environment for a process we start: no model credentials, this project importable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST", "DJANGO_"))}
-    return {**env, "PYTHONPATH": str(ROOT), "DJANGO_SECRET_KEY": "benchmark-only-key", **extra}
+    return {**env, "PYTHONPATH": str(_common.ROOT_DIR), "DJANGO_SECRET_KEY": "benchmark-only-key", **extra}
+
+
+def ours_env(db: Path, tmp: Path) -> dict:
+    """Our server's environment: its own database and cache, the message throttles lifted."""
+    return clean_env(DATABASE_URL=f"sqlite:///{db}", DJANGO_CACHE_DIR=str(tmp / "cache"), **UNTHROTTLED)
+
+
+def start_ours(command: list[str], bind: str, env: dict, log_path: Path) -> tuple[subprocess.Popen, OursTarget]:
+    """Starts our server (`command`, listening on `bind`) and waits until its API answers."""
+    process = start_server(command, log_path, f"http://{bind}/api/schema/", cwd=_common.ROOT_DIR, env=env)
+    return process, OursTarget(f"http://{bind}")
 
 
 def start_server(command: list[str], log_path: Path, health_url: str, **popen) -> subprocess.Popen:

@@ -1,9 +1,7 @@
 """Writes docs/MUTATION_REPORT.md from mutmut's per-file results (`mutants/<module>.meta`, JSON)
-after `mutmut run` (`make mutants`).
-
-Per module: mutants, killed, survived and the rest. Then one line per surviving mutant with a
-note: the test that now kills it, or why it is equivalent. Notes of mutants that still survive
-are kept from the previous report, so a rerun asks only about new survivors.
+after `mutmut run` (`make mutants`): per module the mutants killed and survived, then one line per
+survivor with its note (the test that kills it, or why it is equivalent). Notes of mutants that still
+survive are kept from the previous report, so a rerun asks only about new survivors.
 """
 
 from __future__ import annotations
@@ -18,27 +16,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import md_table  # noqa: E402
+from benchmarks import _common  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-REPORT = ROOT / "docs" / "MUTATION_REPORT.md"
-# A failing test, pytest's internal error or the type checker kill a mutant.
-COLUMNS = {
-    1: "killed",
-    3: "killed",
-    37: "killed",
-    0: "survived",
-    5: "no tests",
-    33: "no tests",
-    None: "not run",
-    **dict.fromkeys((36, 24, -24, 152, 255), "timeout"),
-}
+REPORT = _common.ROOT_DIR / "docs" / "MUTATION_REPORT.md"
+# mutmut's exit codes (mutmut/stats.py): a failing test, pytest's internal error or the type checker kill a mutant.
+COLUMNS = {0: "survived", None: "not run", **dict.fromkeys((1, 3, 37), "killed"), **dict.fromkeys((5, 33), "no tests")}
+COLUMNS |= dict.fromkeys((36, 24, -24, 152, 255), "timeout")
 NOTE_LINE = re.compile(r"^\| `(?P<name>[^`]+)` \| (?P<note>.*) \|$")
 NO_NOTE = "_to do: the test that kills it, or why it is equivalent_"
-
-
-def modules(root: Path) -> list[str]:
-    return tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"]["only_mutate"]
 
 
 def results(root: Path, module: str) -> dict[str, int | None]:
@@ -51,33 +36,25 @@ def kept_notes(report: Path) -> dict[str, str]:
     return {m["name"]: m["note"] for m in map(NOTE_LINE.match, lines) if m and m["note"] != NO_NOTE}
 
 
-def column(code: int | None) -> str:
-    return COLUMNS.get(code, "other")  # mutmut's exit codes (mutmut/stats.py)
-
-
 def _mutant_order(name: str) -> tuple[str, int]:
     function, _, number = name.rpartition("__mutmut_")
     return function, int(number) if number.isdigit() else 0
 
 
+def _row(label: str, counts: Counter) -> list:
+    shown = (counts[c] for c in ("killed", "survived", "timeout", "no tests"))
+    return [label, counts["mutants"], *shown, counts["not run"] + counts["other"]]
+
+
 def render(root: Path, notes: dict[str, str]) -> str:
     rows, survivors, totals = [], [], Counter()
-    for module in [*modules(root), None]:  # None: the totals row
-        by_mutant = results(root, module) if module else {}
-        counts = Counter(column(code) for code in by_mutant.values()) if module else totals
-        totals.update(counts if module else {})
-        totals["mutants"] += len(by_mutant)
-        rows.append(
-            [
-                f"`{module}`" if module else "**all**",
-                len(by_mutant) if module else totals["mutants"],
-                *(counts[c] for c in ("killed", "survived", "timeout", "no tests")),
-                counts["not run"] + counts["other"],
-            ]
-        )
-        survivors += sorted(
-            (name for name, code in by_mutant.items() if column(code) in ("survived", "no tests")), key=_mutant_order
-        )
+    for module in tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"]["only_mutate"]:
+        by_mutant = results(root, module)
+        counts = Counter(COLUMNS.get(code, "other") for code in by_mutant.values()) + Counter(mutants=len(by_mutant))
+        totals.update(counts)
+        rows.append(_row(f"`{module}`", counts))
+        unkilled = (name for name, code in by_mutant.items() if COLUMNS.get(code) in ("survived", "no tests"))
+        survivors += sorted(unkilled, key=_mutant_order)
     score = f"{100 * totals['killed'] / totals['mutants']:.1f}%" if totals["mutants"] else "-"
     lines = [
         "# Mutation testing of the guarantee code",
@@ -86,7 +63,10 @@ def render(root: Path, notes: dict[str, str]) -> str:
         "`pyproject.toml` `[tool.mutmut]`). A mutant is one small change to the code; a test",
         "that fails on it kills it. A survivor is either a missing test or an equivalent change.",
         "",
-        *md_table(["module", "mutants", "killed", "survived", "timeout", "no tests", "not run / other"], rows),
+        *_common.md_table(
+            "module | mutants | killed | survived | timeout | no tests | not run / other",
+            [*rows, _row("**all**", totals)],
+        ),
         "",
         f"Killed: {score}.",
         "",
@@ -95,7 +75,7 @@ def render(root: Path, notes: dict[str, str]) -> str:
         "One line each (`mutmut show NAME` prints the change): the test that kills it now, or why",
         'it is equivalent. Mutants no test reaches ("no tests") are listed too.',
         "",
-        *md_table(["mutant", "note"], [[f"`{name}`", notes.get(name, NO_NOTE)] for name in survivors]),
+        *_common.md_table("mutant | note", [[f"`{name}`", notes.get(name, NO_NOTE)] for name in survivors]),
         "",
     ]
     return "\n".join(lines)
@@ -105,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=REPORT)
     args = parser.parse_args()
-    args.output.write_text(render(ROOT, kept_notes(args.output)), encoding="utf-8")
+    args.output.write_text(render(_common.ROOT_DIR, kept_notes(args.output)), encoding="utf-8")
     print(f"wrote {args.output}")
 
 

@@ -1,22 +1,15 @@
 #!/usr/bin/env python3
-"""Purge at scale: how fast expired sessions go, and what a purge does to live turns.
-
-1. A temporary database gets N expired sessions x 14 sealed events of ~1 KB (tests/factories.py
-   seals as the store does; owner ids carry a marker). Copies are purged by `purge_expired()`
-   in a fresh process each, with secure_delete ON (production) and OFF (switched off as
-   tests/test_erasure_e2e.py does): sessions/s, and the marker left in the file.
-2. On another copy, gunicorn (`manage.py serve`'s command line, without the scheduler, whose
-   start-up purge would come first) serves closed-loop clients; turn latency without a purge,
-   then while `manage.py purge_sessions` deletes the N sessions with the default settings.
-
-    .venv/bin/python benchmarks/purge_bench.py            # N = 10,000 (~1.5 min)
-    .venv/bin/python benchmarks/purge_bench.py --quick    # N = 1,000
+"""Purge at scale: do expired sessions go fast enough, leaving nothing in the file with secure_delete
+ON (OFF is the control), and does a running `manage.py purge_sessions` leave live turns' latency alone?
+Each purge runs in a fresh process; the live turns go to gunicorn without the scheduler, whose
+start-up purge would come first. The sessions are sealed by tests/factories.py, as the store seals.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import shutil
 import signal
@@ -26,13 +19,13 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import _common, loadgen  # noqa: E402
-from benchmarks._common import fmt  # noqa: E402
 
 PY = sys.executable
 EVENTS_PER_SESSION = 14
@@ -44,23 +37,19 @@ def build_database(path: Path, sessions: int) -> dict:
     """Migrates a fresh file and fills it with expired sessions, sealed as the store seals them."""
     started = time.monotonic()
     _common.setup_django(path)
-    import logging
-
     from django.db import connection, transaction
-
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # Django's logging settings apply here now
 
     from tests.factories import make_session
 
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # Django's logging settings apply here now
     old = dt.datetime.now(dt.UTC) - dt.timedelta(days=3)
     with transaction.atomic():
         for i in range(sessions):
             text = f"Fictional event text {i}. " + "Reworded the logistics bullet points. " * 25
             make_session(f"{MARKER}{i:08d}", last_activity=old, events=EVENTS_PER_SESSION, text=text)
     with connection.cursor() as cursor:
-        events, average = cursor.execute(
-            "SELECT COUNT(*), AVG(LENGTH(event_data)) FROM sessions_app_sessionevent"
-        ).fetchone()
+        query = "SELECT COUNT(*), AVG(LENGTH(event_data)) FROM sessions_app_sessionevent"
+        events, average = cursor.execute(query).fetchone()
     connection.close()
     return {
         "sessions": sessions,
@@ -89,24 +78,15 @@ def child_purge(db: str, secure_delete: str) -> None:
     connection.close()  # the next connection gets the pragmas above
     with connection.cursor() as cursor:
         effective = cursor.execute("PRAGMA secure_delete").fetchone()[0]
-    result = purge_expired(trigger="command")
-    print(
-        json.dumps(
-            {
-                "secure_delete_pragma": effective,
-                "batch_size": settings.PURGE_BATCH_SIZE,
-                "pause": settings.PURGE_BATCH_PAUSE_SECONDS,
-                **result.as_dict(),
-            }
-        )
-    )
+    result = purge_expired(trigger="command").as_dict()
+    pacing = {"batch_size": settings.PURGE_BATCH_SIZE, "pause": settings.PURGE_BATCH_PAUSE_SECONDS}
+    print(json.dumps({"secure_delete_pragma": effective, **pacing, **result}))
 
 
 def timed_purge(db: Path, secure_delete: str) -> dict:
     command = [PY, str(Path(__file__).resolve()), "--child-purge", str(db), "--secure-delete", secure_delete]
-    out = subprocess.run(
-        command, cwd=loadgen.ROOT, env=loadgen.clean_env(), capture_output=True, text=True, timeout=600
-    )
+    env = loadgen.clean_env()
+    out = subprocess.run(command, cwd=_common.ROOT_DIR, env=env, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(f"purge child failed:\n{out.stderr[-3000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -121,35 +101,22 @@ def timed_purge(db: Path, secure_delete: str) -> dict:
 def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: float, budget: float, tmp: Path) -> dict:
     from sessions_app.management.commands.serve import gunicorn_command
 
-    env = loadgen.clean_env(DATABASE_URL=f"sqlite:///{db}", DJANGO_CACHE_DIR=str(tmp / "cache"), **loadgen.UNTHROTTLED)
-    base = f"http://{loadgen.LOOPBACK}:{loadgen.free_port()}"
-    server = loadgen.start_server(
-        gunicorn_command(PY, base.removeprefix("http://")),
-        tmp / "server.log",
-        f"{base}/api/schema/",
-        cwd=loadgen.ROOT,
-        env=env,
-    )
+    env, bind = loadgen.ours_env(db, tmp), f"{loadgen.LOOPBACK}:{loadgen.free_port()}"
+    server, target = loadgen.start_ours(gunicorn_command(PY, bind), bind, env, tmp / "server.log")
     purge = None
     try:
-        stop, started, holder = threading.Event(), threading.Event(), {}
-        thread = threading.Thread(
-            target=lambda: holder.update(
-                result=loadgen.run_load(
-                    loadgen.OursTarget(base), clients, warmup, baseline + budget + 10, stop=stop, started=started
-                )
-            )
+        stop, started, duration = threading.Event(), threading.Event(), baseline + budget + 10
+        load = ThreadPoolExecutor(1).submit(
+            loadgen.run_load, target, clients, warmup, duration, stop=stop, started=started
         )
-        thread.start()
         started.wait(30)
         time.sleep(warmup)
         windows = {"without purge": _Window(server.pid)}
         time.sleep(baseline)
         windows["without purge"].stop()
         with open(tmp / "purge.log", "wb") as log:
-            purge = subprocess.Popen(
-                [PY, "manage.py", "purge_sessions"], cwd=loadgen.ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
-            )
+            command = [PY, "manage.py", "purge_sessions"]
+            purge = subprocess.Popen(command, cwd=_common.ROOT_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
         # The window starts when the purge opens the database (just before it purges), not while Python starts.
         window, deadline = _Window(server.pid, purge.pid), time.monotonic() + budget
         while purge.poll() is None and time.monotonic() < deadline and not _has_open(purge.pid, db):
@@ -161,16 +128,14 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
         windows["during purge"].stop()
         time.sleep(1.0)
         stop.set()
-        thread.join(timeout=120)
+        result: loadgen.LoadResult = load.result(timeout=120)
         with closing(sqlite3.connect(db, timeout=30)) as conn:
-            left = conn.execute(
-                "SELECT COUNT(*) FROM sessions_app_agentsession WHERE owner_id LIKE ?", (MARKER + "%",)
-            ).fetchone()[0]
+            query = "SELECT COUNT(*) FROM sessions_app_agentsession WHERE owner_id LIKE ?"
+            left = conn.execute(query, (MARKER + "%",)).fetchone()[0]
     finally:
         if purge is not None:
             loadgen.stop_server(purge, signal.SIGTERM, timeout=10)
         loadgen.stop_server(server, signal.SIGTERM)
-    result: loadgen.LoadResult = holder["result"]
     for window in windows.values():
         ops = [op for op in result.ops if window.t0 <= op.started and op.ended <= window.t1]
         turns = [op.ended - op.started for op in ops if op.kind == "turn" and op.ok]
@@ -180,12 +145,11 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
             turn_ms=loadgen.summarize_ms(turns),
             errors=[op.error for op in ops if not op.ok],
         )
-    tail = (tmp / "purge.log").read_text(errors="replace").strip().splitlines()[-1:]
     return {
         "clients": clients,
         "windows": {name: w.result for name, w in windows.items()},
         "purge_returncode": purge.returncode,
-        "purge_output_tail": tail,
+        "purge_output_tail": (tmp / "purge.log").read_text(errors="replace").strip().splitlines()[-1:],
         "expired_left": left,
         "errors_all_phases": sum(1 for op in result.ops if not op.ok),
         "server_log": loadgen.log_counts(tmp / "server.log"),
@@ -204,11 +168,8 @@ class _Window:
 
     def __init__(self, server_pid: int, purge_pid: int | None = None):
         self.server_pid, self.purge_pid, self.purge_cpu = server_pid, purge_pid, 0.0
-        self.machine, self.server0, self.t0 = (
-            loadgen.MachineCpu(),
-            loadgen.tree_cpu_seconds(server_pid),
-            time.monotonic(),
-        )
+        self.machine, self.server0 = loadgen.MachineCpu(), loadgen.tree_cpu_seconds(server_pid)
+        self.t0 = time.monotonic()
 
     def sample(self) -> None:
         if self.purge_pid:  # read while it lives: its counters go when it exits
@@ -218,44 +179,26 @@ class _Window:
         self.sample()
         self.t1 = time.monotonic()
         m = self.machine.stop(loadgen.tree_cpu_seconds(self.server_pid) - self.server0, self.purge_cpu)
-        self.result = {
-            "seconds": round(self.t1 - self.t0, 2),
-            "cores": [round(c, 2) for c in (*m["server_cores"], m["loadgen_cores"], m["other_cores"])],
-        }
+        cores = [round(c, 2) for c in (*m["server_cores"], m["loadgen_cores"], m["other_cores"])]
+        self.result = {"seconds": round(self.t1 - self.t0, 2), "cores": cores}
 
 
 def render(built: dict, on: dict, off: dict, live: dict, verdicts: list[str], server: str) -> list[str]:
     lines = [
         f"Database: {built['sessions']:,} expired sessions x {EVENTS_PER_SESSION} events ({built['events']:,} sealed"
         f" events, ~{built['avg_event_bytes']} bytes each, file {built['file_mb']} MB, built in {built['build_s']} s)."
-        f" Settings in effect: PURGE_BATCH_SIZE={on['batch_size']},"
-        f" PURGE_BATCH_PAUSE_SECONDS={on['pause']}.",
+        f" Settings in effect: PURGE_BATCH_SIZE={on['batch_size']}, PURGE_BATCH_PAUSE_SECONDS={on['pause']}.",
         "",
         "### purge_expired() alone (a fresh process per run, nothing else writing)",
         "",
     ]
     lines += _common.md_table(
+        "secure_delete | sessions | events | batches | seconds | sessions/s | sessions/s without the pauses"
+        " | owner-id marker left in file",
         [
-            "secure_delete",
-            "sessions",
-            "events",
-            "batches",
-            "seconds",
-            "sessions/s",
-            "sessions/s without the pauses",
-            "owner-id marker left in file",
-        ],
-        [
-            [
-                f"{label} (PRAGMA={r['secure_delete_pragma']})",
-                f"{r['sessions']:,}",
-                f"{r['events']:,}",
-                r["batches"],
-                fmt(r["seconds"], 2),
-                fmt(r["sessions_per_s"], 0),
-                fmt(r["sessions_per_working_s"], 0),
-                f"{r['marker_hits_after']:,}",
-            ]
+            [f"{label} (PRAGMA={r['secure_delete_pragma']})", f"{r['sessions']:,}", f"{r['events']:,}", r["batches"]]
+            + [_common.fmt(r[k], d) for k, d in (("seconds", 2), ("sessions_per_s", 0), ("sessions_per_working_s", 0))]
+            + [f"{r['marker_hits_after']:,}"]
             for label, r in (("ON (production)", on), ("OFF (control)", off))
         ],
     )
@@ -272,37 +215,21 @@ def render(built: dict, on: dict, off: dict, live: dict, verdicts: list[str], se
         "",
     ]
     lines += _common.md_table(
+        "window | seconds | turns | turns/s | turn p50 ms | p95 ms | p99 ms | max ms | errors"
+        " | cores: server / purge / load gen / other processes",
         [
-            "window",
-            "seconds",
-            "turns",
-            "turns/s",
-            "turn p50 ms",
-            "p95 ms",
-            "p99 ms",
-            "max ms",
-            "errors",
-            "cores: server / purge / load gen / other processes",
-        ],
-        [
-            [
-                name,
-                w["seconds"],
-                w["turns"],
-                fmt(w["turns_per_s"]),
-                *(fmt(w["turn_ms"][p], 0) for p in ("p50", "p95", "p99", "max")),
-                len(w["errors"]),
-                " / ".join(map(str, w["cores"])),
-            ]
+            [name, w["seconds"], w["turns"], _common.fmt(w["turns_per_s"])]
+            + [_common.fmt(w["turn_ms"][p], 0) for p in ("p50", "p95", "p99", "max")]
+            + [len(w["errors"]), " / ".join(map(str, w["cores"]))]
             for name, w in live["windows"].items()
         ],
     )
+    server_log = ", ".join(f"`{k}` x{v}" for k, v in live["server_log"].items())
     lines += [
         "",
         f"Purge process: exit {live['purge_returncode']}, `{' '.join(live['purge_output_tail'])}`;"
-        f" expired sessions left: {live['expired_left']}; server log: "
-        + ", ".join(f"`{k}` x{v}" for k, v in live["server_log"].items())
-        + f"; failed requests in all phases: {live['errors_all_phases']}.",
+        f" expired sessions left: {live['expired_left']}; server log: {server_log}"
+        f"; failed requests in all phases: {live['errors_all_phases']}.",
         "",
         "### Targets",
         "",
@@ -336,18 +263,11 @@ def run(args) -> tuple[list[str], dict]:
         on, off = timed_purge(copy("on.db"), "on"), timed_purge(copy("off.db"), "off")
         print(f"  secure_delete ON {on['sessions_per_s']:,.0f}, OFF {off['sessions_per_s']:,.0f} sessions/s")
         print("live turns without / during a purge ...", flush=True)
-        live = live_turns_during_purge(
-            copy("live.db"), 4, warmup=3, baseline=baseline, budget=max(60.0, sessions / 100), tmp=tmp
-        )
+        live = live_turns_during_purge(copy("live.db"), 4, 3, baseline, budget=max(60.0, sessions / 100), tmp=tmp)
     verdicts = judge(on, live)
     server = " ".join(gunicorn_command("python", "127.0.0.1:PORT")[1:])
-    return render(built, on, off, live, verdicts, server), {
-        "built": built,
-        "secure_delete_on": on,
-        "secure_delete_off": off,
-        "live": live,
-        "verdicts": verdicts,
-    }
+    data = {"built": built, "secure_delete_on": on, "secure_delete_off": off, "live": live, "verdicts": verdicts}
+    return render(built, on, off, live, verdicts, server), data
 
 
 if __name__ == "__main__":

@@ -8,25 +8,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import RESULTS_DIR, header_lines, machine_info  # noqa: E402
+from benchmarks import _common  # noqa: E402
 
 SECTIONS = ["store", "growth", "service", "purge", "session_limits", "journal_modes"]
 
 
 def main() -> None:
-    parts = [
-        "# Benchmark results",
-        "",
-        *header_lines("make bench", machine_info(["Django", "google-adk", "gunicorn", "django-q2"])),
-        "",
-        "Each section below was written by its own script; its first lines give the exact command.",
-    ]
-    parts += [
-        "\n" + (RESULTS_DIR / f"{name}.md").read_text("utf-8").strip()
-        for name in SECTIONS
-        if (RESULTS_DIR / f"{name}.md").exists()
-    ]
-    out = RESULTS_DIR.parent / "RESULTS.md"
+    info = _common.machine_info(["Django", "google-adk", "gunicorn", "django-q2"])
+    parts = ["# Benchmark results", "", *_common.header_lines("make bench", info), ""]
+    parts.append("Each section below was written by its own script; its first lines give the exact command.")
+    sections = (_common.RESULTS_DIR / f"{name}.md" for name in SECTIONS)
+    parts += ["\n" + path.read_text("utf-8").strip() for path in sections if path.exists()]
+    out = _common.RESULTS_DIR.parent / "RESULTS.md"
     out.write_text("\n".join(parts) + "\n", encoding="utf-8")
     print(f"wrote {out}")
 

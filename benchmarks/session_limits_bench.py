@@ -1,16 +1,8 @@
 #!/usr/bin/env python3
-"""One session driven to its limits: turn time, bytes stored and export size per turn.
-
-In-process through the API (Django's test client, the offline model, a temporary SQLite
-file), one session per scenario gets a resume of RESUME_MAX_CHARS and then messages of
-MESSAGE_MAX_CHARS until a turn is refused: latin (ASCII) and cjk (Chinese: the most bytes
-per character once stored). Per turn: the POST's time, the sealed bytes the session stores
-(`selectors.session_usage`), what the turn added and its largest event; every few turns the
-export's size and time. Message throttles lifted; every other limit keeps its default.
-
-    .venv/bin/python benchmarks/session_limits_bench.py            # 50 turns per scenario (~2 minutes)
-    .venv/bin/python benchmarks/session_limits_bench.py --quick    # SESSION_MAX_TURNS=10
-All text is fictional.
+"""One session driven to its limits: do the per-session limits bound what a session stores and
+exports, and is the turn over the limit refused before the model runs? In-process through the API,
+offline model, the largest resume and messages allowed, in latin and cjk (the most bytes per
+character once stored); only the message throttles are lifted. All text is fictional.
 """
 
 from __future__ import annotations
@@ -23,11 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import _common  # noqa: E402
-from benchmarks.loadgen import UNTHROTTLED  # noqa: E402
+from benchmarks import _common, loadgen  # noqa: E402
 
 PACKAGES = ["Django", "djangorestframework", "google-adk", "google-genai"]
 EXPORT_EVERY = 5  # turns between two export measurements
+LIMITS = ("SESSION_MAX_TURNS", "SESSION_MAX_BYTES", "AGENT_MAX_LLM_CALLS", "RESUME_MAX_CHARS", "MESSAGE_MAX_CHARS")
 
 RESUME_LINES = {
     "latin": "- Logistics analyst, Harbor Freight Lines (fictional), 2019-2024: cut late deliveries by 12%.\n"
@@ -49,6 +41,8 @@ def message_text(kind: str, chars: int, turn: int) -> str:
 
 
 def run_scenario(kind: str, max_turns_to_try: int) -> dict:
+    """Per turn: the POST's time, the sealed bytes stored (`selectors.session_usage`), what the turn
+    added and its largest event; every EXPORT_EVERY turns the export's size and time."""
     from django.conf import settings
     from rest_framework.test import APIClient
 
@@ -56,9 +50,8 @@ def run_scenario(kind: str, max_turns_to_try: int) -> dict:
     from sessions_app.models import AgentSession
 
     client = APIClient()
-    created = client.post(
-        "/agent/sessions", {"resume_text": resume_text(kind, settings.RESUME_MAX_CHARS)}, format="json"
-    )
+    resume = resume_text(kind, settings.RESUME_MAX_CHARS)
+    created = client.post("/agent/sessions", {"resume_text": resume}, format="json")
     assert created.status_code == 201, created.content
     session_id, token = created.json()["session_id"], created.json()["token"]
     headers = {"HTTP_X_SESSION_TOKEN": token}
@@ -76,16 +69,8 @@ def run_scenario(kind: str, max_turns_to_try: int) -> dict:
             break
         added = [len(data) for data in session.events.filter(pk__gt=last_pk).values_list("event_data", flat=True)]
         now_stored = selectors.session_usage(session).size_bytes
-        turns.append(
-            {
-                "turn": number,
-                "seconds": elapsed,
-                "stored_bytes": now_stored,
-                "added_bytes": now_stored - stored,
-                "events_added": len(added),
-                "largest_event_bytes": max(added),
-            }
-        )
+        turn = {"turn": number, "seconds": elapsed, "stored_bytes": now_stored, "added_bytes": now_stored - stored}
+        turns.append(turn | {"events_added": len(added), "largest_event_bytes": max(added)})
         stored = now_stored
         if number % EXPORT_EVERY == 0 or number == 1:
             exports.append(measure_export(client, session_id, headers, number, now_stored))
@@ -122,20 +107,15 @@ def render(results: list[dict], limits: dict) -> list[str]:
         shown = [t for t in turns if t["turn"] in (1, 2, 5) or t["turn"] % 10 == 0 or t is last]
         lines += ["", f"### {result['kind']}", ""]
         lines += _common.md_table(
-            ["turn", "turn time (ms)", "stored after (KB)", "added by the turn (KB)", "largest event (KB)"],
+            "turn | turn time (ms) | stored after (KB) | added by the turn (KB) | largest event (KB)",
             [
-                [
-                    t["turn"],
-                    _common.fmt_ms(t["seconds"]),
-                    _kb(t["stored_bytes"]),
-                    _kb(t["added_bytes"]),
-                    _kb(t["largest_event_bytes"]),
-                ]
+                [t["turn"], _common.fmt_ms(t["seconds"])]
+                + [_kb(t[k]) for k in ("stored_bytes", "added_bytes", "largest_event_bytes")]
                 for t in shown
             ],
         )
         lines += [""] + _common.md_table(
-            ["after turn", "export (KB)", "export / stored", "export time (ms)"],
+            "after turn | export (KB) | export / stored | export time (ms)",
             [
                 [e["turn"], _kb(e["bytes"]), f"{e['ratio']:.2f}", _common.fmt_ms(e["seconds"])]
                 for e in result["exports"]
@@ -152,9 +132,8 @@ def render(results: list[dict], limits: dict) -> list[str]:
 
 def run(args) -> tuple[list[str], dict]:
     with tempfile.TemporaryDirectory(prefix="session-limits-bench-") as tmp:
-        os.environ.update(
-            {"DJANGO_CACHE_DIR": str(Path(tmp) / "cache"), "DJANGO_ALLOWED_HOSTS": "testserver", **UNTHROTTLED}
-        )
+        env = {"DJANGO_CACHE_DIR": str(Path(tmp) / "cache"), "DJANGO_ALLOWED_HOSTS": "testserver"}
+        os.environ.update({**env, **loadgen.UNTHROTTLED})
         for name in ("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
             os.environ.pop(name, None)  # the offline model: no network, no cost
         if args.quick:
@@ -164,17 +143,7 @@ def run(args) -> tuple[list[str], dict]:
 
         from agent.plans import max_plan_versions
 
-        limits = {
-            name: getattr(settings, name)
-            for name in (
-                "SESSION_MAX_TURNS",
-                "SESSION_MAX_BYTES",
-                "AGENT_MAX_LLM_CALLS",
-                "RESUME_MAX_CHARS",
-                "MESSAGE_MAX_CHARS",
-            )
-        }
-        limits["PLAN_MAX_VERSIONS"] = max_plan_versions()
+        limits = {name: getattr(settings, name) for name in LIMITS} | {"PLAN_MAX_VERSIONS": max_plan_versions()}
         results = [run_scenario(kind, settings.SESSION_MAX_TURNS + 1) for kind in ("latin", "cjk")]
     return render(results, limits), {"limits": limits, "scenarios": results}
 

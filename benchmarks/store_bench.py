@@ -1,23 +1,15 @@
 #!/usr/bin/env python3
-"""Session store: our DjangoSessionService against ADK's own session services, in one run.
-
-One lifecycle on every service: create a session with a ~3 KB resume (fictional) in its
-state, append 14 events of ~1 KB (every fourth with a state delta, as the agent's tools
-record), read it whole and its 5 recent events, list the user's sessions, delete it; every
-database also holds background sessions. Ours runs on a temp SQLite file with the project's
-settings, sealing under a session token (`token_context`, as an API request does); ADK's
-SqliteSessionService, DatabaseSessionService (sqlite+aiosqlite) and InMemorySessionService
-(the floor) run beside it. Every call is awaited inside `async_to_sync`, as a Django view
-runs the Runner; services take turns lifecycle by lifecycle (the order rotates).
-
-    .venv/bin/python benchmarks/store_bench.py            # full (~2 minutes)
-    .venv/bin/python benchmarks/store_bench.py --quick    # a quick look
+"""Session store: is our DjangoSessionService, sealing as an API request does, at least as fast as
+ADK's own SqliteSessionService over a session's whole lifecycle? ADK's DatabaseSessionService and
+InMemorySessionService (the floor) run beside them, every call awaited inside `async_to_sync` as a
+Django view runs the Runner, in databases that also hold background sessions.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -42,7 +34,6 @@ BASELINE = "adk_sqlite"
 # Fictional, like the data: the key source of every lifecycle of ours.
 BENCH_TOKEN = "benchmark-token-not-a-real-one-0123456789abc"
 PACKAGES = ["Django", "google-adk", "google-genai", "SQLAlchemy", "aiosqlite", "asgiref", "pydantic"]
-RESUME_FIXTURE = _common.ROOT_DIR / "tests" / "fixtures" / "resume_lin.txt"
 EVENT_TEXT = (
     "請把「翠鳥雲端」那段經歷改寫成三個有具體數字的重點，並保留 Kubernetes 遷移的成果。"
     "Rewrite the Kingfisher Cloud role as three bullet points with measurable outcomes, "
@@ -74,7 +65,7 @@ def _event(index: int, text: str, invocation_id: str):
 
 class Workload:
     def __init__(self, event_bytes: int = 1000):
-        self.state = {"resume_text": _fit(RESUME_FIXTURE.read_text("utf-8"), 3000), "plan_versions": []}
+        self.state = {"resume_text": _fit(_common.RESUME, 3000), "plan_versions": []}
         overhead = len(_event(0, "", "inv-0").model_dump_json(exclude_none=True).encode())
         self.texts = [_fit(f"[{i:02d}] " + EVENT_TEXT, event_bytes - overhead) for i in range(EVENTS_PER_SESSION)]
 
@@ -83,18 +74,17 @@ class Workload:
         return _event(index, self.texts[index], invocation_id)
 
     def sizes(self) -> dict:
-        events = [
-            len(self.event(i, "inv-0").model_dump_json(exclude_none=True).encode()) for i in range(len(self.texts))
-        ]
-        return {"state_json_bytes": len(json.dumps(self.state, ensure_ascii=False).encode()), "events": events}
+        events = [self.event(i, "inv-0").model_dump_json(exclude_none=True).encode() for i in range(len(self.texts))]
+        state = json.dumps(self.state, ensure_ascii=False).encode()
+        return {"state_json_bytes": len(state), "events": [len(event) for event in events]}
 
 
-async def lifecycle(service, workload: Workload, user_id: str = USER) -> dict[str, list[float]]:
+async def lifecycle(service, workload: Workload) -> dict[str, list[float]]:
     """One lifecycle, timed operation by operation (seconds per call)."""
     from google.adk.sessions.base_session_service import GetSessionConfig
 
     times: dict[str, list[float]] = defaultdict(list)
-    ids = {"app_name": APP, "user_id": user_id}
+    ids = {"app_name": APP, "user_id": USER}
 
     async def timed(op: str, call):
         started = time.perf_counter()
@@ -126,8 +116,7 @@ async def seed(service, workload: Workload, sessions: int) -> None:
 
 
 def make_services(tmp: Path) -> dict:
-    from google.adk.sessions import DatabaseSessionService
-    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+    from google.adk.sessions import DatabaseSessionService, InMemorySessionService
     from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
     from sessions_app.store import DjangoSessionService
@@ -141,7 +130,7 @@ def make_services(tmp: Path) -> dict:
 
 
 def measure(services: dict, workload: Workload, reps: int, lifecycles: int) -> dict:
-    """raw[name][rep][op] = seconds per call; services take turns lifecycle by lifecycle."""
+    """raw[name][rep][op] = seconds per call; services take turns lifecycle by lifecycle, the order rotating."""
     from asgiref.sync import async_to_sync
 
     names = list(services)
@@ -168,8 +157,8 @@ def summarise(raw: dict) -> dict:
     return {
         name: {
             op: {
-                "median_s": _common.median(values),
-                "ratio": _common.median([a / b for a, b in zip(values, means[BASELINE][op], strict=False) if b > 0]),
+                "median_s": statistics.median(values),
+                "ratio": statistics.median([a / b for a, b in zip(values, means[BASELINE][op], strict=False) if b > 0]),
             }
             for op, values in per_op.items()
         }
@@ -199,7 +188,7 @@ def render(summary: dict, sizes: dict, args) -> list[str]:
         + [f"{_common.fmt_ms(s[op]['median_s'])} ({s[op]['ratio']:.2f}×)" for s in summary.values()]
         for op in (*OPS, "lifecycle")
     ]
-    return lines + _common.md_table(["operation", *summary], rows)
+    return lines + _common.md_table(" | ".join(["operation", *summary]), rows)
 
 
 def run(args) -> tuple[list[str], dict]:
@@ -221,12 +210,8 @@ def run(args) -> tuple[list[str], dict]:
             raw = measure(services, workload, args.reps, args.lifecycles)
         async_to_sync(services["adk_database"].close)()
     summary = summarise(raw)
-    data = {
-        "params": {"reps": args.reps, "lifecycles": args.lifecycles, "background": args.background},
-        "workload": workload.sizes(),
-        "summary": summary,
-        "raw": raw,
-    }
+    params = {"reps": args.reps, "lifecycles": args.lifecycles, "background": args.background}
+    data = {"params": params, "workload": workload.sizes(), "summary": summary, "raw": raw}
     return render(summary, workload.sizes(), args), data
 
 

@@ -44,8 +44,8 @@ def test_control_secure_delete_off_leaves_markers_in_main_file():
     assert _markers_in(result, "main") == set(MARKERS)
 
 
-def test_control_secure_delete_fast_leaves_overflow_pages_on_freelist():
-    result = measure(Config("DELETE", "FAST", layout="overflow"), QUICK)
+def test_control_secure_delete_fast_leaves_freed_pages_on_freelist():
+    result = measure(Config("DELETE", "FAST"), QUICK)
 
     assert result.before_ok
     assert _markers_in(result, "main") == set(MARKERS)
