@@ -79,7 +79,7 @@ bench: dev-venv
 MUTANT_CHILDREN ?= 2
 mutants: dev-venv
 	$(PY) -m mutmut run --max-children $(MUTANT_CHILDREN)
-	$(PY) benchmarks/mutation_report.py
+	$(PY) tests/mutation_report.py
 
 clean:
 	rm -rf $(VENV) var

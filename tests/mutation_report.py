@@ -41,34 +41,54 @@ def _mutant_order(name: str) -> tuple[str, int]:
     return function, int(number) if number.isdigit() else 0
 
 
-def _row(label: str, counts: Counter) -> list:
-    shown = (counts[c] for c in ("killed", "survived", "timeout", "no tests"))
-    return [label, counts["mutants"], *shown, counts["not run"] + counts["other"]]
+def _score(counts) -> str:
+    """Killed or timed out, of the mutants run, less those listed as equivalent."""
+    run = counts["mutants"] - counts["not run"] - counts["equivalent"]
+    return f"{100 * (counts['killed'] + counts['timeout']) / run:.1f}%" if run > 0 else "-"
 
 
-def render(root: Path, notes: dict[str, str]) -> str:
-    rows, survivors, totals = [], [], Counter()
+def _row(label: str, counts: Counter, before: dict | None) -> list:
+    shown = (counts[c] for c in ("killed", "timeout", "survived", "equivalent", "no tests"))
+    row = [label, counts["mutants"], *shown, counts["not run"] + counts["other"], _score(counts)]
+    return row + [_score(Counter(before)) if before else "-"] if before is not None else row
+
+
+def _equivalent(note: str) -> bool:
+    return note.lower().startswith("equivalent")
+
+
+def render(root: Path, notes: dict[str, str], baseline: dict | None = None) -> str:
+    """`baseline`: counts per module of an earlier run (`--save-counts`), shown as "score before"."""
+    rows, survivors, totals, per_module = [], [], Counter(), {}
     for module in tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"]["only_mutate"]:
         by_mutant = results(root, module)
-        counts = Counter(COLUMNS.get(code, "other") for code in by_mutant.values()) + Counter(mutants=len(by_mutant))
+        counts = Counter(
+            "equivalent" if code == 0 and _equivalent(notes.get(name, "")) else COLUMNS.get(code, "other")
+            for name, code in by_mutant.items()
+        ) + Counter(mutants=len(by_mutant))
         totals.update(counts)
-        rows.append(_row(f"`{module}`", counts))
+        per_module[module] = dict(counts)
+        rows.append(_row(f"`{module}`", counts, (baseline or {}).get(module, {}) if baseline is not None else None))
         unkilled = (name for name, code in by_mutant.items() if COLUMNS.get(code) in ("survived", "no tests"))
         survivors += sorted(unkilled, key=_mutant_order)
-    score = f"{100 * totals['killed'] / totals['mutants']:.1f}%" if totals["mutants"] else "-"
+    before_all = Counter()
+    for counts in (baseline or {}).values():
+        before_all.update(counts)
+    header = "module | mutants | killed | timeout | survived | equivalent | no tests | not run / other | score"
     lines = [
         "# Mutation testing of the guarantee code",
         "",
-        "Written by `benchmarks/mutation_report.py` after `make mutants` (mutmut, configured in",
+        "Written by `tests/mutation_report.py` after `make mutants` (mutmut, configured in",
         "`pyproject.toml` `[tool.mutmut]`). A mutant is one small change to the code; a test",
         "that fails on it kills it. A survivor is either a missing test or an equivalent change.",
         "",
-        *_common.md_table(
-            "module | mutants | killed | survived | timeout | no tests | not run / other",
-            [*rows, _row("**all**", totals)],
-        ),
+        "Score: killed or timed out, of the mutants run less the equivalent ones"
+        + (" (before: the same run before its survivors were handled)." if baseline is not None else "."),
         "",
-        f"Killed: {score}.",
+        *_common.md_table(
+            header + (" | score before" if baseline is not None else ""),
+            [*rows, _row("**all**", totals, before_all if baseline is not None else None)],
+        ),
         "",
         "## Survivors",
         "",
@@ -78,14 +98,20 @@ def render(root: Path, notes: dict[str, str]) -> str:
         *_common.md_table("mutant | note", [[f"`{name}`", notes.get(name, NO_NOTE)] for name in survivors]),
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines), per_module
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=REPORT)
+    parser.add_argument("--baseline", type=Path, help="counts of an earlier run (JSON), shown as the score before")
+    parser.add_argument("--save-counts", type=Path, help="also write this run's counts per module (JSON)")
     args = parser.parse_args()
-    args.output.write_text(render(_common.ROOT_DIR, kept_notes(args.output)), encoding="utf-8")
+    baseline = json.loads(args.baseline.read_text("utf-8")) if args.baseline else None
+    text, per_module = render(_common.ROOT_DIR, kept_notes(args.output), baseline)
+    args.output.write_text(text, encoding="utf-8")
+    if args.save_counts:
+        args.save_counts.write_text(json.dumps(per_module, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.output}")
 
 
