@@ -21,13 +21,16 @@ def db_path():
 
 
 def pytest_collection_modifyitems(config, items):
-    """`sqlite_only` tests are about SQLite's files (secure_delete, journals, file modes,
-    the write gate): on another database they are skipped, saying why."""
-    if not settings.configured or settings.DATABASES["default"]["ENGINE"] == "sessions_app.sqlite_backend":
+    """`sqlite_only` tests are about SQLite's files (secure_delete, journals, file modes, the
+    write gate), `postgres_only` ones about the scale-out setup (PostgreSQL + Redis): each is
+    skipped, saying why, in the other leg of `make test` (tests/backends.py), which runs both."""
+    if not settings.configured:
         return
-    skip = pytest.mark.skip(reason="about SQLite's files; this run's database is not SQLite")
+    on_sqlite = settings.DATABASES["default"]["ENGINE"] == "sessions_app.sqlite_backend"
+    skipped, reason = ("postgres_only", "needs PostgreSQL + Redis") if on_sqlite else ("sqlite_only", "about SQLite")
+    skip = pytest.mark.skip(reason=f"{reason}: the other leg of `make test` runs it")
     for item in items:
-        if item.get_closest_marker("sqlite_only"):
+        if item.get_closest_marker(skipped):
             item.add_marker(skip)
 
 
