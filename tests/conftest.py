@@ -81,16 +81,23 @@ _HELD_SLOT: list = []
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _statements_built_in_this_run():
-    """The repository builds its SQL once (at import, then per connection) and mutmut forks
-    each mutant's run from a process that already did: rebuilt here under mutmut, a mutant
-    of the statement builder is seen by the tests instead of hidden by that cache."""
+def _built_in_this_run():
+    """What a process builds once, the repository's SQL (at import, then per connection) and
+    the URLconf with the admin's URLs, is rebuilt under mutmut: it forks each mutant's run
+    from a process that already built them, and a mutant of that code would go unseen."""
     if "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", ""):
+        import importlib
+
+        from django.urls import clear_url_caches
+
+        import config.urls
         from sessions_app import repository
 
         for statement in vars(repository).values():
             if isinstance(statement, repository._Sql):
                 statement.__init__(statement.template)
+        importlib.reload(config.urls)
+        clear_url_caches()
     yield
 
 

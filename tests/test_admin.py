@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import formats, timezone, translation
 
 from sessions_app import retention
-from sessions_app.admin import time_left
+from sessions_app.admin import local_time, time_left
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent
 from sessions_app.selectors import PURGE_TASK, sessions_with_metadata
 
@@ -114,6 +114,17 @@ def test_time_left_reads_like_a_person_would_say_it():
     assert time_left(now + dt.timedelta(days=6, hours=23, minutes=5), now) == "6 d 23 h"
     assert time_left(now + dt.timedelta(minutes=7), now) == "7 min"
     assert time_left(now, now) == "expired, awaiting purge"
+    assert time_left(now + dt.timedelta(seconds=59), now) == "under 1 min"  # not "0 min"
+
+
+def test_times_on_admin_pages_are_localized_and_a_missing_one_is_a_dash(settings):
+    settings.TIME_ZONE = "Asia/Taipei"
+    moment = dt.datetime(2026, 12, 1, 8, 0, tzinfo=dt.UTC)
+    with translation.override("en"):
+        assert local_time(moment) == "Dec. 1, 2026, 4 p.m."  # in the operators' time zone
+    with translation.override("zh-hant"):
+        assert local_time(moment) == "2026年12月1日 16:00"
+    assert local_time(None) == "-"
 
 
 def test_list_shows_time_left_and_expired_sessions(admin_client, settings):
