@@ -80,22 +80,36 @@ def _mutant_slot() -> int | None:
 _HELD_SLOT: list = []
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _built_in_this_run():
-    """What a process builds once, the repository's SQL (at import, then per connection) and
-    the URLconf with the admin's URLs, is rebuilt under mutmut: it forks each mutant's run
-    from a process that already built them, and a mutant of that code would go unseen."""
-    if "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", ""):
-        import importlib
+def _under_mutmut(*, stats: bool = False) -> bool:
+    name = os.environ.get("MUTANT_UNDER_TEST", "")
+    return "__mutmut_" in name or (stats and name == "stats")
 
-        from django.urls import clear_url_caches
 
-        import config.urls
+# What a process builds once is rebuilt under mutmut, which forks each mutant's run from a
+# process that already built it: a mutant of that code would otherwise go unseen.
+@pytest.fixture(autouse=True)
+def _statements_built_for_this_test():
+    """The repository's SQL (built at import, then cached per connection). Per test, and in
+    mutmut's stats run too, so every test that runs SQL is one that can see such a mutant."""
+    if _under_mutmut(stats=True):
         from sessions_app import repository
 
         for statement in vars(repository).values():
             if isinstance(statement, repository._Sql):
                 statement.__init__(statement.template)
+    yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _urls_built_in_this_run():
+    """The URLconf, with the admin's own URLs (`get_urls`)."""
+    if _under_mutmut():
+        import importlib
+
+        from django.urls import clear_url_caches
+
+        import config.urls
+
         importlib.reload(config.urls)
         clear_url_caches()
     yield

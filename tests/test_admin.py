@@ -165,6 +165,17 @@ def test_status_filters_and_search(admin_client):
     assert listed({"q": "no-such-session"}) == set()
 
 
+def test_the_status_filter_offers_its_three_choices(admin_client):
+    with translation.override("en"):
+        page = admin_client.get(CHANGELIST)
+    (status,) = [spec for spec in page.context["cl"].filter_specs if spec.parameter_name == "status"]
+    assert [(choice["display"], choice["query_string"]) for choice in status.choices(page.context["cl"])][1:] == [
+        ("expired", "?status=expired"),
+        ("expiring within 1 h", "?status=expiring"),
+        ("live", "?status=live"),
+    ]
+
+
 def test_the_list_cannot_be_filtered_by_content(admin_client):
     make_session(text="needle")
     # Without the guard Django would filter on any field named in the URL:
