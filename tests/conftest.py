@@ -62,7 +62,7 @@ def stored_files():
 def _mutant_slot() -> int | None:
     """Under mutmut, the worker slot this forked mutant run holds (a flock held for the
     process's life), so runs one after another in a slot reuse its migrated test database."""
-    if "__mutmut_" not in os.environ.get("MUTANT_UNDER_TEST", ""):
+    if not _under_mutmut():
         return None
     directory = os.path.dirname(settings.DATABASES["default"]["TEST"]["NAME"])
     for slot in range(16):

@@ -284,11 +284,16 @@ def test_purge_now_shows_what_would_go_then_deletes_only_expired(staff_client, s
     page = staff_client.get(PURGE)
     assert page.status_code == 200
     assert "3 expired sessions with 6 events would be deleted now." in _html(page)
+    assert page.context["title"] == "Purge expired sessions now?"
+    assert "<h1>Purge expired sessions now?</h1>" in _html(page)
+    assert 'name="csrfmiddlewaretoken"' in _html(page)  # rendered with the request, so its form posts
     assert AgentSession.objects.count() == 5 and not DeletionAudit.objects.exists()  # GET changes nothing
 
     done = staff_client.post(PURGE, follow=True)
     assert done.redirect_chain[-1][0].endswith(CHANGELIST)
-    assert "Purged 3 expired sessions and 6 events." in _html(done)
+    assert [(m.message, m.level_tag) for m in done.context["messages"]] == [
+        ("Purged 3 expired sessions and 6 events.", "success")
+    ]
     assert set(AgentSession.objects.values_list("pk", flat=True)) == {expiring.pk, live.pk}
     assert not SessionEvent.objects.filter(agent_session_id__in=[s.pk for s in expired]).exists()
     audit = DeletionAudit.objects.get()
