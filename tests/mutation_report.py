@@ -104,11 +104,12 @@ def render(root: Path, notes: dict[str, str], baseline: dict | None = None) -> s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=REPORT)
+    parser.add_argument("--root", type=Path, default=_common.ROOT_DIR, help="the tree mutmut ran in")
     parser.add_argument("--baseline", type=Path, help="counts of an earlier run (JSON), shown as the score before")
     parser.add_argument("--save-counts", type=Path, help="also write this run's counts per module (JSON)")
     args = parser.parse_args()
     baseline = json.loads(args.baseline.read_text("utf-8")) if args.baseline else None
-    text, per_module = render(_common.ROOT_DIR, kept_notes(args.output), baseline)
+    text, per_module = render(args.root, kept_notes(args.output), baseline)
     args.output.write_text(text, encoding="utf-8")
     if args.save_counts:
         args.save_counts.write_text(json.dumps(per_module, indent=1) + "\n", encoding="utf-8")

@@ -258,7 +258,7 @@ def test_the_service_checks_the_bounds_and_touches_no_other_schedule():
     purge = _purge_schedule()
     other = Schedule.objects.create(func="some.other.task", schedule_type=Schedule.MINUTES, minutes=5)
     for minutes in (0, 1441):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=rf"^purge interval {minutes} min is outside 1\.\.1440$"):
             retention.set_purge_interval(minutes)
     assert retention.set_purge_interval(30) == 1
     assert Schedule.objects.get(pk=purge.pk).minutes == 30 and Schedule.objects.get(pk=other.pk).minutes == 5
