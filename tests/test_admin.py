@@ -312,7 +312,9 @@ def test_policy_page_shows_ttl_schedule_and_runs(staff_client, settings):
     next_run = timezone.now().replace(microsecond=0) + dt.timedelta(minutes=9)
     _purge_schedule(next_run)
 
-    html = _html(staff_client.get(POLICY))
+    page = staff_client.get(POLICY)
+    html = _html(page)
+    assert page.context["title"] == "Retention policy" and "<h1>Retention policy</h1>" in html
     assert "6 h" in html and "48 h" in html and "150 sessions" in html
     assert "every 15 min" in html
     with translation.override(settings.LANGUAGE_CODE):  # as the page renders dates

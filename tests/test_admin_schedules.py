@@ -198,7 +198,9 @@ def test_interval_form_changes_only_the_minutes(operator):
 
     done = operator.post(POLICY, {**HOSTILE_FIELDS, "minutes": "60"}, follow=True)
     assert done.redirect_chain[-1][0] == POLICY
-    assert "The purge now runs every 60 min." in done.content.decode()
+    assert [(m.message, m.level_tag) for m in done.context["messages"]] == [
+        ("The purge now runs every 60 min.", "success")
+    ]
     assert "every 60 min" in done.content.decode()
     after = model_to_dict(Schedule.objects.get(pk=schedule.pk))
     assert after == {**before, "minutes": 60}
@@ -238,7 +240,9 @@ def test_changing_the_interval_without_a_schedule_says_so(operator):
     Schedule.objects.filter(func=PURGE_TASK).delete()
     assert 'id="purge-interval"' not in operator.get(POLICY).content.decode()
     done = operator.post(POLICY, {"minutes": "30"}, follow=True)
-    assert "There is no purge schedule to change." in done.content.decode()
+    assert [(m.message, m.level_tag) for m in done.context["messages"]] == [
+        ("There is no purge schedule to change.", "warning")
+    ]
     assert not Schedule.objects.exists()
 
 
