@@ -54,7 +54,7 @@ def test_no_token_header_is_401_json(api, new_session, method, path, body):
     session_id, _ = new_session()
     response = _call(api, method, path, body, session_id)
     assert response.status_code == 401
-    assert "X-Session-Token" in response.json()["detail"]
+    assert response.json() == {"detail": "需要 X-Session-Token 標頭"}
     assert response["WWW-Authenticate"].startswith("X-Session-Token")
 
 

@@ -58,6 +58,14 @@ def test_owned_live_session_returns_none_for_another_owners_id(new_session):
     assert owned_live_session(session_id, owner_id_for("x" * 43)) is None
 
 
+def test_a_session_of_another_adk_app_is_not_the_apis(new_session):
+    """The store serves any ADK app; the API finds only its own app's sessions, even for
+    the same id and owner."""
+    session_id, token = new_session()
+    AgentSession.objects.filter(session_id=session_id).update(app_name="another_app")
+    assert owned_live_session(session_id, owner_id_for(token)) is None
+
+
 @pytest.fixture
 def derived_keys(monkeypatch):
     """Records every key derivation (the scope it was derived for)."""
