@@ -36,8 +36,9 @@ def expired_q(now: dt.datetime | None = None, ttl_hours: float | None = None) ->
     return Q(last_activity_at__lte=now - ttl(ttl_hours)) | Q(created_at__lte=now - max_age())
 
 
-def live(sessions: QuerySet, now: dt.datetime | None = None) -> QuerySet:
-    return sessions.exclude(expired_q(now))
+def live(sessions: QuerySet) -> QuerySet:
+    """Not expired now."""
+    return sessions.exclude(expired_q())
 
 
 @dataclass
