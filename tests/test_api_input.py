@@ -1,8 +1,12 @@
 """Bad input gets a clear 4xx JSON answer, never a 500, and never costs stored data."""
 
+import io
 import json
+from types import SimpleNamespace
 
 import pytest
+
+from sessions_app.api.parsers import BodyTooLarge, LimitedJSONParser
 
 pytestmark = pytest.mark.django_db
 
@@ -58,6 +62,19 @@ def test_body_over_the_size_limit_is_413(api, settings):
     response = api.post("/agent/sessions", body, content_type="application/json")
     assert response.status_code == 413
     assert "detail" in response.json()
+
+
+def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_read(settings):
+    """The parser refuses on the Content-Length header alone: a client announcing a huge body
+    is never read. (Through the test client Django has read the body already; so, the parser.)"""
+
+    class Unreadable(io.RawIOBase):
+        def read(self, size=-1):
+            raise AssertionError("the body was read")
+
+    request = SimpleNamespace(META={"CONTENT_LENGTH": str(settings.API_MAX_BODY_BYTES + 1)})
+    with pytest.raises(BodyTooLarge):
+        LimitedJSONParser().parse(Unreadable(), "application/json", {"request": request})
 
 
 def test_bad_messages_keep_the_conversation(api, new_session):

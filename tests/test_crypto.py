@@ -1,8 +1,12 @@
 """The key derivation and sealing that encryption at rest stands on."""
 
+import base64
+import hashlib
+
 import pytest
 
 from sessions_app.crypto import DecryptionFailed, KeyUnavailable, Sealer, derive_key, token_context
+from sessions_app.ownership import new_token, owner_id_for
 
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuvwxyz"
 SCOPE = "resume_agent/anon-0123/4f5e6d7c-0000-4000-8000-000000000001"
@@ -54,3 +58,11 @@ def test_seal_opens_only_in_its_place_with_its_key():
 def test_no_token_no_key():
     with pytest.raises(KeyUnavailable):
         Sealer(SCOPE, "session")
+
+
+def test_a_token_has_256_random_bits_and_its_owner_id_is_a_fixed_derivation():
+    token = new_token()
+    assert len(token) == 43 and len(base64.urlsafe_b64decode(token + "=")) == 32
+    assert owner_id_for("fixed-token") == "anon-" + hashlib.sha256(b"fixed-token").hexdigest()[:32]
+    # Any header value is hashed, even one no encoder accepts as it is (a lone surrogate).
+    assert owner_id_for("\ud800") == "anon-" + hashlib.sha256(b"\xed\xa0\x80").hexdigest()[:32]
