@@ -5,6 +5,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from rest_framework.exceptions import ParseError
 
 from sessions_app.api.parsers import BodyTooLarge, LimitedJSONParser
 
@@ -75,6 +76,33 @@ def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_read(set
     request = SimpleNamespace(META={"CONTENT_LENGTH": str(settings.API_MAX_BODY_BYTES + 1)})
     with pytest.raises(BodyTooLarge):
         LimitedJSONParser().parse(Unreadable(), "application/json", {"request": request})
+
+
+class _CountingStream(io.BytesIO):
+    """A body that records how much the parser asked for."""
+
+    def read(self, size=-1):
+        self.asked = size
+        return super().read(size)
+
+
+def _json_of_size(size: int) -> bytes:
+    return b'{"resume_text": "' + b"a" * (size - 19) + b'"}'
+
+
+def test_a_body_of_exactly_the_limit_parses_and_one_byte_more_does_not(settings):
+    settings.API_MAX_BODY_BYTES = limit = 1000
+    at_limit = {"request": SimpleNamespace(META={"CONTENT_LENGTH": str(limit)})}
+    assert len(LimitedJSONParser().parse(io.BytesIO(_json_of_size(limit)), None, at_limit)["resume_text"]) == 981
+    over = _CountingStream(_json_of_size(limit + 1))
+    with pytest.raises(BodyTooLarge):
+        LimitedJSONParser().parse(over, None, {"request": SimpleNamespace(META={})})
+    assert over.asked == limit + 1  # never more than one byte past the limit, whatever is sent
+
+
+def test_no_body_at_all_is_a_parse_error_not_a_crash():
+    with pytest.raises(ParseError):
+        LimitedJSONParser().parse(None, None, {"request": SimpleNamespace(META={})})
 
 
 def test_bad_messages_keep_the_conversation(api, new_session):
