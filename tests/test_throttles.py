@@ -12,7 +12,7 @@ import time_machine
 from django.db import connections
 from rest_framework.test import APIClient
 
-from sessions_app.api.throttles import client_network
+from sessions_app.api.throttles import SessionCreateThrottle, client_network
 
 from .privacy import fixture_resume
 
@@ -192,3 +192,29 @@ def test_concurrent_messages_on_many_sessions_from_one_address_get_exactly_the_l
 
     statuses = _concurrently(12, send)
     assert statuses.count(429) == 7 and statuses.count(200) == 5
+
+
+# --- the counters themselves --------------------------------------------------------------
+@pytest.mark.django_db
+def test_a_scope_without_a_rate_is_not_throttled(rates):
+    rates(session_message="30/min")  # no rate for session creation at all
+    assert [_create("198.51.100.77") for _ in range(3)] == [201, 201, 201]
+
+
+def test_a_counter_expires_one_second_after_its_window(rates):
+    """The counter lives for the rest of its window plus a second, then the cache drops it: a
+    counter kept longer (or forever) would hold client addresses for nothing."""
+    from django.core.cache import cache
+    from rest_framework.test import APIRequestFactory
+
+    rates(session_create="5/min")
+    request = APIRequestFactory().post("/agent/sessions", REMOTE_ADDR="198.51.100.78")
+    with time_machine.travel(1_900_000_010.25, tick=False) as traveller:
+        throttle = SessionCreateThrottle()
+        assert throttle.allow_request(request, None)
+        key = f"{throttle.get_cache_key(request, None)}:{int(1_900_000_010.25 // 60)}"
+        assert cache.get(key) == 1 and throttle.seconds_left == pytest.approx(9.75, abs=0.01)
+        traveller.shift(9.75 + 0.5)
+        assert cache.get(key) == 1  # within the extra second
+        traveller.shift(1.0)
+        assert cache.get(key) is None
