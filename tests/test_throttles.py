@@ -54,7 +54,7 @@ def test_client_network_is_the_ipv4_address_or_the_ipv6_slash_64():
     assert client_network("2001:db8:1:2:aaaa::1") == client_network("2001:db8:1:2:ffff:1:2:3") == "2001:db8:1:2::/64"
     assert client_network("2001:db8:1:3::1") != client_network("2001:db8:1:2::1")
     assert client_network("::ffff:203.0.113.7") == "203.0.113.7"
-    assert client_network("fe80::1%eth0") == "fe80::/64"
+    assert client_network("fe80::1%eth0") == client_network("fe80::1%eth0%1") == "fe80::/64"
     assert client_network("not an address") == "not an address"
 
 
