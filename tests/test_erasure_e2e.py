@@ -121,10 +121,13 @@ def test_nothing_of_the_resume_is_left_anywhere(api, stored_files, captured_logs
 
 @pytest.mark.parametrize("value", ["short", "long"])
 def test_the_cache_scan_finds_what_the_cache_holds(value):
-    """Control of the cache scan above, on the file cache or Redis, whichever this run has."""
+    """Control of the cache scan above, on the file cache or Redis, whichever this run has.
+    Its marker is new on every run: what it leaves in the cache's file matches no other scan."""
+    import uuid
+
     from django.core.cache import cache
 
-    marker = fixture_markers()[0] * (1 if value == "short" else 50)
+    marker = f"快取控制-{uuid.uuid4().hex}" * (1 if value == "short" else 50)
     cache.set("scan-control", {"text": marker})
     assert find_in_text(_cache_text(), [marker]) != []
     cache.delete("scan-control")
