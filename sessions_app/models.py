@@ -47,6 +47,11 @@ class AgentSession(models.Model):
     # Set while a conversation turn runs, so a second concurrent turn on the
     # same session is refused (409) instead of interleaving its events.
     turn_started_at = models.DateTimeField(null=True, blank=True)
+    # Who holds the turn lock: the holder's database connection on PostgreSQL,
+    # its process on SQLite (sessions_app.repository.lock_turn). A lock whose
+    # holder is gone is free at once; one whose holder is unknown, after the
+    # turn timeout.
+    turn_holder = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         constraints = [

@@ -30,6 +30,31 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def database_url() -> str:
+    """The URL of the database this test uses, for a process of the service started by it."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def service_env(tmp_path: Path, **extra: str) -> dict:
+    """The environment of a service process started by a test: on this test's database, with a
+    var/ of its own under `tmp_path`, no model key and nothing of pytest's."""
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST", "DJANGO_"))}
+    return {
+        **inherited,
+        "DATABASE_URL": database_url(),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_SECRET_KEY": "service-test-key",
+        "DJANGO_VAR_DIR": str(tmp_path / "var"),
+        "PYTHONPATH": str(ROOT),
+        **extra,
+    }
+
+
 def start_server(command: list[str], env: dict, log_path: Path, port: int) -> tuple[subprocess.Popen, str]:
     """Starts `command` and waits until it answers HTTP on `port`; fails the test if it doesn't."""
     with open(log_path, "wb") as log:

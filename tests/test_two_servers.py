@@ -17,12 +17,6 @@ pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)
 CREATES_ALLOWED = 3
 
 
-def _database_url() -> str:
-    """The leg's test database: the servers store into what this test reads."""
-    db = connection.settings_dict
-    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
 @pytest.fixture
 def two_servers(tmp_path):
     servers = []

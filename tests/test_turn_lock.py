@@ -1,0 +1,89 @@
+"""The turn lock dies with its holder: a server killed mid-turn (kill -9) leaves no session
+locked for the others. The holder here is a process of the service of its own, on this
+test's database, killed with SIGKILL while it holds the lock, as a crashed server would be."""
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from django.utils import timezone
+
+from sessions_app import repository
+from sessions_app.models import AgentSession
+
+from .factories import make_session
+from .test_servers import ROOT, service_env
+
+pytestmark = pytest.mark.django_db(transaction=True)
+TURN_TIMEOUT = 60  # a lock is taken over as stale after 90 s: far beyond this test's wait
+
+HOLD_THE_LOCK = """
+import sys
+import django
+
+django.setup()
+from sessions_app import repository
+
+assert repository.lock_turn(int(sys.argv[1]), 60)
+print("locked", flush=True)
+sys.stdin.read()  # holds it until killed
+"""
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """A function that starts a process holding the turn lock of a session; killed at the end."""
+    started = []
+
+    def hold(session_pk: int) -> subprocess.Popen:
+        process = subprocess.Popen(
+            [sys.executable, "-c", HOLD_THE_LOCK, str(session_pk)],
+            cwd=ROOT,
+            env=service_env(tmp_path),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        started.append(process)
+        assert process.stdout.readline().strip() == "locked"
+        return process
+
+    yield hold
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+def _taken_within(session_pk: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if repository.lock_turn(session_pk, TURN_TIMEOUT):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_lock_held_by_a_running_process_is_not_taken(holder):
+    session = make_session()
+    holder(session.pk)
+    assert not _taken_within(session.pk, 1)
+
+
+def test_a_lock_whose_holder_was_killed_is_free_at_once(holder):
+    session = make_session()
+    process = holder(session.pk)
+    assert not repository.lock_turn(session.pk, TURN_TIMEOUT)
+    process.send_signal(signal.SIGKILL)
+    process.wait()  # reaped, as the server's parent (or init) reaps it
+    # At once: a PostgreSQL backend ends as soon as its client's socket closes.
+    assert _taken_within(session.pk, 5)
+
+
+@pytest.mark.parametrize("holder_written", ["", "other-kind:1"])
+def test_a_lock_whose_holder_cannot_be_checked_waits_for_the_timeout(holder_written):
+    """As a lock of an older server (no holder written) or a holder this backend cannot check."""
+    session = make_session()
+    AgentSession.objects.filter(pk=session.pk).update(turn_started_at=timezone.now(), turn_holder=holder_written)
+    assert not repository.lock_turn(session.pk, TURN_TIMEOUT)
