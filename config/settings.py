@@ -309,6 +309,10 @@ Q_CLUSTER = {
     "ack_failures": True,
     "catch_up": False,
     "sync": TESTING,
+    # More clusters on the same database: any number may share this name (and its queue;
+    # the schedule fires once, whichever runs it); one started with Q_CLUSTER_NAME=<other>
+    # takes only tasks queued for that name (django-q2's ALT_CLUSTERS, none configured).
+    "ALT_CLUSTERS": {},
 }
 
 # --- Agent ----------------------------------------------------------------------

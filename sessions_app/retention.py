@@ -87,7 +87,12 @@ def purge_expired(
     result, total = PurgeResult(), repository.Erased()
     while True:
         with transaction.atomic():
-            batch = list(expired.order_by("pk").values_list("pk", flat=True)[:batch_size])
+            # On PostgreSQL, two purges at once (two clusters, or the admin's and the
+            # schedule's) each lock their own batch and skip the other's; SQLite has one
+            # writer at a time and ignores the clause.
+            batch = list(
+                expired.order_by("pk").select_for_update(skip_locked=True).values_list("pk", flat=True)[:batch_size]
+            )
             if not batch:
                 break
             total += repository.erase_rows(AgentSession.objects.filter(pk__in=batch))

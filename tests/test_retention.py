@@ -230,3 +230,41 @@ def test_purged_resume_leaves_no_bytes_in_database_files(api, new_session, store
     if connection.vendor == "sqlite":  # PostgreSQL keeps the ciphertext until VACUUM (test_erasure_e2e)
         assert find_chunks(stored_files(), chunks) == []
     assert find_markers(stored_files(), fixture_markers()) == []
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_purge_skips_the_rows_another_purge_holds_and_counts_only_what_it_deleted(settings):
+    """Two purges at once (two clusters, or the admin's and the schedule's) on PostgreSQL: the
+    second neither waits for the first's batch nor counts it (tests/test_two_servers.py runs
+    two real clusters)."""
+    import threading
+
+    from django.db import connections, transaction
+
+    from sessions_app import repository
+
+    settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    long_ago = timezone.now() - 30 * 24 * HOUR
+    sessions = sorted(make_session(f"anon-{i}", last_activity=long_ago).pk for i in range(4))
+    held, second_done = threading.Event(), threading.Event()
+
+    def first_purge_mid_batch():
+        try:
+            with transaction.atomic():
+                repository.erase_rows(AgentSession.objects.filter(pk__in=sessions[:2]))
+                held.set()
+                second_done.wait(10)  # commits only once the second purge is done (or gave up)
+        finally:
+            connections.close_all()
+
+    first = threading.Thread(target=first_purge_mid_batch)
+    first.start()
+    assert held.wait(10)
+    second = purge_expired(trigger="ttl")
+    finished_while_held = first.is_alive()
+    second_done.set()
+    first.join(15)
+    assert finished_while_held  # it did not wait for the rows the first purge holds
+    assert (second.sessions, second.events) == (2, 4)
+    assert not AgentSession.objects.exists()

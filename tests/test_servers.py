@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from django.conf import settings
 
 from .privacy import find_in_text, fixture_markers, fixture_resume
 
@@ -48,7 +49,8 @@ def service_env(tmp_path: Path, **extra: str) -> dict:
         **inherited,
         "DATABASE_URL": database_url(),
         "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DJANGO_SECRET_KEY": "service-test-key",
+        # The test's own key: what the test signs (django-q2's queued tasks) the service reads.
+        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
         "DJANGO_VAR_DIR": str(tmp_path / "var"),
         "PYTHONPATH": str(ROOT),
         **extra,
@@ -58,7 +60,10 @@ def service_env(tmp_path: Path, **extra: str) -> dict:
 def start_server(command: list[str], env: dict, log_path: Path, port: int) -> tuple[subprocess.Popen, str]:
     """Starts `command` and waits until it answers HTTP on `port`; fails the test if it doesn't."""
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        # A process group of its own, so a test can kill the server with its workers.
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -1,54 +1,152 @@
 """Two web servers on one PostgreSQL and one Redis, as the README's "several servers" section
 starts them: each gunicorn with a var/ of its own, so all they share is the database and the
-cache. What one server stores or deletes, the other sees at once, and a rate limit counts
-requests to both. (Runs in the PostgreSQL + Redis leg of `make test`.)"""
+cache. What one server stores or deletes, the other sees at once; a rate limit counts requests
+to both; two turns of one session sent to both at once give one 200 and one 409; a server
+killed mid-turn leaves its session free for the other; purges in one or two django-q2
+clusters run while both serve. (Runs in the PostgreSQL + Redis leg of `make test`.)
 
+The servers' model is "Gemini" on a local double of its REST API (tests/gemini_double.py),
+which can hold a model call: that is how a turn is caught mid-way, with no timing guesses.
+"""
+
+import datetime as dt
 import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 
 import httpx
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.utils import timezone
+from django_q.models import Task
+from django_q.tasks import async_task
 
+from sessions_app.models import AgentSession, DeletionAudit
+from sessions_app.selectors import PURGE_TASK
+
+from .factories import make_session
+from .gemini_double import GeminiDouble
 from .privacy import fixture_resume
-from .test_servers import BIN, ROOT, _free_port, start_server
+from .test_servers import BIN, ROOT, _free_port, service_env, start_server
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
 CREATES_ALLOWED = 3
+MESSAGE = {"message": "Please draft my plan"}
+SECOND_CLUSTER = "resume-agent-second"
 
 
 @pytest.fixture
-def two_servers(tmp_path):
+def gemini():
+    double = GeminiDouble().start()
+    yield double
+    double.stop()
+
+
+@pytest.fixture
+def scale_out_env(tmp_path, gemini):
+    """The environment of every process of the deployment; `name` gives each its own var/."""
+
+    def env(name: str) -> dict:
+        return service_env(
+            tmp_path / name,
+            CACHE_URL=settings.CACHES["default"]["LOCATION"],
+            GOOGLE_API_KEY="key-of-the-local-double",
+            GOOGLE_GEMINI_BASE_URL=gemini.url,
+            SESSION_CREATE_RATE=f"{CREATES_ALLOWED}/hour",
+            PURGE_BATCH_SIZE="10",
+            PURGE_BATCH_PAUSE_SECONDS="0.05",
+            SESSION_MESSAGE_RATE="1000/min",
+            CLIENT_MESSAGE_RATE="1000/min",
+        )
+
+    return env
+
+
+@pytest.fixture
+def two_servers(tmp_path, scale_out_env):
     servers = []
     for name in ("a", "b"):
         port = _free_port()
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST", "DJANGO_"))},
-            "DATABASE_URL": _database_url(),
-            "CACHE_URL": settings.CACHES["default"]["LOCATION"],
-            "DJANGO_SECRET_KEY": "two-servers-test-key",
-            "DJANGO_VAR_DIR": str(tmp_path / f"var-{name}"),
-            "PYTHONPATH": str(ROOT),
-            "SESSION_CREATE_RATE": f"{CREATES_ALLOWED}/hour",
-        }
         command = [str(BIN / "gunicorn"), "config.wsgi", "--workers", "1", "--threads", "4", "--bind"]
-        servers.append(start_server([*command, f"127.0.0.1:{port}"], env, tmp_path / f"{name}.log", port))
-    yield [base for _, base in servers]
+        servers.append(
+            start_server([*command, f"127.0.0.1:{port}"], scale_out_env(name), tmp_path / f"{name}.log", port)
+        )
+    yield servers
     for process, _ in servers:
-        process.terminate()
-        process.wait(timeout=30)
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+@pytest.fixture
+def clusters(tmp_path, scale_out_env):
+    """A function that starts a django-q2 cluster (`manage.py qcluster`) of the deployment."""
+    started = []
+
+    def start(name: str, **env: str) -> subprocess.Popen:
+        with open(tmp_path / f"{name}.log", "wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "manage.py", "qcluster"],
+                cwd=ROOT,
+                env={**scale_out_env(name), **env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        started.append(process)
+        deadline = time.monotonic() + 30
+        while b"running." not in (tmp_path / f"{name}.log").read_bytes():
+            assert process.poll() is None and time.monotonic() < deadline, f"{name} did not start"
+            time.sleep(0.1)
+        return process
+
+    yield start
+    for process in started:
+        process.send_signal(signal.SIGINT)  # how qcluster stops cleanly (sessions_app/.../serve.py)
+    for process in started:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _clients(servers) -> list[httpx.Client]:
+    return [httpx.Client(base_url=base, timeout=60) for _, base in servers]
+
+
+def _new_session(client: httpx.Client) -> tuple[str, dict]:
+    created = client.post("/agent/sessions", json={"resume_text": fixture_resume()})
+    assert created.status_code == 201
+    return f"/agent/sessions/{created.json()['session_id']}", {"X-Session-Token": created.json()["token"]}
+
+
+def _in_thread(call) -> tuple[threading.Thread, dict]:
+    outcome = {}
+    thread = threading.Thread(target=lambda: outcome.setdefault("value", _call_or_error(call)), daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def _call_or_error(call):
+    try:
+        return call()
+    except httpx.HTTPError as exc:
+        return exc
 
 
 def test_a_session_made_on_one_server_is_used_and_deleted_through_the_other(two_servers):
-    a, b = (httpx.Client(base_url=base, timeout=30) for base in two_servers)
-    created = a.post("/agent/sessions", json={"resume_text": fixture_resume()})
-    assert created.status_code == 201
-    session_id, headers = created.json()["session_id"], {"X-Session-Token": created.json()["token"]}
-    url = f"/agent/sessions/{session_id}"
+    a, b = _clients(two_servers)
+    url, headers = _new_session(a)
 
-    assert b.post(f"{url}/messages", json={"message": "Please draft my plan"}, headers=headers).status_code == 200
+    turn = b.post(f"{url}/messages", json=MESSAGE, headers=headers)
+    assert turn.status_code == 200
+    assert "gemini" in turn.json()["model"]  # the real model path, on the local double
     described = a.get(url, headers=headers)
-    assert (described.status_code, described.json()["turns"], described.json()["plan_versions"]) == (200, 1, 1)
+    assert (described.status_code, described.json()["turns"]) == (200, 1)
 
     assert a.delete(url, headers=headers).status_code == 204
     gone_on_b = b.get(url, headers=headers)
@@ -57,10 +155,94 @@ def test_a_session_made_on_one_server_is_used_and_deleted_through_the_other(two_
 
 
 def test_the_create_limit_counts_requests_to_both_servers(two_servers):
-    a, b = (httpx.Client(base_url=base, timeout=30) for base in two_servers)
+    a, b = _clients(two_servers)
     body = {"resume_text": "Chen Mei-Ling\nData Analyst"}
     statuses = [(a if i % 2 else b).post("/agent/sessions", json=body).status_code for i in range(CREATES_ALLOWED)]
     assert statuses == [201] * CREATES_ALLOWED
     refused = [client.post("/agent/sessions", json=body) for client in (a, b)]
     assert [r.status_code for r in refused] == [429, 429]
     assert all(r.headers.get("Retry-After") for r in refused)
+
+
+def test_two_turns_sent_to_both_servers_at_once_give_one_200_and_one_409(two_servers, gemini):
+    a, b = _clients(two_servers)
+    url, headers = _new_session(a)
+    with gemini.hold() as held:
+        thread, first = _in_thread(lambda: a.post(f"{url}/messages", json=MESSAGE, headers=headers))
+        assert held.arrived.wait(30)  # A's turn is in its model call, holding the turn lock
+        second = b.post(f"{url}/messages", json={"message": "And my cover letter?"}, headers=headers)
+        held.release()
+        thread.join(60)
+    assert (first["value"].status_code, second.status_code) == (200, 409)
+    conversation = a.get(f"{url}/messages", headers=headers).json()
+    # The whole first turn and nothing of the refused one.
+    assert [m["role"] for m in conversation["messages"]] == ["user", "agent"]
+    assert conversation["messages"][0]["text"] == MESSAGE["message"]
+
+
+def test_a_server_killed_mid_turn_loses_nothing_and_the_other_serves_the_next_turn_at_once(two_servers, gemini):
+    (server_a, _), _ = two_servers
+    a, b = _clients(two_servers)
+    url, headers = _new_session(b)
+    assert b.post(f"{url}/messages", json=MESSAGE, headers=headers).status_code == 200  # stored by B
+    with gemini.hold() as held:
+        _in_thread(lambda: a.post(f"{url}/messages", json={"message": "Killed mid-way"}, headers=headers))
+        assert held.arrived.wait(30)
+        os.killpg(server_a.pid, signal.SIGKILL)  # gunicorn's master and its worker, mid-turn
+        server_a.wait()
+    started, statuses = time.monotonic(), []
+    while time.monotonic() - started < 5 and statuses[-1:] != [200]:
+        statuses.append(b.post(f"{url}/messages", json={"message": "Next turn"}, headers=headers).status_code)
+    # At once: the dead server's turn lock ended with its database connection (no 90 s wait).
+    assert statuses[-1] == 200 and set(statuses) <= {200, 409}
+    texts = [m["text"] for m in b.get(f"{url}/messages", headers=headers).json()["messages"] if m["role"] == "user"]
+    assert texts == [MESSAGE["message"], "Next turn"]  # B's turns kept, nothing of the killed one
+
+
+def _expired_sessions(count: int) -> list[int]:
+    long_ago = timezone.now() - dt.timedelta(days=30)
+    return [make_session(f"anon-{i:016x}", last_activity=long_ago, events=14).pk for i in range(count)]
+
+
+def _wait_for_purges(count: int, timeout: float = 120) -> list[Task]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = list(Task.objects.filter(func=PURGE_TASK))
+        if len(done) >= count:
+            return done
+        time.sleep(0.2)
+    pytest.fail(f"{count} purge task(s) did not finish in {timeout} s")
+
+
+def test_a_purge_in_the_cluster_while_both_servers_serve_gives_no_error(two_servers, clusters):
+    a, b = _clients(two_servers)
+    url, headers = _new_session(a)
+    expired = _expired_sessions(150)
+    clusters("cluster")
+    async_task(PURGE_TASK, sync=False)  # into the ORM broker, as the schedule enqueues it
+    statuses = []
+    while not Task.objects.filter(func=PURGE_TASK).exists() and len(statuses) < 80:
+        for client in (a, b):
+            statuses.append(client.get(url, headers=headers).status_code)
+            statuses.append(client.post(f"{url}/messages", json=MESSAGE, headers=headers).status_code)
+    [task] = _wait_for_purges(1)
+    assert task.success
+    assert set(statuses) == {200}
+    assert not AgentSession.objects.filter(pk__in=expired).exists()
+    assert a.get(url, headers=headers).status_code == 200  # the live session stays
+
+
+def test_two_clusters_purge_at_once_without_errors_or_double_counting(clusters):
+    expired = _expired_sessions(200)
+    # The second cluster has a queue of its own, so each cluster surely runs one of the two purges.
+    clusters("cluster-1"), clusters("cluster-2", Q_CLUSTER_NAME=SECOND_CLUSTER)
+    async_task(PURGE_TASK, sync=False)
+    async_task(PURGE_TASK, sync=False, cluster=SECOND_CLUSTER)
+    tasks = _wait_for_purges(2)
+    assert [task.success for task in tasks] == [True, True]
+    assert {task.cluster for task in tasks} == {settings.Q_CLUSTER["name"], SECOND_CLUSTER}
+    assert not AgentSession.objects.filter(pk__in=expired).exists()
+    audits = DeletionAudit.objects.filter(trigger=DeletionAudit.Trigger.TTL)
+    assert [audit.sessions_deleted > 0 for audit in audits] == [True, True]  # they ran at once, sharing the work
+    assert sum(audit.sessions_deleted for audit in audits) == len(expired)
+    assert sum(audit.events_deleted for audit in audits) == 14 * len(expired)

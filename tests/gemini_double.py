@@ -1,0 +1,115 @@
+"""A local double of the Gemini REST API, so the real model path (google-genai over HTTP) runs
+in tests without the network. google-genai reads `GOOGLE_GEMINI_BASE_URL`: a service started
+with it (and any `GOOGLE_API_KEY`) sends its model calls here, on 127.0.0.1.
+
+It answers `POST /v1beta/models/<model>:generateContent` with the next scripted answer, or with
+a short text reply when none is left, and keeps each request it was sent (in memory only).
+`hold()` keeps the next model calls waiting until released, to catch a turn mid-way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+GENERATE = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):generateContent$")
+DEFAULT_REPLY = "Here is what I would do next with your resume."
+
+
+def text_answer(text: str, model: str = "gemini-2.5-flash") -> dict:
+    """A generateContent answer holding one text part."""
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "modelVersion": model,
+    }
+
+
+class Hold:
+    """Model calls made while held wait until `release()`; `arrived` is set by the first one."""
+
+    def __init__(self):
+        self.arrived = threading.Event()
+        self.released = threading.Event()
+
+    def release(self) -> None:
+        self.released.set()
+
+
+class GeminiDouble:
+    def __init__(self):
+        self.requests: list[dict] = []
+        self._answers: deque = deque()
+        self._hold: Hold | None = None
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> GeminiDouble:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._hold:
+            self._hold.release()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(self, *answers: dict | tuple[int, dict | str]) -> None:
+        """Queues answers: a body (200), or (status, body) for an error or a broken answer."""
+        with self._lock:
+            self._answers.extend(answers)
+
+    @contextlib.contextmanager
+    def hold(self):
+        hold = self._hold = Hold()
+        try:
+            yield hold
+        finally:
+            hold.release()
+            self._hold = None
+
+    def _next(self, model: str, request: dict) -> tuple[int, dict | str]:
+        with self._lock:
+            self.requests.append({"model": model, **request})
+            scripted = self._answers.popleft() if self._answers else text_answer(DEFAULT_REPLY, model)
+            hold = self._hold
+        if hold is not None:
+            hold.arrived.set()
+            hold.released.wait(timeout=120)
+        return scripted if isinstance(scripted, tuple) else (200, scripted)
+
+    def _handler(self):
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                match = GENERATE.match(self.path.split("?")[0])
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if match is None:
+                    return self._send(404, {"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}})
+                return self._send(*double._next(match["model"], json.loads(body)))
+
+            def _send(self, status: int, body: dict | str):
+                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=UTF-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(data)
+
+            def log_message(self, format, *args):  # requests hold resumes: never printed
+                pass
+
+        return Handler
