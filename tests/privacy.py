@@ -2,8 +2,9 @@
 
 A string can sit in a file in more than one form: `json.dumps` escapes
 non-ASCII as \\uXXXX, while ADK's event JSON (pydantic) and plain text keep
-UTF-8. A scan that looked for one form only could never fail on the other, so
-every marker is searched in all of them.
+UTF-8, and PostgreSQL's log writes a bytea value in hex. A scan that looked
+for one form only could never fail on the other, so every marker is searched
+in all of them.
 
 Content is stored sealed (encryption at rest), so the markers are never in
 the database files in clear. What a deleted session must not leave behind is
@@ -30,7 +31,12 @@ def fixture_markers() -> list[str]:
 
 def encodings(marker: str) -> dict[str, bytes]:
     escaped = json.dumps(marker)[1:-1]  # lower-case \uXXXX, as json.dumps writes
-    forms = {"utf-8": marker.encode("utf-8"), "json-escaped": escaped.encode("ascii")}
+    # Hex: how PostgreSQL writes a bytea value into a statement it logs.
+    forms = {
+        "utf-8": marker.encode("utf-8"),
+        "json-escaped": escaped.encode("ascii"),
+        "hex-of-utf-8": marker.encode("utf-8").hex().encode("ascii"),
+    }
     if escaped.lower() != escaped.upper():
         forms["json-escaped-upper-hex"] = _upper_hex_escapes(escaped).encode("ascii")
     return forms

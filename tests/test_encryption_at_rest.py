@@ -45,6 +45,7 @@ CLEAR_COLUMNS = {
         "last_activity_at",
         "revision",
         "turn_started_at",
+        "turn_holder",
     },
     SessionEvent: {"id", "agent_session_id", "seq", "event_id", "invocation_id", "author", "timestamp"},
     UserState: {"id", "app_name", "owner_id", "updated_at"},
