@@ -5,11 +5,10 @@ from __future__ import annotations
 from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm
 
+from . import APP_NAME  # noqa: F401  (the package's, re-exported here as before)
 from .model_selection import select_model
 from .prompt import instruction_provider
 from .tools import flag_suspicious_text, save_plan, verify_claims
-
-APP_NAME = "resume_agent"
 
 
 def build_agent(model: str | BaseLlm | None = None) -> LlmAgent:

@@ -11,14 +11,10 @@ import os
 
 from google.adk.models.base_llm import BaseLlm
 
+from .environment import is_truthy
 from .offline_model import OfflineResumeModel
 
 DEFAULT_MODEL = "gemini-2.5-flash"
-
-
-def is_truthy(value: str) -> bool:
-    """How an environment variable says yes (the settings read flags the same way)."""
-    return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _has_credentials() -> bool:

@@ -115,17 +115,25 @@ def _rounded(value):
 def setup_django(db_path: Path) -> None:
     """Points the project's settings at a temporary SQLite file (never var/sessions.db) and migrates it;
     before anything imports Django models."""
+    setup_django_url(f"sqlite:///{db_path}")
+
+
+def setup_django_url(url: str) -> None:
+    """The same on any database URL settings read from DATABASE_URL (dj-database-url), e.g. a fresh
+    PostgreSQL database of the benchmark's own."""
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-    os.environ["DATABASE_URL"] = f"sqlite:///{db_path}"
+    os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only-not-a-secret-" + "x" * 40)
     # DEBUG would make Django keep every query in memory (and slow it down).
     os.environ["DJANGO_DEBUG"] = "0"
+    import dj_database_url
     import django
     from django.conf import settings
     from django.core.management import call_command
 
     django.setup()
-    name = str(settings.DATABASES["default"]["NAME"])
-    if Path(name).resolve() != Path(db_path).resolve():
-        raise RuntimeError(f"benchmark database is {name}, expected {db_path}")
+    # Never the service's own database: settings must have taken this URL.
+    name, expected = str(settings.DATABASES["default"]["NAME"]), str(dj_database_url.parse(url)["NAME"])
+    if name != expected:
+        raise RuntimeError(f"benchmark database is {name}, expected {expected}")
     call_command("migrate", verbosity=0, interactive=False)

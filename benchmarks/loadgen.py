@@ -188,11 +188,13 @@ async def _timed(result: LoadResult, kind: str, call, expected: int):
     return response
 
 
-async def _client_loop(target, result: LoadResult, stop_at: float, timeout: float, stop: threading.Event | None):
+async def _client_loop(
+    target, base_url: str, result: LoadResult, stop_at: float, timeout: float, stop: threading.Event | None
+):
     def out_of_time() -> bool:
         return time.monotonic() >= stop_at or (stop is not None and stop.is_set())
 
-    async with httpx.AsyncClient(base_url=target.base_url, timeout=timeout) as client:
+    async with httpx.AsyncClient(base_url=base_url, timeout=timeout) as client:
         while not out_of_time():
             created = await _timed(result, "create", target.create(client), target.expected["create"])
             handle = created[1] if created else None
@@ -213,15 +215,21 @@ async def _client_loop(target, result: LoadResult, stop_at: float, timeout: floa
                 await target.delete(client, handle)
 
 
-def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=60.0, stop=None, started=None):
+def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=60.0, stop=None, started=None, urls=()):
     """N closed-loop clients for warmup_s + duration_s (or until the threading.Event `stop` is set, if
-    sooner); hard-stopped at warmup + duration + timeout + 30 s. `started` is set once the clients run."""
+    sooner); hard-stopped at warmup + duration + timeout + 30 s. `started` is set once the clients run.
+    `urls`: the base URLs of several servers of one deployment, client i talking to urls[i % len(urls)]
+    (default: the target's own)."""
     result = LoadResult(target=target.name, clients=clients, warmup_s=warmup_s, duration_s=duration_s)
+    urls = list(urls) or [target.base_url]
 
     async def main():
         result.t_measure = time.monotonic() + warmup_s
         result.t_end = result.t_measure + duration_s
-        tasks = [asyncio.create_task(_client_loop(target, result, result.t_end, timeout, stop)) for _ in range(clients)]
+        tasks = [
+            asyncio.create_task(_client_loop(target, urls[i % len(urls)], result, result.t_end, timeout, stop))
+            for i in range(clients)
+        ]
         if started is not None:
             started.set()
         done, pending = await asyncio.wait(tasks, timeout=warmup_s + duration_s + timeout + 30)
@@ -292,7 +300,8 @@ def concurrent_turn_check(target, trials: int = 20, timeout: float = 60.0) -> di
 
 
 def _stat(pid: int) -> list[str]:
-    """Fields of /proc/<pid>/stat after the command name: [0] state, [1] ppid, [11] utime, [12] stime."""
+    """Fields of /proc/<pid>/stat after the command name: [0] state, [1] ppid, [11] utime, [12] stime,
+    [13] cutime, [14] cstime (of the children it has reaped)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
@@ -313,14 +322,17 @@ def process_tree(pid: int) -> list[int]:
     return seen
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of one process (excluding reaped children)."""
+def cpu_seconds(pid: int, reaped: bool = False) -> float:
+    """utime + stime of one process; with `reaped`, plus that of the children it has waited for."""
     fields = _stat(pid)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") if len(fields) > 12 else 0.0
+    ticks = fields[11:15] if reaped else fields[11:13]
+    return sum(map(int, ticks)) / os.sysconf("SC_CLK_TCK") if len(fields) > 14 else 0.0
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    return sum(cpu_seconds(p) for p in process_tree(pid))
+def tree_cpu_seconds(pid: int, reaped: bool = False) -> float:
+    """CPU time of pid and its live descendants. `reaped` also counts children gone since: a server
+    that forks a process per connection (PostgreSQL) reaps them all the time."""
+    return sum(cpu_seconds(p, reaped) for p in process_tree(pid))
 
 
 class MachineCpu:

@@ -99,9 +99,23 @@ def timed_purge(db: Path, secure_delete: str) -> dict:
 
 
 def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: float, budget: float, tmp: Path) -> dict:
-    from sessions_app.management.commands.serve import gunicorn_command
+    env, opened = loadgen.ours_env(db, tmp), lambda pid: _has_open(pid, db)
+    return live_turns(env, clients, warmup, baseline, budget, tmp, opened, lambda: _expired_left(db))
 
-    env, bind = loadgen.ours_env(db, tmp), f"{loadgen.LOOPBACK}:{loadgen.free_port()}"
+
+def _expired_left(db: Path) -> int:
+    with closing(sqlite3.connect(db, timeout=30)) as conn:
+        query = "SELECT COUNT(*) FROM sessions_app_agentsession WHERE owner_id LIKE ?"
+        return conn.execute(query, (MARKER + "%",)).fetchone()[0]
+
+
+def live_turns(env: dict, clients: int, warmup: float, baseline: float, budget: float, tmp: Path, opened, left) -> dict:
+    """Turns served by gunicorn (environment `env`: its database) without a purge, then during
+    `manage.py purge_sessions` on the same database. `opened(purge_pid)` tells when the purge has reached
+    the database, `left()` counts the expired sessions (MARKER owners) left at the end."""
+    from sessions_app.supervisor import gunicorn_command
+
+    bind = f"{loadgen.LOOPBACK}:{loadgen.free_port()}"
     server, target = loadgen.start_ours(gunicorn_command(PY, bind), bind, env, tmp / "server.log")
     purge = None
     try:
@@ -119,7 +133,7 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
             purge = subprocess.Popen(command, cwd=_common.ROOT_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
         # The window starts when the purge opens the database (just before it purges), not while Python starts.
         window, deadline = _Window(server.pid, purge.pid), time.monotonic() + budget
-        while purge.poll() is None and time.monotonic() < deadline and not _has_open(purge.pid, db):
+        while purge.poll() is None and time.monotonic() < deadline and not opened(purge.pid):
             time.sleep(0.02)
         windows["during purge"] = _Window(server.pid, purge.pid) if purge.poll() is None else window
         while purge.poll() is None and time.monotonic() < deadline:
@@ -129,9 +143,7 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
         time.sleep(1.0)
         stop.set()
         result: loadgen.LoadResult = load.result(timeout=120)
-        with closing(sqlite3.connect(db, timeout=30)) as conn:
-            query = "SELECT COUNT(*) FROM sessions_app_agentsession WHERE owner_id LIKE ?"
-            left = conn.execute(query, (MARKER + "%",)).fetchone()[0]
+        expired_left = left()
     finally:
         if purge is not None:
             loadgen.stop_server(purge, signal.SIGTERM, timeout=10)
@@ -150,7 +162,7 @@ def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: flo
         "windows": {name: w.result for name, w in windows.items()},
         "purge_returncode": purge.returncode,
         "purge_output_tail": (tmp / "purge.log").read_text(errors="replace").strip().splitlines()[-1:],
-        "expired_left": left,
+        "expired_left": expired_left,
         "errors_all_phases": sum(1 for op in result.ops if not op.ok),
         "server_log": loadgen.log_counts(tmp / "server.log"),
     }
@@ -214,7 +226,13 @@ def render(built: dict, on: dict, off: dict, live: dict, verdicts: list[str], se
         " repeats create -> 3 turns -> read -> delete. The purge runs in its own process.",
         "",
     ]
-    lines += _common.md_table(
+    lines += [*live_lines(live), "", "### Targets", ""]
+    return lines + [f"- {v}" for v in verdicts]
+
+
+def live_lines(live: dict) -> list[str]:
+    """The windows of `live_turns` as a table, then what the purge process and the server left."""
+    lines = _common.md_table(
         "window | seconds | turns | turns/s | turn p50 ms | p95 ms | p99 ms | max ms | errors"
         " | cores: server / purge / load gen / other processes",
         [
@@ -225,16 +243,12 @@ def render(built: dict, on: dict, off: dict, live: dict, verdicts: list[str], se
         ],
     )
     server_log = ", ".join(f"`{k}` x{v}" for k, v in live["server_log"].items())
-    lines += [
+    return lines + [
         "",
         f"Purge process: exit {live['purge_returncode']}, `{' '.join(live['purge_output_tail'])}`;"
         f" expired sessions left: {live['expired_left']}; server log: {server_log}"
         f"; failed requests in all phases: {live['errors_all_phases']}.",
-        "",
-        "### Targets",
-        "",
     ]
-    return lines + [f"- {v}" for v in verdicts]
 
 
 def judge(on: dict, live: dict) -> list[str]:
@@ -248,7 +262,7 @@ def judge(on: dict, live: dict) -> list[str]:
 
 
 def run(args) -> tuple[list[str], dict]:
-    from sessions_app.management.commands.serve import gunicorn_command
+    from sessions_app.supervisor import gunicorn_command
 
     sessions = 1000 if args.quick else 10000
     baseline = 8 if args.quick else 20

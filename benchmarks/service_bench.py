@@ -142,7 +142,7 @@ def judge(results: dict) -> list[str]:
 
 
 def run(args) -> tuple[list[str], dict]:
-    from sessions_app.management.commands.serve import gunicorn_command
+    from sessions_app.supervisor import gunicorn_command
 
     params = {
         "duration": 8 if args.quick else 35,

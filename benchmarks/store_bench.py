@@ -64,10 +64,10 @@ def _event(index: int, text: str, invocation_id: str):
 
 
 class Workload:
-    def __init__(self, event_bytes: int = 1000):
-        self.state = {"resume_text": _fit(_common.RESUME, 3000), "plan_versions": []}
+    def __init__(self, event_bytes: int = 1000, resume: str = _common.RESUME, event_text: str = EVENT_TEXT):
+        self.state = {"resume_text": _fit(resume, 3000), "plan_versions": []}
         overhead = len(_event(0, "", "inv-0").model_dump_json(exclude_none=True).encode())
-        self.texts = [_fit(f"[{i:02d}] " + EVENT_TEXT, event_bytes - overhead) for i in range(EVENTS_PER_SESSION)]
+        self.texts = [_fit(f"[{i:02d}] " + event_text, event_bytes - overhead) for i in range(EVENTS_PER_SESSION)]
 
     def event(self, index: int, invocation_id: str):
         # A fresh Event (new id, current timestamp), built outside the timed call.
@@ -148,9 +148,9 @@ def measure(services: dict, workload: Workload, reps: int, lifecycles: int) -> d
     return raw
 
 
-def summarise(raw: dict) -> dict:
+def summarise(raw: dict, baseline: str = BASELINE) -> dict:
     """Per service and op: median over repetitions of the mean per call, and of the paired
-    ratio to the baseline in the same repetition."""
+    ratio to the baseline (a service of `raw`) in the same repetition."""
     means = {name: {op: [sum(rep[op]) / len(rep[op]) for rep in reps] for op in OPS} for name, reps in raw.items()}
     for name, reps in raw.items():
         means[name]["lifecycle"] = [sum(sum(rep[op]) for op in OPS) / len(rep["create"]) for rep in reps]
@@ -158,7 +158,7 @@ def summarise(raw: dict) -> dict:
         name: {
             op: {
                 "median_s": statistics.median(values),
-                "ratio": statistics.median([a / b for a, b in zip(values, means[BASELINE][op], strict=False) if b > 0]),
+                "ratio": statistics.median([a / b for a, b in zip(values, means[baseline][op], strict=False) if b > 0]),
             }
             for op, values in per_op.items()
         }

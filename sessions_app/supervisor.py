@@ -1,0 +1,82 @@
+"""The root of the `make run` process tree once the service runs: it starts the web server
+(gunicorn) and the purge scheduler (qcluster) and stops both on Ctrl-C.
+
+No Django here: `manage.py serve` checks and purges first, then becomes this program
+(exec, same pid), so the process that only waits on its children holds a bare Python
+instead of Django's modules (benchmarks/results/memory.md).
+
+Each child gets its own process group, so the terminal's Ctrl-C reaches only this
+process, which then stops the children the way each stops cleanly: SIGINT to qcluster's
+main process (SIGTERM to its whole process group deadlocks its shutdown) and SIGTERM to
+gunicorn's master.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+DEFAULT_WORKERS = 2
+THREADS = 4
+STOP_SIGNALS = {"web": signal.SIGTERM, "scheduler": signal.SIGINT}
+
+
+def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS) -> list[str]:
+    """The production web server's command line (benchmarks start the same one)."""
+    return [
+        python,
+        "-m",
+        "gunicorn",
+        "config.wsgi",
+        "--bind",
+        bind,
+        "--workers",
+        str(workers),
+        "--threads",
+        str(THREADS),
+        "--preload",
+        "--access-logfile",
+        "-",
+    ]
+
+
+def scheduler_command(python: str) -> list[str]:
+    # The checks ran in `serve` already; run here, they would import the URLconf and with
+    # it the agent stack (ADK, google-genai) into a process that never runs a turn.
+    return [python, "manage.py", "qcluster", "--skip-checks"]
+
+
+def supervise(python: str, bind: str, workers: int) -> int:
+    """Runs both until Ctrl-C (0) or until one of them ends on its own (1)."""
+    children = {
+        "web": subprocess.Popen(gunicorn_command(python, bind, workers), start_new_session=True),
+        "scheduler": subprocess.Popen(scheduler_command(python), start_new_session=True),
+    }
+    stopping = False
+
+    def stop(signum=None, frame=None):
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    print(f"serving on http://{bind} with the purge scheduler; Ctrl-C stops both", flush=True)
+    while not stopping and all(child.poll() is None for child in children.values()):
+        time.sleep(0.2)
+    for name, child in children.items():
+        if child.poll() is None:
+            child.send_signal(STOP_SIGNALS[name])
+    for name, child in children.items():
+        try:
+            child.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            print(f"{name} did not stop in 20 s; killing it", file=sys.stderr, flush=True)
+            child.kill()
+            child.wait()
+    return 0 if stopping else 1  # a child died on its own: say so with the exit status
+
+
+if __name__ == "__main__":
+    sys.exit(supervise(sys.executable, sys.argv[1], int(sys.argv[2])))
