@@ -11,7 +11,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from agent.model_selection import is_truthy
+from agent.environment import is_truthy
 from config.private_files import PrivateSQLiteConnection, private_directory, read_or_create_secret_key
 from sessions_app.redaction import CONTENT_LOGGING_LIBRARIES
 
