@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SECRET_KEY_FILE := var/secret_key
 
-.PHONY: run test venv dev-venv migrate bench mutants clean
+.PHONY: run test venv dev-venv migrate admin bench mutants clean
 
 # The service's packages (requirements.txt) for `make run`; the tools for tests,
 # benchmarks and mutation testing on top (requirements-dev.txt). Each stamp is
@@ -34,28 +34,39 @@ migrate: venv $(SECRET_KEY_FILE)
 	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(PY) manage.py migrate --noinput
 	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(PY) manage.py collectstatic --noinput --verbosity 0
 
+# An operator's account for the admin at /admin/: asks for a name and a password.
+admin: migrate
+	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(PY) manage.py createsuperuser
+
 # The web server (gunicorn) and the purge scheduler (django-q2's qcluster)
 # together; Ctrl-C stops both (sessions_app/management/commands/serve.py).
 run: migrate
 	DJANGO_SECRET_KEY="$$(cat $(SECRET_KEY_FILE))" $(PY) manage.py serve --bind $(HOST):$(PORT)
 
-# The browser test (tests/test_admin_browser.py) drives Debian's Chromium, not a
-# browser Playwright downloads. Installed only where missing and we are root;
-# elsewhere the test skips itself.
-.PHONY: browser
-browser:
-	@if [ -x /usr/bin/chromium ]; then \
+# What the tests need from Debian: Chromium for the browser tests (they drive Debian's
+# Chromium, not a browser Playwright downloads), a CJK font so that Traditional Chinese
+# pages are text and not boxes in their screenshots, and GNU gettext (makemessages,
+# tests/test_translations.py). Installed only where missing and we are root; elsewhere
+# the tests that need them skip themselves, saying why.
+.PHONY: browser system-packages
+browser: system-packages
+system-packages:
+	@missing=""; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || missing="$$missing fonts-noto-cjk"; \
+	command -v xgettext >/dev/null || missing="$$missing gettext"; \
+	if [ -z "$$missing" ]; then \
 		true; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
 	else \
-		echo "note: /usr/bin/chromium is missing (install it as root: make browser); the browser test will be skipped"; \
+		echo "note: missing Debian packages:$$missing (install them as root: make system-packages); the tests that need them will be skipped"; \
 	fi
 
 # Lint and format checks first ([tool.ruff] in pyproject.toml), then the whole suite
 # on SQLite and, at the same time, on PostgreSQL + Redis where both answer
 # (TEST_POSTGRES_URL, TEST_REDIS_URL; tests/backends.py says when that leg is skipped).
-test: dev-venv browser
+test: dev-venv system-packages
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m tests.backends
@@ -69,6 +80,8 @@ bench: dev-venv
 	$(PY) benchmarks/purge_bench.py
 	$(PY) benchmarks/journal_modes.py
 	$(PY) benchmarks/session_limits_bench.py
+	$(PY) benchmarks/postgres_bench.py
+	$(PY) benchmarks/memory_bench.py
 	$(PY) benchmarks/report.py
 
 # Mutation testing of the guarantee modules ([tool.mutmut] in pyproject.toml),

@@ -51,10 +51,10 @@ def time_left(expires_at: dt.datetime, now: dt.datetime) -> str:
     days, minutes = divmod(minutes, 24 * 60)
     hours, minutes = divmod(minutes, 60)
     if days:
-        return f"{days} d {hours} h"
+        return _("%(days)d d %(hours)d h") % {"days": days, "hours": hours}
     if hours:
-        return f"{hours} h {minutes} min"
-    return f"{minutes} min" if minutes else _("under 1 min")
+        return _("%(hours)d h %(minutes)d min") % {"hours": hours, "minutes": minutes}
+    return _("%(minutes)d min") % {"minutes": minutes} if minutes else _("under 1 min")
 
 
 def local_time(moment: dt.datetime | None) -> str:

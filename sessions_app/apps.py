@@ -1,10 +1,11 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class SessionsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "sessions_app"
-    verbose_name = "Resume sessions"
+    verbose_name = _("Resume sessions")
 
     def ready(self) -> None:
         # Importing registers the connection_created receiver, the system check

@@ -19,6 +19,7 @@ and the turn lock.
 import uuid
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from .sealing import FailureKind
 
@@ -28,12 +29,12 @@ def new_session_id() -> str:
 
 
 class AgentSession(models.Model):
-    app_name = models.CharField(max_length=128)
+    app_name = models.CharField(_("app name"), max_length=128)
     # ADK's user id: the owner. For sessions made by the API it is derived
     # from the session token (never the token itself).
     owner_id = models.CharField(max_length=128)
     # ADK lets callers choose any string; the API always uses a UUID4.
-    session_id = models.CharField(max_length=128, default=new_session_id)
+    session_id = models.CharField(_("session id"), max_length=128, default=new_session_id)
     # Session-scoped state only, as sealed JSON (resume, plan versions, flags);
     # `app:` and `user:` keys live in the tables below and `temp:` keys are
     # never stored.
@@ -43,21 +44,23 @@ class AgentSession(models.Model):
     last_activity_at = models.DateTimeField(db_index=True)
     # Bumped by every appended event; ADK's Session carries it back to us as
     # its storage marker, which is how a stale writer is told apart.
-    revision = models.PositiveBigIntegerField(default=0)
+    revision = models.PositiveBigIntegerField(_("revision"), default=0)
     # Set while a conversation turn runs, so a second concurrent turn on the
     # same session is refused (409) instead of interleaving its events.
-    turn_started_at = models.DateTimeField(null=True, blank=True)
+    turn_started_at = models.DateTimeField(_("turn started at"), null=True, blank=True)
     # Who holds the turn lock: the holder's database connection on PostgreSQL,
     # its process on SQLite (sessions_app.repository.lock_turn). A lock whose
     # holder is gone is free at once; one whose holder is unknown, after the
     # turn timeout.
-    turn_holder = models.CharField(max_length=64, blank=True, default="")
+    turn_holder = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["app_name", "owner_id", "session_id"], name="unique_session_per_owner")
         ]
         indexes = [models.Index(fields=["session_id"], name="session_id_idx")]
+        verbose_name = _("session")
+        verbose_name_plural = _("sessions")
 
     def __str__(self) -> str:
         return f"session {self.session_id[:8]}"
@@ -122,21 +125,24 @@ class DeletionAudit(models.Model):
     """One row per deletion or purge: what went and why, never whose or what it said."""
 
     class Trigger(models.TextChoices):
-        API = "api", "API (owner)"
-        TTL = "ttl", "TTL purge (scheduled)"
-        STARTUP = "startup", "TTL purge (at start-up)"
-        ADMIN = "admin", "Admin"
-        COMMAND = "command", "Management command"
-        ADK = "adk", "ADK session service"
+        API = "api", _("API (owner)")
+        TTL = "ttl", _("TTL purge (scheduled)")
+        STARTUP = "startup", _("TTL purge (at start-up)")
+        ADMIN = "admin", _("Admin")
+        COMMAND = "command", _("Management command")
+        ADK = "adk", _("ADK session service")
+        ERASE_ALL = "erase_all", _("Erase every session (incident response)")
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    trigger = models.CharField(max_length=16, choices=Trigger.choices)
-    sessions_deleted = models.PositiveIntegerField()
-    events_deleted = models.PositiveIntegerField()
-    duration_ms = models.PositiveIntegerField()
+    trigger = models.CharField(_("trigger"), max_length=16, choices=Trigger.choices)
+    sessions_deleted = models.PositiveIntegerField(_("sessions deleted"))
+    events_deleted = models.PositiveIntegerField(_("events deleted"))
+    duration_ms = models.PositiveIntegerField(_("duration (ms)"))
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = _("deletion")
+        verbose_name_plural = _("deletions")
 
     def __str__(self) -> str:
         return f"{self.get_trigger_display()}: {self.sessions_deleted} sessions"
@@ -150,10 +156,12 @@ class IntegrityFailure(models.Model):
     """
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    kind = models.CharField(max_length=32, choices=FailureKind.choices)
+    kind = models.CharField(_("kind"), max_length=32, choices=FailureKind.choices)
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = _("integrity failure")
+        verbose_name_plural = _("integrity failures")
 
     def __str__(self) -> str:
         return f"{self.kind} at {self.created_at:%Y-%m-%d %H:%M}"

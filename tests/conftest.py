@@ -15,6 +15,12 @@ from .privacy import database_files
 
 
 @pytest.fixture
+def in_english(settings):
+    """Answers in English where a request asks for no language (the default is Traditional Chinese)."""
+    settings.LANGUAGE_CODE = "en"
+
+
+@pytest.fixture
 def db_path():
     """Path of the test database file (settings put it on disk, not in memory)."""
     return connection.settings_dict["NAME"]

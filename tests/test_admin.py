@@ -17,7 +17,9 @@ from sessions_app.selectors import PURGE_TASK, sessions_with_metadata
 from .factories import make_session
 from .privacy import find_in_text, fixture_markers
 
-pytestmark = pytest.mark.django_db
+# The admin in English (its source language): what these tests read; tests/test_translations.py
+# covers the Traditional Chinese.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 
 HOUR = dt.timedelta(hours=1)
 CHANGELIST = reverse("admin:sessions_app_agentsession_changelist")
@@ -323,8 +325,13 @@ def test_policy_page_shows_ttl_schedule_and_runs(staff_client, settings):
     assert 'name="minutes"' in html and 'value="15"' in html
     assert "not yet" in html
 
+    assert "whichever comes first" in html and "times are UTC" in html
+    for variable in ("SESSION_TTL_HOURS", "SESSION_MAX_AGE_HOURS", "PURGE_BATCH_SIZE"):
+        assert f"<code>{variable}</code>" in html
+
+    make_session("anon-old", last_activity=timezone.now() - dt.timedelta(hours=7), events=3)
     async_task(PURGE_TASK)  # runs at once: Q_CLUSTER sync=True in tests
-    assert "succeeded" in _html(staff_client.get(POLICY))
+    assert "succeeded: deleted 1 sessions and 3 events" in _html(staff_client.get(POLICY))
 
 
 def test_policy_page_without_a_schedule(staff_client):

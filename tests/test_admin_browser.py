@@ -1,9 +1,11 @@
 """An operator purges expired sessions in a real headless browser.
 
 Playwright drives Debian's Chromium (`make browser` installs it); Playwright's
-own browser downloads are not used. The test saves docs/admin-purge.png when
-that file is missing or UPDATE_SCREENSHOTS=1, so a normal run leaves the
-committed picture alone.
+own browser downloads are not used. The walk runs in English and in
+Traditional Chinese (the browser's language; the texts it expects come from
+the catalogues). It saves docs/admin-purge-<language>.png when that file is
+missing or UPDATE_SCREENSHOTS=1, so a normal run leaves the committed pictures
+alone.
 """
 
 import datetime as dt
@@ -30,7 +32,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "admin-purge.png"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+# Django's language code, and the browser's locale that asks for it.
+LANGUAGES = {"en": "en-US", "zh-hant": "zh-TW"}
 
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed (`make browser` installs it when run as root)"
@@ -41,13 +45,24 @@ def _make_session(owner_id, last_activity, events=2):
     make_session(owner_id, last_activity=last_activity, events=events)
 
 
-def test_operator_purges_expired_sessions_in_the_browser(live_server, django_user_model, settings, tmp_path):
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_operator_purges_expired_sessions_in_the_browser(live_server, django_user_model, settings, tmp_path, language):
+    from django.utils import translation
+    from django.utils.translation import gettext
     from playwright.sync_api import expect, sync_playwright
 
-    # Debian's Chromium comes without CJK fonts: the admin's zh-hant labels
-    # would be empty boxes in the screenshot.
-    settings.LANGUAGE_CODE = "en"
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    with translation.override(language):
+        texts = {
+            "purge": gettext("Purge expired now"),
+            "preview": gettext("%(sessions)s expired sessions with %(events)s events would be deleted now.")
+            % {"sessions": 2, "events": 4},
+            "confirm": gettext("Purge expired sessions"),
+            "done": gettext("Purged %(sessions)d expired sessions and %(events)d events.")
+            % {"sessions": 2, "events": 4},
+        }
+    # Both languages really differ: a page left in English would fail the zh-hant walk.
+    assert language == "en" or texts["purge"] != "Purge expired now"
     # Data first: Playwright's sync API runs an event loop in this thread, and
     # Django refuses ORM calls while one runs.
     password = secrets.token_urlsafe(16)
@@ -63,6 +78,7 @@ def test_operator_purges_expired_sessions_in_the_browser(live_server, django_use
             executable_path=str(CHROMIUM),
             args=CHROMIUM_ARGS,
             headless=True,
+            locale=LANGUAGES[language],  # the Accept-Language the browser sends
             viewport={"width": 1400, "height": 480},
         )
         try:
@@ -74,13 +90,11 @@ def test_operator_purges_expired_sessions_in_the_browser(live_server, django_use
             page.click("input[type=submit]")
 
             expect(page.locator("#result_list tbody tr")).to_have_count(3)
-            page.click("text=Purge expired now")
-            expect(page.locator("#purge-preview")).to_have_text(
-                "2 expired sessions with 4 events would be deleted now."
-            )
-            page.click("input[value='Purge expired sessions']")
+            page.click(f"text={texts['purge']}")
+            expect(page.locator("#purge-preview")).to_have_text(texts["preview"])
+            page.click(f"input[value='{texts['confirm']}']")
 
-            expect(page.locator("ul.messagelist")).to_contain_text("Purged 2 expired sessions and 4 events.")
+            expect(page.locator("ul.messagelist")).to_contain_text(texts["done"])
             expect(page.locator("#result_list tbody tr")).to_have_count(1)
             page.screenshot(path=tmp_path / "admin-purge.png")
         finally:
@@ -90,6 +104,7 @@ def test_operator_purges_expired_sessions_in_the_browser(live_server, django_use
     audit = DeletionAudit.objects.get()
     assert (audit.trigger, audit.sessions_deleted, audit.events_deleted) == ("admin", 2, 4)
     assert (tmp_path / "admin-purge.png").read_bytes().startswith(b"\x89PNG")
-    if not SCREENSHOT.exists() or os.environ.get("UPDATE_SCREENSHOTS") == "1":
-        SCREENSHOT.parent.mkdir(exist_ok=True)
-        shutil.copyfile(tmp_path / "admin-purge.png", SCREENSHOT)
+    screenshot = DOCS / f"admin-purge-{language}.png"
+    if not screenshot.exists() or os.environ.get("UPDATE_SCREENSHOTS") == "1":
+        DOCS.mkdir(exist_ok=True)
+        shutil.copyfile(tmp_path / "admin-purge.png", screenshot)

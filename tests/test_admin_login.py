@@ -11,7 +11,9 @@ from django.utils import timezone
 
 from sessions_app.admin import login_client_address
 
-pytestmark = pytest.mark.django_db
+# The admin in English (its source language): what these tests read; tests/test_translations.py
+# covers the Traditional Chinese.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 
 LOGIN = reverse("admin:login")
 INDEX = reverse("admin:index")

@@ -21,7 +21,9 @@ from django_q.models import Failure, OrmQ, Schedule, Success, Task
 from sessions_app import retention
 from sessions_app.selectors import PURGE_TASK
 
-pytestmark = pytest.mark.django_db
+# The admin in English (its source language): what these tests read; tests/test_translations.py
+# covers the Traditional Chinese.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 
 POLICY = reverse("admin:sessions_app_agentsession_policy")
 

@@ -11,6 +11,12 @@ from sessions_app.ownership import owner_id_for
 pytestmark = pytest.mark.django_db
 
 UNIFORM_404_BODY = '{"detail": "找不到這個 session，可能已過期或被刪除"}'.encode()
+# The same 404 in the language the client asks for (Traditional Chinese when it asks for none).
+UNIFORM_404_BODIES = {
+    None: UNIFORM_404_BODY,
+    "zh-TW,zh;q=0.9": UNIFORM_404_BODY,
+    "en-US,en;q=0.9": b'{"detail": "Session not found: it may have expired or been deleted."}',
+}
 ENDPOINTS = [
     ("get", "/agent/sessions/{id}", None),
     ("delete", "/agent/sessions/{id}", None),
@@ -58,8 +64,11 @@ def test_no_token_header_is_401_json(api, new_session, method, path, body):
     assert response["WWW-Authenticate"].startswith("X-Session-Token")
 
 
-def test_every_miss_on_every_endpoint_is_the_same_404(api, new_session, scripted_model):
+@pytest.mark.parametrize("accept_language", list(UNIFORM_404_BODIES))
+def test_every_miss_on_every_endpoint_is_the_same_404(api, new_session, scripted_model, accept_language):
     model = scripted_model()  # no steps: any model call would fail the turn
+    if accept_language:
+        api.defaults["HTTP_ACCEPT_LANGUAGE"] = accept_language
     seen = []
     for name, session_id, token in _miss_cases(api, new_session):
         for method, path, body in ENDPOINTS:
@@ -67,7 +76,7 @@ def test_every_miss_on_every_endpoint_is_the_same_404(api, new_session, scripted
             assert response.status_code == 404, (name, method, path, response.content)
             seen.append(((name, method, path), _comparable(response)))
     first = seen[0][1]
-    assert first[2] == UNIFORM_404_BODY
+    assert first[2] == UNIFORM_404_BODIES[accept_language]
     for case, comparable in seen:
         assert comparable == first, case
     assert model.requests == []

@@ -203,6 +203,7 @@ def test_an_append_between_reading_the_row_and_its_events_is_no_failure(two_turn
 # --- (e) the count on the admin's retention page ----------------------------------------------
 
 
+@pytest.mark.usefixtures("in_english")
 def test_the_policy_page_counts_integrity_failures_by_kind(api, two_turns, admin_client):
     from sessions_app.models import IntegrityFailure
 

@@ -26,7 +26,7 @@ class SessionTokenAuthentication(BaseAuthentication):
     def authenticate(self, request):
         token = request.headers.get(TOKEN_HEADER)
         if token is None:
-            raise exceptions.NotAuthenticated(_("需要 X-Session-Token 標頭"))
+            raise exceptions.NotAuthenticated(_("The X-Session-Token header is required."))
         # Any value, well-formed or not, becomes an owner id: a wrong token is
         # told apart from a right one only by the session lookup.
         return SessionOwner(owner_id_for(token)), None

@@ -2,13 +2,14 @@
 
 import json
 import logging
+import math
 import traceback
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpResponse
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_noop, ngettext
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -34,29 +35,49 @@ def session_not_found_response() -> HttpResponse:
     Built here rather than by DRF's renderer so that the API views and the
     project's 404 handler (paths no view matches) send the same bytes.
     """
-    body = json.dumps({"detail": _("找不到這個 session，可能已過期或被刪除")}, ensure_ascii=False)
+    body = json.dumps({"detail": _("Session not found: it may have expired or been deleted.")}, ensure_ascii=False)
     # Marked here too, not only under /agent/: every 404 sends the same headers.
     return forbid_storing(HttpResponse(body.encode("utf-8"), status=404, content_type="application/json"))
 
 
-_UPSTREAM = gettext_noop("模型服務暫時無法使用，請稍後再試；這次的訊息沒有被保存")
+_UPSTREAM = gettext_noop(
+    "The model service is unavailable right now. Please try again later; this message was not saved."
+)
 # A model failure's reason (turns.ModelFailure): its status and message.
 _MODEL_FAILURE_ANSWERS = {
-    "timeout": (504, gettext_noop("模型回應逾時，請稍後再試；這次的訊息沒有被保存")),
-    "quota": (503, gettext_noop("模型服務目前額度不足，請稍後再試；這次的訊息沒有被保存")),
+    "timeout": (
+        504,
+        gettext_noop("The model took too long to answer. Please try again later; this message was not saved."),
+    ),
+    "quota": (
+        503,
+        gettext_noop("The model service is out of quota for now. Please try again later; this message was not saved."),
+    ),
     "unavailable": (503, _UPSTREAM),
     "upstream": (502, _UPSTREAM),
-    "bad_response": (502, gettext_noop("模型回應無法處理，請再試一次；這次的訊息沒有被保存")),
+    "bad_response": (
+        502,
+        gettext_noop("The model's answer could not be used. Please try again; this message was not saved."),
+    ),
     "llm_calls_limit": (
         502,
-        gettext_noop("模型在這一輪呼叫工具的次數超過上限，已停止；這次的訊息沒有被保存，請換個說法再試"),
+        gettext_noop(
+            "The model called tools too many times in this turn and was stopped. This message was not saved;"
+            " please rephrase it and try again."
+        ),
     ),
 }
 
 # A full session takes no more turns: the client can export it and start a new one.
 _SESSION_LIMIT_ANSWERS = {
-    "turns": ("session_turn_limit", gettext_noop("這個 session 的對話輪數已達上限，請匯出後開始新的 session")),
-    "bytes": ("session_size_limit", gettext_noop("這個 session 儲存的內容已達上限，請匯出後開始新的 session")),
+    "turns": (
+        "session_turn_limit",
+        gettext_noop("This session has reached its limit of turns. Export it and start a new session."),
+    ),
+    "bytes": (
+        "session_size_limit",
+        gettext_noop("This session has reached its storage limit. Export it and start a new session."),
+    ),
 }
 
 
@@ -74,7 +95,12 @@ def api_exception_handler(exc, context):
         return session_not_found_response()
     if isinstance(exc, TurnInProgress):
         return Response(
-            {"detail": _("這個 session 正在處理上一則訊息，請等它完成後再送出")}, status=status.HTTP_409_CONFLICT
+            {
+                "detail": _(
+                    "This session is still answering the previous message. Wait until it is done, then send again."
+                )
+            },
+            status=status.HTTP_409_CONFLICT,
         )
     if isinstance(exc, SessionLimitReached):
         code, message = _SESSION_LIMIT_ANSWERS[exc.limit]
@@ -85,6 +111,17 @@ def api_exception_handler(exc, context):
         if exc.retry_after:
             response["Retry-After"] = str(exc.retry_after)
         return response
+    if isinstance(exc, exceptions.Throttled):
+        # DRF formats the wait into its message before translating it, so no catalogue can
+        # translate DRF's; ours says the same in the client's language.
+        wait = math.ceil(exc.wait or 1)
+        message = ngettext(
+            "Too many requests. Try again in %(seconds)d second.",
+            "Too many requests. Try again in %(seconds)d seconds.",
+            wait,
+        )
+        exc = exceptions.Throttled(detail=message % {"seconds": wait})
+        exc.wait = wait  # DRF's handler turns it into Retry-After
     if isinstance(exc, RequestDataTooBig):
         # Django's own body limit (DATA_UPLOAD_MAX_MEMORY_SIZE), met when DRF
         # reads request.body before our parser sees it: the same 413.
@@ -99,6 +136,7 @@ def api_exception_handler(exc, context):
             "unhandled %s in API view\n%s", type(exc).__name__, "".join(traceback.format_tb(exc.__traceback__))
         )
         response = Response(
-            {"detail": _("伺服器發生錯誤，資料沒有遺失，請稍後再試")}, status=status.HTTP_500_INTERNAL_SERVER_ERROR
+            {"detail": _("Something went wrong on the server. No data was lost; please try again later.")},
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
         )
     return response

@@ -23,15 +23,19 @@ MAX_JSON_DEPTH = 32
 
 class BodyTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = _("請求內容太大")
+    default_detail = _("The request body is too large.")
     default_code = "body_too_large"
+
+
+class InvalidJSON(exceptions.ParseError):
+    default_detail = _("The request body is not valid JSON.")
 
 
 class NestedTooDeep(exceptions.ParseError):
     default_code = "nested_too_deep"
 
     def __init__(self):
-        super().__init__(_("JSON 巢狀層數太多：最多 %(limit)d 層") % {"limit": MAX_JSON_DEPTH})
+        super().__init__(_("The JSON is nested too deeply: at most %(limit)d levels.") % {"limit": MAX_JSON_DEPTH})
 
 
 def nesting_depth_exceeds(value, limit: int) -> bool:
@@ -63,6 +67,9 @@ class LimitedJSONParser(JSONParser):
             data = super().parse(io.BytesIO(body), media_type, parser_context)
         except RecursionError:
             raise NestedTooDeep() from None
+        except exceptions.ParseError:
+            # DRF's message carries the json module's, in English whatever the client asked for.
+            raise InvalidJSON() from None
         if nesting_depth_exceeds(data, MAX_JSON_DEPTH):
             raise NestedTooDeep()
         return data

@@ -6,6 +6,8 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.AddField(
-            model_name="agentsession", name="turn_holder", field=models.CharField(blank=True, default="", max_length=64)
+            model_name="agentsession",
+            name="turn_holder",
+            field=models.CharField(blank=True, db_default="", default="", max_length=64),
         )
     ]
