@@ -3,8 +3,11 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from sessions_app.api.errors import session_not_found_response
+from sessions_app.page.views import session_page
 
 urlpatterns = [
+    # The person's web page, at exactly /; a path no pattern matches still gets the JSON 404 (handler404).
+    path("", session_page, name="page"),
     path("admin/", admin.site.urls),
     path("agent/", include("sessions_app.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

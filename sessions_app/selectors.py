@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db.models import Count, F, Q, QuerySet
 from django.db.models.functions import Least
 from django.utils import timezone
 from django_q.models import Schedule, Task
-from google.adk.events.event import Event
 
 from agent import APP_NAME
+from agent.plans import plan_versions
 
 from . import repository, retention, sealing
 from .models import AgentSession, IntegrityFailure
+
+if TYPE_CHECKING:
+    from google.adk.events.event import Event
 
 
 def owned_live_session(session_id: str, owner_id: str) -> AgentSession | None:
@@ -47,6 +51,15 @@ def session_content(session: AgentSession) -> SessionContent:
     `repository.SessionMissing` when it was deleted since."""
     state, events = repository.open_content(session)
     return SessionContent(state=state, events=events)
+
+
+def session_plan(session: AgentSession) -> dict:
+    """The latest saved plan and the kept versions, oldest first (`agent.plans`).
+
+    A read: no version is saved, nothing is written. Opens the whole content, as
+    every API read does, so a session that does not verify fails here too."""
+    versions = plan_versions(session_content(session).state)
+    return {"session_id": session.session_id, "current": versions[-1] if versions else None, "versions": versions}
 
 
 # --- Operators (the admin): metadata and retention, never state or event content ---
@@ -93,6 +106,12 @@ class RetentionPolicy:
     batch_size: int
     schedule: Schedule | None  # None: nothing purges expired sessions on its own
     last_run: Task | None  # the purge task's latest Success or Failure
+
+    @property
+    def last_run_deleted(self) -> dict | None:
+        """What the last successful run deleted: the counts the task returned (sessions, events)."""
+        result = self.last_run.result if self.last_run and self.last_run.success else None
+        return result if isinstance(result, dict) else None
 
 
 def retention_policy() -> RetentionPolicy:

@@ -29,7 +29,7 @@ class CleanTextField(serializers.CharField):
     is the length the server counts.
     """
 
-    default_error_messages = {"nul": _("文字不可包含 NUL 字元")}
+    default_error_messages = {"nul": _("Text must not contain NUL characters.")}
 
     def __init__(self, **kwargs):
         super().__init__(trim_whitespace=False, min_length=1, **kwargs)
@@ -108,6 +108,18 @@ class PlanVersion(serializers.Serializer):
     version = serializers.IntegerField()
     plan = serializers.CharField(allow_blank=True)
     saved_at = serializers.DateTimeField()
+
+
+class SessionPlan(serializers.Serializer):
+    """The plan the agent saved last, and the versions kept (reading it saves nothing)."""
+
+    session_id = serializers.UUIDField()
+    current = PlanVersion(allow_null=True, help_text="The latest saved version; null until the agent saves one.")
+    versions = PlanVersion(
+        many=True,
+        help_text="The kept versions, oldest first, the current one last: the newest PLAN_MAX_VERSIONS"
+        " (default 20); `version` keeps counting when older ones are dropped.",
+    )
 
 
 class SuspiciousFlag(serializers.Serializer):

@@ -9,4 +9,5 @@ urlpatterns = [
     path("sessions/<str:session_id>", views.SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:session_id>/messages", views.SessionMessagesView.as_view(), name="session-messages"),
     path("sessions/<str:session_id>/export", views.SessionExportView.as_view(), name="session-export"),
+    path("sessions/<str:session_id>/plan", views.SessionPlanView.as_view(), name="session-plan"),
 ]

@@ -26,6 +26,7 @@ from .serializers import (
     SessionExport,
     SessionFullResponse,
     SessionMetadata,
+    SessionPlan,
 )
 from .throttles import ClientMessageThrottle, SessionCreateThrottle, SessionMessageThrottle
 
@@ -163,6 +164,17 @@ class SessionMessagesView(OwnedSessionView):
         payload.is_valid(raise_exception=True)
         result = turns.run_turn(session, payload.validated_data["message"])
         return Response(MessageResponse(result).data)
+
+
+class SessionPlanView(OwnedSessionView):
+    @extend_schema(
+        parameters=SESSION_PARAMETERS,
+        responses={200: SessionPlan, **SESSION_ERRORS},
+        summary="The current plan and its kept versions (reading saves no version)",
+    )
+    def get(self, request, session_id):
+        session = self.owned_session(session_id)
+        return Response(SessionPlan(selectors.session_plan(session)).data)
 
 
 # The export's size follows from the session limits (README, "Limits").

@@ -1,0 +1,92 @@
+"""The person's web page at /: one server-rendered template, one static script.
+
+The page itself holds nothing personal. Its script talks to the same REST API
+as every other client (fetch() with the X-Session-Token header, never a token
+in a URL), so who may see a session and the one 404 are the API's. It sets no
+cookie: no CSRF token (the API reads no cookie and takes no CSRF token), no
+Django session. The language is the request's (LocaleMiddleware: Accept-Language);
+every string the script shows is translated here and handed over in a JSON
+data block, so the script holds no text of its own.
+"""
+
+from django.conf import settings
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+from django.views.decorators.http import require_safe
+
+from agent import is_offline, select_model
+
+from ..ownership import TOKEN_HEADER
+
+# Where the tab keeps the session's id and token (sessionStorage: gone with the tab).
+STORAGE_KEY = "resume-agent.session"
+
+
+def _duration(hours: float) -> str:
+    """A configured duration in words: "7 days", "36 hours"."""
+    if hours >= 24 and hours % 24 == 0:
+        days = int(hours // 24)
+        return ngettext("%(count)d day", "%(count)d days", days) % {"count": days}
+    whole = int(hours) if hours == int(hours) else hours
+    return ngettext("%(count)s hour", "%(count)s hours", whole) % {"count": whole}
+
+
+def _script_strings() -> dict[str, str]:
+    """Every text the script shows, in the request's language; %(name)s is filled in by the script."""
+    return {
+        "chars": _("%(count)s / %(max)s characters"),
+        "starting": _("Starting your session…"),
+        "opening": _("Opening the session…"),
+        "sending": _("The agent is answering…"),
+        "exporting": _("Preparing the download…"),
+        "exported": _("Downloaded %(filename)s."),
+        "deleting": _("Deleting…"),
+        "copied": _("Copied."),
+        "copy_failed": _("Could not copy: select the key and copy it yourself."),
+        "closed": _("Closed in this tab. The session stays on the server until it expires; open it with its key."),
+        "you": _("You"),
+        "agent": _("Agent"),
+        "checks": _("Claims checked against your resume"),
+        "no_checks": _("No claims to check in this reply."),
+        "supported": _("Supported by your resume"),
+        "unsupported": _("Not supported by your resume"),
+        "evidence": _("Evidence: %(evidence)s"),
+        "tool_calls": _("Tool calls (%(count)s)"),
+        "model": _("Model: %(model)s"),
+        "expires": _(
+            "Expires at %(time)s (in %(remaining)s), extended by each message, at most %(max_age)s after the start."
+        ),
+        "max_age": _duration(settings.SESSION_MAX_AGE_HOURS),
+        "remaining_hours": _("%(hours)s h %(minutes)s min"),
+        "remaining_minutes": _("%(minutes)s min"),
+        "remaining_less": _("less than a minute"),
+        "no_plan": _("No plan yet: ask the agent to draft one."),
+        "plan_version": _("Version %(version)s, saved %(time)s"),
+        "earlier_versions": _("Earlier versions (%(count)s)"),
+        "error_status": _("Something went wrong (HTTP %(status)s). Please try again."),
+        "network_error": _("The server could not be reached. Check your connection and try again."),
+    }
+
+
+@require_safe
+def session_page(request):
+    context = {
+        "resume_max_chars": settings.RESUME_MAX_CHARS,
+        "resume_max_text": number_format(settings.RESUME_MAX_CHARS, force_grouping=True),
+        "message_max_chars": settings.MESSAGE_MAX_CHARS,
+        "message_max_text": number_format(settings.MESSAGE_MAX_CHARS, force_grouping=True),
+        "token_header": TOKEN_HEADER,
+        "offline_model": is_offline(select_model()),
+        "script_config": {
+            "sessionsUrl": reverse("session-create"),
+            "tokenHeader": TOKEN_HEADER,
+            "storageKey": STORAGE_KEY,
+            "resumeMaxChars": settings.RESUME_MAX_CHARS,
+            "messageMaxChars": settings.MESSAGE_MAX_CHARS,
+        },
+        "script_strings": _script_strings(),
+    }
+    return render(request, "page/index.html", context)

@@ -1,0 +1,519 @@
+/* The person's page: talks to the session REST API like any other client.
+ *
+ * - The token goes only in the X-Session-Token header, never in a URL; no cookie is sent
+ *   (credentials: "omit") and none is needed.
+ * - The tab keeps the session's id and token in sessionStorage (gone when the tab closes);
+ *   the person sees them once, as one "session key": "<session id>.<token>".
+ * - Every text comes from the page (#page-strings, translated by the server); what the
+ *   API answers (replies, plans, error details such as the one 404) is shown as it comes,
+ *   always as text (textContent), never as HTML.
+ */
+(function () {
+  "use strict";
+
+  const config = JSON.parse(document.getElementById("page-config").textContent);
+  const strings = JSON.parse(document.getElementById("page-strings").textContent);
+  const lang = document.documentElement.lang || undefined;
+  const dateFormat = new Intl.DateTimeFormat(lang, { dateStyle: "medium", timeStyle: "short" });
+  const numberFormat = new Intl.NumberFormat(lang);
+
+  const $ = (id) => document.getElementById(id);
+  const views = ["start-view", "key-view", "session-view", "deleted-view"];
+
+  let current = null; // {id, token} of the open session
+  let expiresAt = null; // Date
+  let expiryChecked = null; // the expiresAt (ms) already checked with the API once it passed
+  let ticker = null;
+
+  // --- small helpers ---------------------------------------------------------
+
+  /** Fills %(name)s placeholders (the server's python-format strings); %% is a percent sign. */
+  function fmt(template, values) {
+    return template.replace(/%(?:\((\w+)\)s|%)/g, (match, name) => {
+      if (name === undefined) return "%";
+      return Object.prototype.hasOwnProperty.call(values, name) ? String(values[name]) : match;
+    });
+  }
+
+  function element(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function formatTime(iso) {
+    const date = new Date(iso);
+    return Number.isNaN(date.getTime()) ? String(iso) : dateFormat.format(date);
+  }
+
+  function timeElement(iso) {
+    const node = element("time", "", formatTime(iso));
+    node.dateTime = iso;
+    return node;
+  }
+
+  function show(...ids) {
+    for (const id of views) $(id).hidden = !ids.includes(id);
+  }
+
+  function setStatus(text) {
+    $("status").textContent = text || "";
+  }
+
+  function setAlert(text) {
+    $("alert").textContent = text || "";
+    $("alert").hidden = !text;
+  }
+
+  function busy(button, on) {
+    button.disabled = on;
+  }
+
+  function characterCount(text) {
+    return Array.from(text).length; // code points, as the server counts
+  }
+
+  // --- the tab's memory of the session -----------------------------------------
+
+  function remember(session) {
+    try {
+      sessionStorage.setItem(config.storageKey, JSON.stringify(session));
+    } catch (error) {
+      // Storage refused (private mode, quota): the page still works until reloaded.
+    }
+  }
+
+  function forget() {
+    current = null;
+    expiresAt = null;
+    if (ticker !== null) {
+      clearInterval(ticker);
+      ticker = null;
+    }
+    try {
+      sessionStorage.removeItem(config.storageKey);
+    } catch (error) {
+      // nothing to remove
+    }
+  }
+
+  function remembered() {
+    try {
+      const value = JSON.parse(sessionStorage.getItem(config.storageKey) || "null");
+      if (value && typeof value.id === "string" && typeof value.token === "string") return value;
+    } catch (error) {
+      // unreadable: treated as nothing remembered
+    }
+    return null;
+  }
+
+  function sessionKey(session) {
+    return `${session.id}.${session.token}`;
+  }
+
+  function parseKey(text) {
+    const key = text.trim();
+    const dot = key.indexOf(".");
+    // Whatever was pasted goes to the API, which answers every miss with its one 404.
+    return dot < 0 ? { id: key, token: "" } : { id: key.slice(0, dot), token: key.slice(dot + 1) };
+  }
+
+  // --- the API ------------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, detail) {
+      super(detail);
+      this.status = status;
+    }
+  }
+
+  async function errorText(response) {
+    try {
+      const body = await response.json();
+      if (body && typeof body.detail === "string") return body.detail;
+      for (const value of Object.values(body || {})) {
+        if (Array.isArray(value) && typeof value[0] === "string") return value[0];
+      }
+    } catch (error) {
+      // not JSON
+    }
+    return fmt(strings.error_status, { status: response.status });
+  }
+
+  async function request(method, url, { token, body } = {}) {
+    const headers = { Accept: "application/json" };
+    if (token !== undefined) headers[config.tokenHeader] = token;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let response;
+    try {
+      response = await fetch(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: "omit",
+        cache: "no-store",
+      });
+    } catch (error) {
+      throw new ApiError(0, strings.network_error);
+    }
+    if (!response.ok) throw new ApiError(response.status, await errorText(response));
+    return response;
+  }
+
+  function sessionUrl(session, suffix) {
+    return `${config.sessionsUrl}/${encodeURIComponent(session.id)}${suffix || ""}`;
+  }
+
+  async function callSession(method, suffix, body) {
+    const session = current;
+    return request(method, sessionUrl(session, suffix), { token: session.token, body });
+  }
+
+  /** An error from a call on the open session: a 404 means it is gone (not found, expired, deleted). */
+  function failed(error) {
+    setStatus("");
+    if (error instanceof ApiError && error.status === 404) {
+      forget();
+      show("start-view");
+      setAlert(error.message);
+      $("alert").scrollIntoView({ block: "nearest" });
+      return;
+    }
+    setAlert(error instanceof ApiError ? error.message : strings.network_error);
+  }
+
+  // --- rendering --------------------------------------------------------------------
+
+  /** The expiry line; from the ticker, a passed expiry is checked with the API once (its 404 closes the session). */
+  function renderExpiry(fromTicker = false) {
+    if (expiresAt === null) return;
+    const minutesLeft = Math.floor((expiresAt.getTime() - Date.now()) / 60000);
+    if (fromTicker && expiresAt.getTime() <= Date.now() && expiryChecked !== expiresAt.getTime()) {
+      expiryChecked = expiresAt.getTime(); // once: this clock may run ahead of the server's
+      refreshMetadata().catch(failed);
+    }
+    let remaining;
+    if (minutesLeft < 1) remaining = strings.remaining_less;
+    else if (minutesLeft < 60) remaining = fmt(strings.remaining_minutes, { minutes: minutesLeft });
+    else {
+      remaining = fmt(strings.remaining_hours, {
+        hours: numberFormat.format(Math.floor(minutesLeft / 60)),
+        minutes: minutesLeft % 60,
+      });
+    }
+    $("expiry").textContent = fmt(strings.expires, {
+      time: dateFormat.format(expiresAt),
+      remaining,
+      max_age: strings.max_age,
+    });
+  }
+
+  function renderModel(model) {
+    if (!model) return;
+    $("model-in-use").textContent = fmt(strings.model, { model });
+    $("model-in-use").hidden = false;
+  }
+
+  function messageItem(role, text, timestamp) {
+    const item = element("li", `message message-${role}`);
+    const who = element("p", "who", role === "user" ? strings.you : strings.agent);
+    if (timestamp) {
+      who.append(" ");
+      who.append(timeElement(timestamp));
+    }
+    item.append(who, element("div", "text", text));
+    return item;
+  }
+
+  function checksBlock(verification) {
+    const block = element("section", "checks");
+    block.append(element("h4", "", strings.checks));
+    if (!verification.length) {
+      block.append(element("p", "help", strings.no_checks));
+      return block;
+    }
+    const list = element("ul");
+    for (const check of verification) {
+      const item = element("li", `claim ${check.supported ? "supported" : "unsupported"}`);
+      item.append(element("span", "verdict", check.supported ? strings.supported : strings.unsupported));
+      item.append(element("q", "", check.claim));
+      if (check.evidence) item.append(element("p", "evidence", fmt(strings.evidence, { evidence: check.evidence })));
+      list.append(item);
+    }
+    block.append(list);
+    return block;
+  }
+
+  function toolCallsBlock(calls) {
+    const details = element("details", "tool-calls");
+    details.append(element("summary", "", fmt(strings.tool_calls, { count: calls.length })));
+    const list = element("ol");
+    for (const call of calls) {
+      const item = element("li");
+      item.append(element("code", "", call.name));
+      item.append(element("pre", "", JSON.stringify(call.args, null, 2)));
+      list.append(item);
+    }
+    details.append(list);
+    return details;
+  }
+
+  function appendMessage(item) {
+    $("conversation").append(item);
+    $("conversation-empty").hidden = true;
+  }
+
+  function renderConversation(messages) {
+    $("conversation").replaceChildren();
+    for (const message of messages) appendMessage(messageItem(message.role, message.text, message.timestamp));
+    $("conversation-empty").hidden = messages.length > 0;
+  }
+
+  function planBlock(version, className) {
+    const block = element("div", className);
+    block.append(element("p", "help", fmt(strings.plan_version, { version: version.version, time: formatTime(version.saved_at) })));
+    block.append(element("div", "plan-text", version.plan));
+    return block;
+  }
+
+  function renderPlan(plan) {
+    const target = $("plan-current");
+    target.replaceChildren();
+    if (!plan.current) {
+      target.append(element("p", "help", strings.no_plan));
+    } else {
+      target.append(planBlock(plan.current, "plan-version current"));
+    }
+    const earlier = plan.versions.filter((version) => !plan.current || version.version !== plan.current.version);
+    const list = $("plan-versions");
+    list.replaceChildren();
+    for (const version of earlier.slice().reverse()) {
+      const item = element("li");
+      item.append(planBlock(version, "plan-version"));
+      list.append(item);
+    }
+    $("plan-history-summary").textContent = fmt(strings.earlier_versions, { count: earlier.length });
+    $("plan-history").hidden = earlier.length === 0;
+  }
+
+  // --- what the person does -----------------------------------------------------------
+
+  async function refreshMetadata() {
+    const metadata = await (await callSession("GET")).json();
+    expiresAt = new Date(metadata.expires_at);
+    renderExpiry();
+    return metadata;
+  }
+
+  async function refreshPlan() {
+    renderPlan(await (await callSession("GET", "/plan")).json());
+  }
+
+  async function openSession(session, { fresh = false } = {}) {
+    current = session;
+    $("model-in-use").hidden = true;
+    setStatus(strings.opening);
+    await refreshMetadata();
+    remember(session); // it opened: the tab keeps it
+    const conversation = await (await callSession("GET", "/messages")).json();
+    renderConversation(conversation.messages);
+    await refreshPlan();
+    if (ticker === null) ticker = setInterval(() => renderExpiry(true), 15000);
+    setStatus("");
+    setAlert("");
+    show(fresh ? "key-view" : "session-view", "session-view");
+  }
+
+  async function startSession(event) {
+    event.preventDefault();
+    const button = $("start-button");
+    busy(button, true);
+    setAlert("");
+    setStatus(strings.starting);
+    try {
+      const response = await request("POST", config.sessionsUrl, { body: { resume_text: $("resume-text").value } });
+      const created = await response.json();
+      const session = { id: created.session_id, token: created.token };
+      remember(session); // at once: the only copy of the token
+      $("key-value").textContent = sessionKey(session);
+      await openSession(session, { fresh: true });
+      $("resume-text").value = "";
+      updateResumeCount();
+      $("key-heading").focus();
+    } catch (error) {
+      if (current !== null) failed(error);
+      else {
+        setStatus("");
+        setAlert(error.message || strings.network_error);
+      }
+    } finally {
+      busy(button, false);
+    }
+  }
+
+  async function openFromKey(event) {
+    event.preventDefault();
+    const button = $("open-button");
+    busy(button, true);
+    setAlert("");
+    try {
+      await openSession(parseKey($("open-key").value));
+      $("open-key").value = "";
+      $("session-heading").focus();
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 404)) current = null; // not opened
+      failed(error);
+    } finally {
+      busy(button, false);
+    }
+  }
+
+  async function sendMessage(event) {
+    event.preventDefault();
+    const field = $("message-text");
+    const text = field.value;
+    const button = $("send-button");
+    busy(button, true);
+    setAlert("");
+    setStatus(strings.sending);
+    try {
+      const answer = await (await callSession("POST", "/messages", { message: text })).json();
+      appendMessage(messageItem("user", text));
+      const reply = messageItem("agent", answer.reply);
+      reply.append(checksBlock(answer.verification || []));
+      reply.append(toolCallsBlock(answer.tool_calls || []));
+      reply.append(element("p", "model", fmt(strings.model, { model: answer.model })));
+      appendMessage(reply);
+      renderModel(answer.model);
+      field.value = "";
+      await refreshMetadata();
+      await refreshPlan();
+      setStatus("");
+    } catch (error) {
+      failed(error);
+    } finally {
+      busy(button, false);
+    }
+  }
+
+  /** Where the Clipboard API is missing (a page served over plain HTTP, not from localhost). */
+  function copyBySelection(text) {
+    const area = element("textarea", "offscreen");
+    area.value = text;
+    area.readOnly = true;
+    document.body.append(area);
+    area.select();
+    let copied = false;
+    try {
+      copied = document.execCommand("copy");
+    } catch (error) {
+      copied = false;
+    }
+    area.remove();
+    return copied;
+  }
+
+  async function copyText(text) {
+    let copied = false;
+    try {
+      await navigator.clipboard.writeText(text);
+      copied = true;
+    } catch (error) {
+      copied = copyBySelection(text);
+    }
+    setStatus(copied ? strings.copied : strings.copy_failed);
+  }
+
+  function fileName(response) {
+    const disposition = response.headers.get("Content-Disposition") || "";
+    const match = /filename="([^"]+)"/.exec(disposition);
+    return match ? match[1] : `session-${current.id}.json`;
+  }
+
+  async function exportSession() {
+    const button = $("export");
+    busy(button, true);
+    setAlert("");
+    setStatus(strings.exporting);
+    try {
+      const response = await callSession("GET", "/export");
+      const name = fileName(response);
+      const url = URL.createObjectURL(await response.blob());
+      const link = element("a");
+      link.href = url;
+      link.download = name;
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+      setStatus(fmt(strings.exported, { filename: name }));
+    } catch (error) {
+      failed(error);
+    } finally {
+      busy(button, false);
+    }
+  }
+
+  async function deleteSession() {
+    setAlert("");
+    setStatus(strings.deleting);
+    try {
+      await callSession("DELETE");
+      forget();
+      $("conversation").replaceChildren();
+      $("plan-current").replaceChildren();
+      $("plan-versions").replaceChildren();
+      setStatus("");
+      show("deleted-view");
+      $("deleted-heading").focus();
+    } catch (error) {
+      failed(error);
+    }
+  }
+
+  function closeSession() {
+    forget();
+    setAlert("");
+    show("start-view");
+    setStatus(strings.closed);
+  }
+
+  function updateResumeCount() {
+    $("resume-count").textContent = fmt(strings.chars, {
+      count: numberFormat.format(characterCount($("resume-text").value)),
+      max: numberFormat.format(config.resumeMaxChars),
+    });
+  }
+
+  // --- wiring ----------------------------------------------------------------------
+
+  $("start-form").addEventListener("submit", startSession);
+  $("open-form").addEventListener("submit", openFromKey);
+  $("message-form").addEventListener("submit", sendMessage);
+  $("resume-text").addEventListener("input", updateResumeCount);
+  $("key-copy").addEventListener("click", () => copyText($("key-value").textContent));
+  $("key-done").addEventListener("click", () => {
+    $("key-value").textContent = ""; // shown once
+    show("session-view");
+    $("session-heading").focus();
+  });
+  $("copy-key").addEventListener("click", () => current && copyText(sessionKey(current)));
+  $("export").addEventListener("click", exportSession);
+  $("delete").addEventListener("click", () => {
+    $("delete-dialog").returnValue = "";
+    $("delete-dialog").showModal();
+  });
+  $("delete-dialog").addEventListener("close", () => {
+    if ($("delete-dialog").returnValue === "delete") deleteSession();
+  });
+  $("close").addEventListener("click", closeSession);
+  $("start-again").addEventListener("click", () => {
+    show("start-view");
+    $("resume-text").focus();
+  });
+
+  updateResumeCount();
+  const saved = remembered();
+  if (saved) openSession(saved).catch(failed);
+})();
