@@ -72,15 +72,36 @@ def purge_expired(
     that expire while it runs wait for the next purge. `trigger` (who asked,
     for the audit row) has no default: each caller names itself.
     """
+    from .models import AgentSession
+
+    expired = AgentSession.objects.filter(expired_q(now or timezone.now(), ttl_hours))
+    return _erase_in_batches(expired, batch_size=batch_size, dry_run=dry_run, trigger=trigger, progress=progress)
+
+
+def erase_all_sessions(
+    *, batch_size: int | None = None, dry_run: bool = False, progress: Callable[[PurgeResult], None] | None = None
+) -> PurgeResult:
+    """Deletes every session now, live ones included (incident response), as the purge deletes
+    expired ones: in batches, overwriting the bytes, audited as an erasure of everything."""
+    from .models import AgentSession, DeletionAudit
+
+    return _erase_in_batches(
+        AgentSession.objects.all(),
+        batch_size=batch_size,
+        dry_run=dry_run,
+        trigger=DeletionAudit.Trigger.ERASE_ALL,
+        progress=progress,
+    )
+
+
+def _erase_in_batches(selection: QuerySet, *, batch_size, dry_run, trigger, progress) -> PurgeResult:
     from . import repository
     from .models import AgentSession
 
-    now = now or timezone.now()
     batch_size = batch_size or settings.PURGE_BATCH_SIZE
     started = time.monotonic()
-    expired = AgentSession.objects.filter(expired_q(now, ttl_hours))
     if dry_run:
-        would = repository.count(expired)
+        would = repository.count(selection)
         return PurgeResult(
             sessions=would.sessions, events=would.events, seconds=time.monotonic() - started, dry_run=True
         )
@@ -91,7 +112,7 @@ def purge_expired(
             # schedule's) each lock their own batch and skip the other's; SQLite has one
             # writer at a time and ignores the clause.
             batch = list(
-                expired.order_by("pk").select_for_update(skip_locked=True).values_list("pk", flat=True)[:batch_size]
+                selection.order_by("pk").select_for_update(skip_locked=True).values_list("pk", flat=True)[:batch_size]
             )
             if not batch:
                 break

@@ -268,3 +268,30 @@ def test_a_purge_skips_the_rows_another_purge_holds_and_counts_only_what_it_dele
     assert finished_while_held  # it did not wait for the rows the first purge holds
     assert (second.sessions, second.events) == (2, 4)
     assert not AgentSession.objects.exists()
+
+
+def test_erase_all_asks_first_then_erases_every_session_and_audits_it(monkeypatch):
+    """Incident response: `purge_sessions --all` erases live sessions too, once confirmed."""
+    make_session("anon-live", events=3)
+    make_session("anon-old", last_activity=timezone.now() - 30 * 24 * HOUR)
+    monkeypatch.setattr("builtins.input", lambda question: "no")
+    with pytest.raises(CommandError, match="nothing erased"):
+        call_command("purge_sessions", "--all", stdout=io.StringIO())
+    assert AgentSession.objects.count() == 2 and not DeletionAudit.objects.exists()
+
+    asked = []
+    monkeypatch.setattr("builtins.input", lambda question: asked.append(question) or "yes")
+    out = io.StringIO()
+    call_command("purge_sessions", "--all", stdout=out)
+    assert "all 2 sessions (5 events)" in asked[0]
+    assert "deleted 2 sessions, 5 events" in out.getvalue()
+    assert not AgentSession.objects.exists() and not SessionEvent.objects.exists()
+    audit = DeletionAudit.objects.get()
+    assert (audit.trigger, audit.sessions_deleted, audit.events_deleted) == ("erase_all", 2, 5)
+
+
+def test_erase_all_with_yes_asks_nothing(monkeypatch):
+    make_session("anon-live")
+    monkeypatch.setattr("builtins.input", lambda question: pytest.fail("asked despite --yes"))
+    call_command("purge_sessions", "--all", "--yes", stdout=io.StringIO())
+    assert not AgentSession.objects.exists()
