@@ -24,16 +24,19 @@ import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Func, IntegerField, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
-from google.adk.events.event import Event
 
 from . import retention, sealing
 from .crypto import DecryptionFailed
 from .models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState, new_session_id
+
+if TYPE_CHECKING:  # ADK is imported where events are read: the purge and the admin never need it
+    from google.adk.events.event import Event
 
 
 class SessionExists(Exception):
@@ -288,6 +291,8 @@ def _event_rows(cursor, connection, pk: int, revision: int, num_recent: int | No
 
 
 def _open_events(sealer, rows_oldest_first: Iterable[tuple]) -> list[Event]:
+    from google.adk.events.event import Event
+
     return [Event.model_validate_json(sealing.open_event(sealer, *row)) for row in rows_oldest_first]
 
 
