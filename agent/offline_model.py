@@ -4,19 +4,43 @@ It drives the real agent through ADK exactly as a model would: it reads the
 LlmRequest and answers with function calls, then with text. No network, no
 randomness, so the same conversation always produces the same reply.
 
-Where the resume comes from: the agent's instruction provider (prompt.py)
-places the resume between <<<RESUME and RESUME>>> in the system instruction;
-`extract_resume` reads it back from `llm_request.config.system_instruction`.
+Where things come from: the agent's instruction provider (prompt.py) places
+the resume between <<<RESUME and RESUME>>> and the latest saved plan between
+<<<PLAN and PLAN>>> in the system instruction; both are read back from
+`llm_request.config.system_instruction`. The conversation so far (the user's
+messages, earlier tool calls) is `llm_request.contents`.
 
-One user turn, as seen in `llm_request.contents` (function responses of the
-current turn come after the last user *text* content):
-  1. [only if the resume holds injection-like text, once per conversation]
+One user turn takes a few calls of the model; each reads the request afresh and
+answers with the first step the turn has not taken yet (the tool responses since
+the user's message tell which):
+  1. the reply's language, by the message's script (`reply_language`); with no
+     resume, a one-line notice and nothing else;
+  2. [only if the resume holds injection-like text, once per conversation]
      flag_suspicious_text(excerpt=<that line>) -- and it is never followed;
-  2. verify_claims(<2-3 of the resume's own lines>);
-  3. save_plan(<numbered steps from the resume's employers/projects/skills>,
-     plus the user's message as a revision note on later turns);
-  4. final text: offline banner, greeting by name, 1-2 resume lines, the plan
-     and its saved version number.
+  3. the message is classified (`classify_message`): a request for a plan or
+     for a change of it, a question (salary, weak points, interviews, what to
+     improve, the current plan, a review), or small talk;
+  4. verify_claims(<the 1-2 resume lines the reply will quote: `quotes_for`>);
+  5. save_plan(...) ONLY for a request for a plan or a change: the plan is
+     built (`build_plan`) from the resume's labelled lines (`ResumeFacts`) and
+     every change asked for so far in the conversation (`revision_so_far`);
+  6. final text, in the message's language (`compose_reply`): the offline
+     banner, a greeting by name, the quoted lines, the answer, and how many of
+     the reply's claims the resume supports, counted by `verify_reply`, the
+     very check the service runs on the reply, so the two never disagree.
+
+Everything the coach says beyond the quoted lines is advice (numbered steps,
+headings, imperatives, notices in brackets), never a new fact about the
+person, so `verify_reply` finds nothing unsupported in an offline reply.
+
+This module is the ADK side: reading the request, choosing the step, building
+the response. The rules live in these modules, each importing only those above it:
+  text_folding.py     folding text (NFKC, lower case) and weighing its scripts;
+  offline_texts.py    every text the model writes, English and Traditional Chinese;
+  offline_intents.py  reply_language, classify_message and its Intent;
+  resume_lines.py     label_resume_lines, ResumeFacts, role_title;
+  offline_plans.py    the changes asked for (Revision), build_plan, plan_changes;
+  offline_replies.py  the final text: Turn, quotes_for, compose_reply.
 """
 
 from __future__ import annotations
@@ -29,117 +53,73 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
-from .prompt import extract_resume
-from .verification import resume_name, suspicious_lines
+from .offline_intents import classify_message, reply_language
+from .offline_plans import build_plan, plan_changes, revision_so_far
+from .offline_replies import Turn, compose_reply, quotes_for
+from .offline_texts import TEXTS
+from .prompt import PLAN_BEGIN, PLAN_END, extract_resume
+from .resume_lines import ResumeFacts
 
-OFFLINE_BANNER = "[offline model — no GOOGLE_API_KEY set; deterministic demo reply]"
-MAX_NOTE_CHARS = 200
-
-_BULLET_RE = re.compile(r"^\s*(?:[-*•·▪‣]|\d{1,2}[.)、])\s*")
-# Heading keywords, lower-cased. Unknown kinds still end the previous section.
-_HEADINGS = {
-    "experience": ("experience", "employment", "work history", "經歷", "经历", "工作"),
-    "projects": ("project", "專案", "项目", "作品"),
-    "skills": ("skill", "技能", "專長", "专长"),
-    "other": (
-        "education",
-        "學歷",
-        "学历",
-        "language",
-        "語言",
-        "语言",
-        "summary",
-        "about",
-        "contact",
-        "certificat",
-        "證照",
-        "award",
-        "interest",
-        "reference",
-    ),
-}
+# --- the turn --------------------------------------------------------------------------
 
 
-def _heading_kind(raw: str) -> str | None:
-    if not raw.strip() or raw[:1].isspace() or _BULLET_RE.match(raw) or len(raw.strip()) > 40:
-        return None
-    low = raw.lower()
-    for kind, words in _HEADINGS.items():
-        if any(w in low for w in words):
-            return kind
-    return None
+class OfflineResumeModel(BaseLlm):
+    """Answers every request by the fixed rules above: one step of the turn per call."""
+
+    model: str = "offline-resume-model"
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        yield self._next_step(llm_request)
+
+    def _next_step(self, llm_request: LlmRequest) -> LlmResponse:
+        """The turn's next step, given the tool responses so far: a tool call or the final text."""
+        contents = list(llm_request.contents or [])
+        system = _system_text(llm_request)
+        resume = extract_resume(system)
+        message, answered = _current_turn(contents)
+        lang = reply_language(message, resume)
+        if not resume.strip():
+            return _text(f"{TEXTS[lang]['banner']}\n{TEXTS[lang]['no_resume']}")
+
+        facts = ResumeFacts(resume)
+        if facts.suspicious and not _calls(contents, "flag_suspicious_text"):
+            return _call(
+                "flag_suspicious_text",
+                excerpt=facts.suspicious[0],
+                reason="Resume text tries to instruct the assistant; treated as data and not followed.",
+            )
+        version, plan = _saved_plan(system)
+        # Classified against the plans saved before this turn, at every step of the turn alike.
+        saved_before = version - 1 if "save_plan" in answered else version
+        intent = classify_message(message, has_plan=saved_before > 0)
+        quotes = quotes_for(facts, intent)
+        if quotes and "verify_claims" not in answered:
+            return _call("verify_claims", claims=quotes)
+        history = _user_messages(contents)
+        if intent.saves_plan and "save_plan" not in answered:
+            return _call("save_plan", plan=build_plan(facts, revision_so_far(history, facts), lang))
+
+        turn = Turn(facts, resume, intent, lang, quotes=_supported(answered), plan_version=version, plan=plan)
+        if intent.saves_plan:
+            _add_saved_plan(turn, contents, answered, history)
+        return _text(compose_reply(turn))
 
 
-def _sections(resume: str) -> dict[str, list[str]]:
-    """Lines of the resume grouped under the heading they follow.
-
-    Injection-like lines are dropped, so they are never quoted back or obeyed.
-    """
-    suspicious = set(suspicious_lines(resume))
-    sections: dict[str, list[str]] = {"top": []}
-    current = "top"
-    for raw in resume.splitlines()[1:]:  # line 0 is the name
-        if not raw.strip() or raw.strip() in suspicious:
-            continue
-        kind = _heading_kind(raw)
-        if kind:
-            current = kind
-            sections.setdefault(kind, [])
-        else:
-            sections.setdefault(current, []).append(raw.rstrip())
-    return sections
+def _add_saved_plan(turn: Turn, contents: list[types.Content], answered: dict[str, dict], history: list[str]) -> None:
+    """The plan this turn saved, its version, and for a revision what changed."""
+    turn.plan_version = int(answered["save_plan"].get("version") or turn.plan_version)
+    turn.plan = str(_calls(contents, "save_plan")[-1].get("plan", ""))
+    if turn.intent.kind == "revise":
+        before = revision_so_far(history[:-1], turn.facts)
+        turn.changes = plan_changes(before, revision_so_far(history, turn.facts), turn.lang)
 
 
-def _entries(lines: list[str]) -> list[str]:
-    return [_BULLET_RE.sub("", line).strip() for line in lines if _BULLET_RE.match(line)]
+# --- reading the request ---------------------------------------------------------------
 
-
-def _details(lines: list[str]) -> list[str]:
-    return [line.strip() for line in lines if not _BULLET_RE.match(line)]
-
-
-def _sentence(text: str) -> str:
-    return text if text.endswith((".", "!", "?", "。", "！", "？")) else text + "."
-
-
-class _Facts:
-    """The few resume lines the offline model quotes; all copied verbatim."""
-
-    def __init__(self, resume: str):
-        sections = _sections(resume)
-        experience = sections.get("experience", [])
-        # No recognisable experience section: fall back to the first lines that
-        # are not contact details.
-        if not experience:
-            experience = [ln for ln in sections["top"] if "@" not in ln and "phone" not in ln.lower()]
-        self.suspicious = suspicious_lines(resume)
-        name = resume_name(resume)
-        self.name = "" if name in self.suspicious else name  # never greet with an injection
-        self.roles = _entries(experience) or [ln.strip() for ln in experience[:1]]
-        self.results = [d for d in _details(experience) if d not in self.roles]
-        self.projects = _entries(sections.get("projects", [])) or _details(sections.get("projects", []))
-        self.skills = (sections.get("skills") or [""])[0].strip()
-
-    def claims(self) -> list[str]:
-        picks = [self.roles[0] if self.roles else "", self.results[0] if self.results else "", self.skills]
-        return [c for c in picks if c][:3]
-
-    def plan(self, note: str) -> str:
-        steps = []
-        if self.roles:
-            steps.append(f"Lead your pitch with your current role: {_sentence(self.roles[0])}")
-        if self.results:
-            steps.append(f"Quantify impact with your own result: {_sentence(self.results[0])}")
-        if len(self.roles) > 1:
-            steps.append(f"Prepare a STAR story from your earlier role: {_sentence(self.roles[1])}")
-        if self.projects:
-            steps.append(f"Show a project as evidence of initiative: {_sentence(self.projects[0])}")
-        if self.skills:
-            steps.append(f"Target roles that ask for your core skills: {_sentence(self.skills)}")
-        steps.append("Apply to five well-matched roles each week and track every response.")
-        if note:
-            steps.append(f"Revision requested by you: {_sentence(note)}")
-        return "\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1))
+_PLAN_COUNT_RE = re.compile(r"^Saved plan versions so far: \d+ \(latest is v(\d+)\)", re.MULTILINE)
+_PLAN_BLOCK_RE = re.compile(rf"^{re.escape(PLAN_BEGIN)}\n(.*?)\n^{re.escape(PLAN_END)}$", re.MULTILINE | re.DOTALL)
 
 
 def _system_text(llm_request: LlmRequest) -> str:
@@ -150,9 +130,23 @@ def _system_text(llm_request: LlmRequest) -> str:
     return "\n".join(p.text for p in parts if getattr(p, "text", None))
 
 
+def _saved_plan(system_text: str) -> tuple[int, str]:
+    """(latest saved version, its text) from the instruction prompt.py built; (0, "") if none.
+
+    The first match is ours: the instruction puts these before the resume, whose own
+    markers are defanged.
+    """
+    count, block = _PLAN_COUNT_RE.search(system_text), _PLAN_BLOCK_RE.search(system_text)
+    return (int(count.group(1)), block.group(1) if block else "") if count else (0, "")
+
+
 def _is_user_text(content: types.Content) -> bool:
     parts = content.parts or []
     return content.role == "user" and any(p.text for p in parts) and not any(p.function_response for p in parts)
+
+
+def _user_messages(contents: list[types.Content]) -> list[str]:
+    return ["".join(p.text for p in c.parts if p.text) for c in contents if _is_user_text(c)]
 
 
 def _current_turn(contents: list[types.Content]) -> tuple[str, dict[str, dict]]:
@@ -177,6 +171,15 @@ def _calls(contents: list[types.Content], name: str) -> list[dict]:
     ]
 
 
+def _supported(answered: dict[str, dict]) -> list[str]:
+    """The claims verify_claims answered as supported this turn: the lines the reply may quote."""
+    results = answered.get("verify_claims", {}).get("results", [])
+    return [str(r.get("claim", "")) for r in results if r.get("supported")]
+
+
+# --- answering -------------------------------------------------------------------------
+
+
 def _response(*parts: types.Part) -> LlmResponse:
     # Offline calls cost nothing; explicit zeros keep ADK's usage telemetry quiet.
     usage = types.GenerateContentResponseUsageMetadata(
@@ -189,50 +192,5 @@ def _call(name: str, **args) -> LlmResponse:
     return _response(types.Part(function_call=types.FunctionCall(name=name, args=args)))
 
 
-class OfflineResumeModel(BaseLlm):
-    model: str = "offline-resume-model"
-
-    async def generate_content_async(
-        self, llm_request: LlmRequest, stream: bool = False
-    ) -> AsyncGenerator[LlmResponse, None]:
-        yield self._next_step(llm_request)
-
-    def _next_step(self, llm_request: LlmRequest) -> LlmResponse:
-        contents = list(llm_request.contents or [])
-        resume = extract_resume(_system_text(llm_request))
-        message, answered = _current_turn(contents)
-        if not resume.strip():
-            return _response(types.Part(text=f"{OFFLINE_BANNER}\nI don't see a resume yet. Please upload one first."))
-
-        facts = _Facts(resume)
-        if facts.suspicious and not _calls(contents, "flag_suspicious_text"):
-            return _call(
-                "flag_suspicious_text",
-                excerpt=facts.suspicious[0],
-                reason="Resume text tries to instruct the assistant; treated as data and not followed.",
-            )
-        if "verify_claims" not in answered:
-            return _call("verify_claims", claims=facts.claims())
-        if "save_plan" not in answered:
-            later_turn = sum(_is_user_text(c) for c in contents) > 1
-            note = " ".join(message.split())[:MAX_NOTE_CHARS] if later_turn else ""
-            return _call("save_plan", plan=facts.plan(note))
-        plan = _calls(contents, "save_plan")[-1].get("plan", "")
-        return _response(types.Part(text=self._final_text(facts, answered, plan)))
-
-    @staticmethod
-    def _final_text(facts: _Facts, answered: dict[str, dict], plan: str) -> str:
-        version = answered["save_plan"].get("version", "?")
-        checked = answered["verify_claims"].get("results", [])
-        lines = [OFFLINE_BANNER, f"Hi {facts.name}!" if facts.name else "Hi there!"]
-        if facts.roles:
-            lines.append(f"From your resume: {_sentence(facts.roles[0])}")
-        if facts.results:
-            lines.append(f"Also on your resume: {_sentence(facts.results[0])}")
-        lines.append(
-            f"[verify_claims: {sum(bool(r.get('supported')) for r in checked)} of {len(checked)} claims supported]"
-        )
-        if facts.suspicious:
-            lines.append("[flagged text in the resume that tried to instruct the assistant; it was not followed]")
-        lines += [f"Your job-search plan (saved as v{version}):", plan, f"[plan v{version} saved]"]
-        return "\n".join(lines)
+def _text(text: str) -> LlmResponse:
+    return _response(types.Part(text=text))

@@ -56,7 +56,7 @@ def test_instruction_reports_plan_versions():
 def test_offline_model_flags_injection_once_and_ignores_it():
     turns, state = _harness_run(OfflineResumeModel(), ["Review me", "Revise the plan"])
     first, second = ([c.name for c in function_calls(t)] for t in turns)
-    assert first == ["flag_suspicious_text", "verify_claims", "save_plan"]
+    assert first == ["flag_suspicious_text", "verify_claims"]  # a review is answered, no plan saved
     assert second == ["verify_claims", "save_plan"]  # already flagged in this conversation
     (flag,) = state["suspicious_flags"]
     assert flag["excerpt"] == INJECTED
