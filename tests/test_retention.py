@@ -22,6 +22,14 @@ pytestmark = pytest.mark.django_db
 HOUR = dt.timedelta(hours=1)
 
 
+@pytest.fixture(autouse=True)
+def _english_shell(monkeypatch):
+    """purge_sessions speaks the shell's language: these tests read its English."""
+    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+
+
 def test_purge_deletes_just_outside_the_ttl_and_keeps_just_inside(settings):
     settings.SESSION_TTL_HOURS = 24
     now = timezone.now()
@@ -295,3 +303,11 @@ def test_erase_all_with_yes_asks_nothing(monkeypatch):
     monkeypatch.setattr("builtins.input", lambda question: pytest.fail("asked despite --yes"))
     call_command("purge_sessions", "--all", "--yes", stdout=io.StringIO())
     assert not AgentSession.objects.exists()
+
+
+def test_the_command_speaks_the_shells_language(monkeypatch):
+    make_session("anon-old", last_activity=timezone.now() - 30 * 24 * HOUR)
+    monkeypatch.setenv("LANG", "zh_TW.UTF-8")
+    out = io.StringIO()
+    call_command("purge_sessions", "--dry-run", stdout=out)
+    assert "會刪除 1 個 session、2 個事件" in out.getvalue()

@@ -1,7 +1,21 @@
+import os
+
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 from sessions_app.models import DeletionAudit
 from sessions_app.retention import erase_all_sessions, purge_expired
+
+
+def shell_language() -> str:
+    """The operator's language from the shell's locale (LANGUAGE, LC_ALL, LC_MESSAGES, LANG):
+    Traditional Chinese for a Chinese locale, otherwise English."""
+    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(name, "")
+        if value:
+            return "zh-hant" if value.lower().startswith("zh") else "en"
+    return "en"
 
 
 class Command(BaseCommand):
@@ -9,6 +23,8 @@ class Command(BaseCommand):
         "Deletes sessions past their TTL or maximum age (what the scheduled purge does);"
         " with --all, every session now, live ones included (incident response)."
     )
+    # An operator reads what it prints: in the shell's language, not the service's default.
+    leave_locale_alone = True
 
     def add_arguments(self, parser):
         parser.add_argument("--dry-run", action="store_true", help="count what would go, delete nothing")
@@ -17,17 +33,24 @@ class Command(BaseCommand):
         parser.add_argument("--all", action="store_true", help="erase every session now, live ones included")
         parser.add_argument("--yes", action="store_true", help="with --all: do not ask for confirmation")
 
-    def handle(self, *args, dry_run, ttl_hours, batch_size, all, yes, **options):
+    def handle(self, *args, **options):
+        with translation.override(shell_language()):
+            self._handle(**options)
+
+    def _handle(self, *, dry_run, ttl_hours, batch_size, all, yes, **options):
         if ttl_hours is not None and ttl_hours <= 0:
-            raise CommandError("--ttl-hours must be positive")
+            raise CommandError(_("--ttl-hours must be positive"))
         if batch_size is not None and batch_size <= 0:
-            raise CommandError("--batch-size must be positive")
+            raise CommandError(_("--batch-size must be positive"))
         if all and ttl_hours is not None:
-            raise CommandError("--all erases every session: it takes no --ttl-hours")
+            raise CommandError(_("--all erases every session: it takes no --ttl-hours"))
 
         def progress(result):
             if result.batches % 10 == 0:
-                self.stdout.write(f"... {result.sessions} sessions, {result.events} events so far")
+                self.stdout.write(
+                    _("... %(sessions)d sessions, %(events)d events so far")
+                    % {"sessions": result.sessions, "events": result.events}
+                )
 
         if all:
             if not dry_run and not yes:
@@ -41,21 +64,29 @@ class Command(BaseCommand):
                 trigger=DeletionAudit.Trigger.COMMAND,
                 progress=progress,
             )
-        verb = "would delete" if dry_run else "deleted"
-        self.stdout.write(
-            f"{verb} {result.sessions} sessions, {result.events} events, {result.user_states} owner states"
-            f" in {result.seconds:.2f}s"
-        )
+        counts = {
+            "sessions": result.sessions,
+            "events": result.events,
+            "owner_states": result.user_states,
+            "seconds": result.seconds,
+        }
+        if dry_run:
+            message = _("would delete %(sessions)d sessions, %(events)d events, %(owner_states)d owner states")
+        else:
+            message = _(
+                "deleted %(sessions)d sessions, %(events)d events, %(owner_states)d owner states in %(seconds).2fs"
+            )
+        self.stdout.write(message % counts)
 
     def _confirm(self, would) -> None:
         """Asks before erasing everything; without a terminal to ask, --yes is needed."""
-        question = (
-            f"This erases all {would.sessions} sessions ({would.events} events) now, live ones included."
+        question = _(
+            "This erases all %(sessions)d sessions (%(events)d events) now, live ones included."
             " Their owners lose them; it cannot be undone. Type 'yes' to go on: "
-        )
+        ) % {"sessions": would.sessions, "events": would.events}
         try:
             answer = input(question)
         except EOFError:
             answer = ""
         if answer.strip().lower() != "yes":
-            raise CommandError("nothing erased (answer 'yes', or pass --yes)")
+            raise CommandError(_("nothing erased (answer 'yes', or pass --yes)"))
