@@ -10,6 +10,7 @@ skills; `role_title` finds the job title in a role line.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -251,7 +252,7 @@ class ResumeFacts:
                 roles[-1].achievements.append(line.text)
         return roles
 
-    @property
+    @functools.cached_property  # read for every role by earlier_roles: once, not once per role
     def current_role(self) -> Role | None:
         """The role marked present/至今, else the first listed (resumes list the latest first)."""
         titled = [role for role in self.roles if role.line]

@@ -8,6 +8,7 @@ character once stored); only the message throttles are lifted. All text is ficti
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -61,15 +62,17 @@ def run_scenario(kind: str, max_turns_to_try: int) -> dict:
     for number in range(1, max_turns_to_try + 1):
         last_pk = session.events.order_by("-pk").values_list("pk", flat=True).first() or 0
         message = message_text(kind, settings.MESSAGE_MAX_CHARS, number)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         response = client.post(f"/agent/sessions/{session_id}/messages", {"message": message}, format="json", **headers)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         if response.status_code != 200:
             refusal = {"turn": number, "status": response.status_code, **response.json(), "seconds": elapsed}
             break
         added = [len(data) for data in session.events.filter(pk__gt=last_pk).values_list("event_data", flat=True)]
         now_stored = selectors.session_usage(session).size_bytes
-        turn = {"turn": number, "seconds": elapsed, "stored_bytes": now_stored, "added_bytes": now_stored - stored}
+        # CPU of the whole process (the Runner runs in another thread): steadier than wall time on a shared machine.
+        turn = {"turn": number, "seconds": elapsed, "cpu_seconds": cpu, "stored_bytes": now_stored}
+        turn["added_bytes"] = now_stored - stored
         turns.append(turn | {"events_added": len(added), "largest_event_bytes": max(added)})
         stored = now_stored
         if number % EXPORT_EVERY == 0 or number == 1:
@@ -107,9 +110,9 @@ def render(results: list[dict], limits: dict) -> list[str]:
         shown = [t for t in turns if t["turn"] in (1, 2, 5) or t["turn"] % 10 == 0 or t is last]
         lines += ["", f"### {result['kind']}", ""]
         lines += _common.md_table(
-            "turn | turn time (ms) | stored after (KB) | added by the turn (KB) | largest event (KB)",
+            "turn | turn time (ms) | turn CPU (ms) | stored after (KB) | added by the turn (KB) | largest event (KB)",
             [
-                [t["turn"], _common.fmt_ms(t["seconds"])]
+                [t["turn"], _common.fmt_ms(t["seconds"]), _common.fmt_ms(t["cpu_seconds"])]
                 + [_kb(t[k]) for k in ("stored_bytes", "added_bytes", "largest_event_bytes")]
                 for t in shown
             ],
@@ -127,7 +130,29 @@ def render(results: list[dict], limits: dict) -> list[str]:
                 f"Turn {refusal['turn']} was refused: HTTP {refusal['status']}, code `{refusal.get('code')}`,"
                 f" in {_common.fmt_ms(refusal['seconds'])} ms (before the model runs)."
             )
+    lines += ["", "### Targets", "", *(f"- {verdict}" for verdict in judge(results))]
     return lines
+
+
+def history_ratio(turns: list[dict]) -> tuple[float, float, float]:
+    """(fresh, largest, largest / fresh): median CPU of turns 2-4 (turn 1 also warms the process)
+    and of the last three the session allowed."""
+    fresh = statistics.median(t["cpu_seconds"] for t in turns[1:4])
+    largest = statistics.median(t["cpu_seconds"] for t in turns[-3:])
+    return fresh, largest, largest / fresh
+
+
+def judge(results: list[dict]) -> list[str]:
+    verdicts = []
+    for result in results:
+        fresh, largest, ratio = history_ratio(result["turns"])
+        verdicts.append(
+            f"{'MET' if ratio <= 3 else 'MISSED'} ({result['kind']}): a turn at the largest allowed session <= 3x a"
+            f" fresh one (issue 14), CPU per turn: {_common.fmt_ms(largest)} ms at turns"
+            f" {result['turns'][-3]['turn']}-{result['turns'][-1]['turn']} vs {_common.fmt_ms(fresh)} ms at turns"
+            f" 2-4 = {ratio:.2f}x"
+        )
+    return verdicts
 
 
 def run(args) -> tuple[list[str], dict]:
@@ -145,7 +170,7 @@ def run(args) -> tuple[list[str], dict]:
 
         limits = {name: getattr(settings, name) for name in LIMITS} | {"PLAN_MAX_VERSIONS": max_plan_versions()}
         results = [run_scenario(kind, settings.SESSION_MAX_TURNS + 1) for kind in ("latin", "cjk")]
-    return render(results, limits), {"limits": limits, "scenarios": results}
+    return render(results, limits), {"limits": limits, "scenarios": results, "verdicts": judge(results)}
 
 
 if __name__ == "__main__":
