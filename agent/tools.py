@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from google.adk.tools.tool_context import ToolContext
 
 from . import plans
-from .verification import check_claim
+from .verification import check_claims
 
 MAX_CLAIMS = 20
 MAX_PLAN_CHARS = 8000
@@ -40,7 +40,7 @@ def verify_claims(claims: list[str], tool_context: ToolContext) -> dict:
       line backing a supported claim, or "" when the claim is unsupported.
     """
     resume_text = str(tool_context.state.get("resume_text") or "")
-    results = [check_claim(str(claim), resume_text) for claim in list(claims)[:MAX_CLAIMS]]
+    results = check_claims([str(claim) for claim in list(claims)[:MAX_CLAIMS]], resume_text)
     return {"results": results}
 
 

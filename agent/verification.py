@@ -21,6 +21,7 @@ The rule, kept simple so a person can explain any verdict:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 SUPPORT_THRESHOLD = 0.6
 NAME_MAX_CHARS = 80
@@ -285,28 +286,47 @@ def tokens(text: str) -> tuple[set[str], set[str]]:
     return content, numbers
 
 
-def _claim_tokens(claim: str, resume_text: str) -> tuple[set[str], set[str]]:
+@dataclass(frozen=True)
+class _ResumeIndex:
+    """The resume as claims are checked against it: each line with its tokens, and the name's
+    tokens. Built once per reply (`verify_reply`), not once per claim and line."""
+
+    lines: list[tuple[str, set[str]]]
+    name_tokens: set[str]
+
+    @classmethod
+    def of(cls, resume_text: str) -> _ResumeIndex:
+        lines = [(line.strip(), tokens(line)[0]) for line in (resume_text or "").splitlines()]
+        return cls(lines, tokens(resume_name(resume_text))[0])
+
+
+def _claim_tokens(claim: str, index: _ResumeIndex) -> tuple[set[str], set[str]]:
     content, numbers = tokens(claim)
-    name_tokens, _ = tokens(resume_name(resume_text))
-    without_name = content - name_tokens
+    without_name = content - index.name_tokens
     return (without_name or content), numbers
 
 
-def check_claim(claim: str, resume_text: str) -> dict:
+def check_claim(claim: str, resume_text: str, index: _ResumeIndex | None = None) -> dict:
     """Is `claim` backed by a single resume line? Returns claim/supported/evidence."""
-    wanted, numbers = _claim_tokens(claim, resume_text)
+    index = index or _ResumeIndex.of(resume_text)
+    wanted, numbers = _claim_tokens(claim, index)
     best_line, best_cover = "", 0.0
     if wanted:
-        for line in (resume_text or "").splitlines():
-            have, _ = tokens(line)
+        for line, have in index.lines:
             cover = len(wanted & have) / len(wanted)
             if cover > best_cover and numbers <= have:
-                best_line, best_cover = line.strip(), cover
+                best_line, best_cover = line, cover
     supported = best_cover >= SUPPORT_THRESHOLD
     return {"claim": claim, "supported": supported, "evidence": best_line if supported else ""}
 
 
-def _is_claim(sentence: str, resume_text: str) -> bool:
+def check_claims(claims: list[str], resume_text: str) -> list[dict]:
+    """check_claim for each claim, against one index of the resume."""
+    index = _ResumeIndex.of(resume_text)
+    return [check_claim(claim, resume_text, index) for claim in claims]
+
+
+def _is_claim(sentence: str, index: _ResumeIndex) -> bool:
     """Does this reply sentence assert something about the person?
 
     Skipped: questions, headings (trailing colon or leading #), bracketed
@@ -324,9 +344,8 @@ def _is_claim(sentence: str, resume_text: str) -> bool:
     if first in _IMPERATIVES or s.startswith(_IMPERATIVES_CJK):
         return False
     content, numbers = tokens(s)
-    name_tokens, _ = tokens(resume_name(resume_text))
     mentions_person = (
-        bool(_PERSON_WORDS & set(words)) or any(p in s for p in _PERSON_CJK) or bool(content & name_tokens)
+        bool(_PERSON_WORDS & set(words)) or any(p in s for p in _PERSON_CJK) or bool(content & index.name_tokens)
     )
     return bool(content) and (mentions_person or bool(numbers))
 
@@ -336,13 +355,13 @@ def verify_reply(reply: str, resume_text: str) -> list[dict]:
 
     Numbered lines ("1. ...", "一、...") are plan steps, not claims, and are skipped.
     """
-    results = []
+    results, index = [], _ResumeIndex.of(resume_text)
     for line in (reply or "").splitlines():
         if _NUMBERED_RE.match(line):
             continue
         for sentence in split_sentences(line):
-            if _is_claim(sentence, resume_text):
-                results.append(check_claim(sentence, resume_text))
+            if _is_claim(sentence, index):
+                results.append(check_claim(sentence, resume_text, index))
     return results
 
 

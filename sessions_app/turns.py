@@ -24,7 +24,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
 from django.views.decorators.debug import sensitive_variables
@@ -138,7 +138,7 @@ class TurnBuffer(BaseSessionService):
         return event
 
     @sensitive_variables()
-    async def store_pending(self, app_name: str, user_id: str, session_id: str) -> None:
+    def store_pending(self, app_name: str, user_id: str, session_id: str) -> None:
         """Writes the kept events, in order, in one repository call (call inside a transaction).
 
         Checked against the revision the turn read: SessionMissing when the
@@ -149,7 +149,7 @@ class TurnBuffer(BaseSessionService):
         seen = self._first_read.get((app_name, user_id, session_id), repository.WriterView(None, float("inf")))
         events = [(event, event_deltas(event)) for event in self.pending]
         try:
-            await sync_to_async(repository.append_events)(app_name, user_id, session_id, events, seen)
+            repository.append_events(app_name, user_id, session_id, events, seen)
         except repository.StaleWriter:
             raise TurnInProgress from None
 
@@ -218,7 +218,7 @@ def run_turn(session: AgentSession, message: str) -> TurnResult:
                 raise
             raise failure from None
         with transaction.atomic():
-            async_to_sync(buffer.store_pending)(base.app_name, session.owner_id, session.session_id)
+            buffer.store_pending(base.app_name, session.owner_id, session.session_id)
             repository.release_turn(session.pk)
         released = True
         result = _summarise(events, resume_text)

@@ -14,7 +14,6 @@ import sqlite3
 
 import pytest
 import time_machine
-from asgiref.sync import sync_to_async
 from django.db import connection
 from django.db.backends.sqlite3.base import DatabaseWrapper
 from django.urls import reverse
@@ -299,9 +298,9 @@ def test_turn_lock_is_held_while_the_turn_is_written(api, new_session, scripted_
         seen["lock"] = AgentSession.objects.get(session_id=session_id).turn_started_at
         seen["second"] = _say(api, session_id, token, "second")
 
-    async def store_pending_with_a_second_turn(self, *args, **kwargs):
-        await sync_to_async(second_turn_during_the_writes)()
-        return await store_pending(self, *args, **kwargs)
+    def store_pending_with_a_second_turn(self, *args, **kwargs):
+        second_turn_during_the_writes()
+        return store_pending(self, *args, **kwargs)
 
     monkeypatch.setattr(TurnBuffer, "store_pending", store_pending_with_a_second_turn)
     first = _say(api, session_id, token, "first")
