@@ -10,7 +10,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import _common  # noqa: E402
 
-SECTIONS = ["store", "growth", "service", "turn_profile", "purge", "session_limits", "journal_modes", "postgres", "memory"]
+SECTIONS = [
+    "store",
+    "growth",
+    "service",
+    "turn_profile",
+    "purge",
+    "session_limits",
+    "journal_modes",
+    "postgres",
+    "memory",
+]
 
 
 def main() -> None:

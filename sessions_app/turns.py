@@ -68,7 +68,8 @@ class SessionLimitReached(Exception):
 
 class ModelFailure(Exception):
     """The model could not produce this turn. `reason`: timeout, quota, unavailable, upstream,
-    bad_response or llm_calls_limit; `retry_after`: seconds worth waiting, where it applies."""
+    bad_response, llm_calls_limit, or one of a turn that ended without an answer to show (blocked,
+    truncated, empty); `retry_after`: seconds worth waiting, where it applies."""
 
     def __init__(self, reason: str, retry_after: int | None = None):
         super().__init__(reason)
@@ -217,6 +218,9 @@ def run_turn(session: AgentSession, message: str) -> TurnResult:
             if failure is None:
                 raise
             raise failure from None
+        unanswered = _without_answer(events)
+        if unanswered is not None:
+            raise unanswered
         with transaction.atomic():
             buffer.store_pending(base.app_name, session.owner_id, session.session_id)
             repository.release_turn(session.pk)
@@ -289,6 +293,38 @@ def _check_session_limits(session: AgentSession) -> None:
         raise SessionLimitReached("turns")
     if usage.size_bytes >= settings.SESSION_MAX_BYTES:
         raise SessionLimitReached("bytes")
+
+
+# The error code ADK gives a model response without an answer (Gemini's finish or block reason,
+# or ADK's own for no content), and what the turn's failure is then; any other code is a bad
+# response (a malformed function call, say).
+_NO_ANSWER = {
+    **dict.fromkeys(
+        ("SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "RECITATION", "IMAGE_SAFETY", "LANGUAGE", "OTHER"),
+        "blocked",
+    ),
+    "MAX_TOKENS": "truncated",
+    "MODEL_RETURNED_NO_CONTENT": "empty",
+}
+
+
+def _without_answer(events: list) -> ModelFailure | None:
+    """Whether the model ended the turn with nothing to show: its safety filters refused the
+    prompt or the answer (blocked), it ran out of output tokens before any text (truncated), or
+    it answered with no text (empty). Such a turn fails like a model error and is not kept:
+    nothing of it is stored, and the person may send the message again, rephrased. Never an
+    empty 200."""
+    final = next((event for event in reversed(events) if event.author != "user"), None)
+    if final is not None and final.error_code:
+        code = str(getattr(final.error_code, "value", final.error_code))
+        failure = ModelFailure(_NO_ANSWER.get(code, "bad_response"))
+    elif final is None or not "".join(visible_texts(final)).strip():
+        code, failure = "no text", ModelFailure("empty")
+    else:
+        return None
+    # The model's reason only (e.g. SAFETY): its message may quote the prompt.
+    logger.warning("model turn ended without an answer: %s", code)
+    return failure
 
 
 def _as_model_failure(exc: Exception, model_errors: ModelErrors) -> ModelFailure | None:

@@ -66,6 +66,19 @@ _MODEL_FAILURE_ANSWERS = {
             " please rephrase it and try again."
         ),
     ),
+    # The model ended the turn without an answer to show (turns._without_answer).
+    "blocked": (
+        422,
+        gettext_noop("The model declined to answer this message. It was not saved; please rephrase it and try again."),
+    ),
+    "truncated": (
+        502,
+        gettext_noop(
+            "The model's answer was cut off before any text. This message was not saved; please try again,"
+            " perhaps with a shorter message."
+        ),
+    ),
+    "empty": (502, gettext_noop("The model gave an empty answer. This message was not saved; please try again.")),
 }
 
 # A full session takes no more turns: the client can export it and start a new one.
@@ -107,7 +120,8 @@ def api_exception_handler(exc, context):
         return Response({"detail": _(message), "code": code}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, ModelFailure):
         status_code, message = _MODEL_FAILURE_ANSWERS[exc.reason]
-        response = Response({"detail": _(message)}, status=status_code)
+        # `code` says what happened, in the same words in every language, for a client to act on.
+        response = Response({"detail": _(message), "code": f"model_{exc.reason}"}, status=status_code)
         if exc.retry_after:
             response["Retry-After"] = str(exc.retry_after)
         return response

@@ -152,6 +152,26 @@ class SessionFullResponse(ErrorResponse):
     )
 
 
+class ModelFailureResponse(ErrorResponse):
+    code = serializers.ChoiceField(
+        choices=[
+            f"model_{reason}"
+            for reason in (
+                "timeout",
+                "quota",
+                "unavailable",
+                "upstream",
+                "bad_response",
+                "llm_calls_limit",
+                "blocked",
+                "truncated",
+                "empty",
+            )
+        ],
+        help_text="What the model did: the same in every language (`detail` is in the client's).",
+    )
+
+
 def _error_messages(help_text: str) -> serializers.ListField:
     return serializers.ListField(child=serializers.CharField(), required=False, help_text=help_text)
 

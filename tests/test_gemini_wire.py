@@ -1,0 +1,104 @@
+"""The real model path on the wire: ADK's Gemini class, google-genai's HTTP client, and a local
+double of the Gemini REST API on 127.0.0.1 (tests/gemini_double.py; google-genai reads
+GOOGLE_GEMINI_BASE_URL). No network.
+
+A turn the model ends without an answer to show is an error with a code the client can act on,
+in the client's language, and it is not kept: a prompt or an answer its safety filters blocked
+(422 `model_blocked`), an answer cut off before any text (502 `model_truncated`), an answer
+with no text (502 `model_empty`). Never a 200 with an empty reply.
+"""
+
+import pytest
+from google.adk.models.google_llm import Gemini
+from google.adk.runners import Runner
+
+from agent import APP_NAME, build_agent
+from sessions_app import turns
+from sessions_app.models import AgentSession, SessionEvent
+from sessions_app.store import DjangoSessionService
+
+from .gemini_double import GeminiDouble, text_answer
+
+pytestmark = pytest.mark.django_db
+
+NO_ANSWER = {
+    "prompt blocked": ({"promptFeedback": {"blockReason": "SAFETY"}}, 422, "model_blocked"),
+    "answer blocked": ({"candidates": [{"finishReason": "SAFETY", "index": 0}]}, 422, "model_blocked"),
+    "cut off": (
+        {"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "MAX_TOKENS", "index": 0}]},
+        502,
+        "model_truncated",
+    ),
+    "no text": (
+        {"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP", "index": 0}]},
+        502,
+        "model_empty",
+    ),
+}
+
+
+@pytest.fixture
+def gemini(monkeypatch):
+    """The API's Runner on ADK's Gemini class, talking HTTP to a local double."""
+    double = GeminiDouble().start()
+    monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", double.url)
+    agent = build_agent(Gemini(model="gemini-2.5-flash"))
+    runner = Runner(app_name=APP_NAME, agent=agent, session_service=DjangoSessionService())
+    monkeypatch.setattr(turns, "get_runner", lambda: runner)
+    yield double
+    double.stop()
+
+
+def _say(api, session_id, token, message, **headers):
+    url = f"/agent/sessions/{session_id}/messages"
+    return api.post(url, {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token, **headers)
+
+
+def _history(api, session_id, token):
+    return api.get(f"/agent/sessions/{session_id}/messages", HTTP_X_SESSION_TOKEN=token).json()["messages"]
+
+
+def test_a_turn_on_the_wire_stores_its_reply(api, new_session, gemini):
+    session_id, token = new_session()
+    gemini.answer(text_answer("Hi 林語晴, here is a first answer."))
+    response = _say(api, session_id, token, "Please draft my plan")
+    assert response.status_code == 200
+    assert (response.json()["reply"], response.json()["model"]) == (
+        "Hi 林語晴, here is a first answer.",
+        "gemini-2.5-flash",
+    )
+    assert gemini.requests[0]["systemInstruction"]  # what ADK sent on the wire
+    assert [m["role"] for m in _history(api, session_id, token)] == ["user", "agent"]
+
+
+@pytest.mark.parametrize("case", list(NO_ANSWER))
+def test_a_turn_without_an_answer_is_an_error_and_is_not_kept(api, new_session, gemini, case):
+    body, status, code = NO_ANSWER[case]
+    session_id, token = new_session()
+    gemini.answer(text_answer("Hi 林語晴, a first answer."))
+    assert _say(api, session_id, token, "first").status_code == 200
+    history, events = _history(api, session_id, token), SessionEvent.objects.count()
+    state = AgentSession.objects.get(session_id=session_id).state
+
+    gemini.answer(body)
+    response = _say(api, session_id, token, "second", HTTP_ACCEPT_LANGUAGE="en")
+    assert (response.status_code, response.json()["code"]) == (status, code)
+    assert response.json()["detail"].isascii() and "not saved" in response.json()["detail"]
+    # Nothing of the turn is kept: not the message, not an empty reply.
+    assert _history(api, session_id, token) == history
+    assert SessionEvent.objects.count() == events
+    assert AgentSession.objects.get(session_id=session_id).state == state
+    assert not AgentSession.objects.get(session_id=session_id).turn_started_at  # the lock was released
+
+    gemini.answer(text_answer("Hi again."))
+    assert _say(api, session_id, token, "third").status_code == 200
+    assert [m["text"] for m in _history(api, session_id, token)][-2:] == ["third", "Hi again."]
+
+
+def test_a_blocked_turn_answers_in_the_clients_language(api, new_session, gemini):
+    session_id, token = new_session()
+    gemini.answer({"promptFeedback": {"blockReason": "SAFETY"}})
+    chinese = _say(api, session_id, token, "first")  # no Accept-Language: Traditional Chinese
+    assert chinese.status_code == 422 and chinese.json()["code"] == "model_blocked"
+    assert not chinese.json()["detail"].isascii()
