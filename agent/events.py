@@ -19,3 +19,22 @@ def visible_texts(event: Event) -> list[str]:
 def tool_calls(event: Event) -> list[dict]:
     """The function calls the event asks for, as {"name", "args"}."""
     return [{"name": call.name, "args": dict(call.args or {})} for call in event.get_function_calls()]
+
+
+def tool_call_outcomes(events: list[Event], tool_names: set[str]) -> list[dict]:
+    """Every function call of `events`, as {"name", "args", "outcome"}: "ran" (the tool ran and
+    answered), "failed" (it answered with an error, or no answer came back), or "unknown" (no tool
+    of that name: ADK told the model so, and nothing ran)."""
+    answers = {response.id: response.response or {} for event in events for response in event.get_function_responses()}
+    outcomes = []
+    for event in events:
+        for call in event.get_function_calls():
+            answer = answers.get(call.id)
+            if call.name not in tool_names:
+                outcome = "unknown"
+            elif answer is None or "error" in answer:
+                outcome = "failed"
+            else:
+                outcome = "ran"
+            outcomes.append({"name": call.name, "args": dict(call.args or {}), "outcome": outcome})
+    return outcomes

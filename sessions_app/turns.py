@@ -40,7 +40,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from agent import APP_NAME, build_agent, model_label
-from agent.events import tool_calls, visible_texts
+from agent.events import tool_call_outcomes, visible_texts
 from agent.verification import verify_reply
 
 from . import repository
@@ -257,17 +257,22 @@ async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str
 
 @sensitive_variables()
 def _summarise(events: list, resume_text: str) -> TurnResult:
-    reply_parts, calls, llm_calls, total_tokens = [], [], 0, 0
+    reply_parts, llm_calls, total_tokens = [], 0, 0
     for event in events:
         if event.content is None or event.content.role != "model":
             continue
         llm_calls += 1
         if event.usage_metadata and event.usage_metadata.total_token_count:
             total_tokens += event.usage_metadata.total_token_count
-        calls += tool_calls(event)
         if event.is_final_response():
             reply_parts += visible_texts(event)
     reply = "\n".join(reply_parts).strip()
+    agent = get_runner().agent
+    calls = tool_call_outcomes(events, {getattr(tool, "name", None) or tool.__name__ for tool in agent.tools})
+    unknown = sum(call["outcome"] == "unknown" for call in calls)
+    if unknown:
+        # A count only: the name the model made up may quote what it was sent.
+        logger.warning("model called %d tool(s) that do not exist", unknown)
     # Verification does not depend on the model choosing to call verify_claims:
     # every reply is checked against the resume before it is returned.
     return TurnResult(
@@ -276,7 +281,7 @@ def _summarise(events: list, resume_text: str) -> TurnResult:
         verification=verify_reply(reply, resume_text),
         llm_calls=llm_calls,
         total_tokens=total_tokens,
-        model=model_label(get_runner().agent.model),
+        model=model_label(agent.model),
     )
 
 

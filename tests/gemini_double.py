@@ -29,6 +29,16 @@ def text_answer(text: str, model: str = "gemini-2.5-flash") -> dict:
     }
 
 
+def call_answer(name: str, args: dict, model: str = "gemini-2.5-flash") -> dict:
+    """A generateContent answer asking to call tool `name` with `args`."""
+    part = {"functionCall": {"name": name, "args": args}}
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "modelVersion": model,
+    }
+
+
 class Hold:
     """Model calls made while held wait until `release()`; `arrived` is set by the first one."""
 

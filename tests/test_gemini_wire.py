@@ -17,7 +17,7 @@ from sessions_app import turns
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.store import DjangoSessionService
 
-from .gemini_double import GeminiDouble, text_answer
+from .gemini_double import GeminiDouble, call_answer, text_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -102,3 +102,22 @@ def test_a_blocked_turn_answers_in_the_clients_language(api, new_session, gemini
     chinese = _say(api, session_id, token, "first")  # no Accept-Language: Traditional Chinese
     assert chinese.status_code == 422 and chinese.json()["code"] == "model_blocked"
     assert not chinese.json()["detail"].isascii()
+
+
+def test_each_tool_call_says_whether_it_ran(api, new_session, gemini):
+    """A tool the model made up is listed as unknown, not as done: ADK told the model so, nothing ran."""
+    session_id, token = new_session()
+    gemini.answer(
+        call_answer("delete_all_sessions", {"confirm": True}),
+        call_answer("save_plan", {"plan": "1. Apply to platform teams."}),
+        text_answer("Hi 林語晴, your plan is saved."),
+    )
+    response = _say(api, session_id, token, "Please draft my plan")
+    assert response.status_code == 200
+    assert response.json()["tool_calls"] == [
+        {"name": "delete_all_sessions", "args": {"confirm": True}, "outcome": "unknown"},
+        {"name": "save_plan", "args": {"plan": "1. Apply to platform teams."}, "outcome": "ran"},
+    ]
+    told = gemini.requests[1]["contents"][-1]["parts"][0]["functionResponse"]
+    assert told["name"] == "delete_all_sessions" and "error" in told["response"]
+    assert api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).json()["plan_versions"] == 1

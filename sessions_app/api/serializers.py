@@ -61,6 +61,11 @@ class MessageRequest(serializers.Serializer):
 class ToolCall(serializers.Serializer):
     name = serializers.CharField()
     args = serializers.DictField()
+    outcome = serializers.ChoiceField(
+        choices=["ran", "failed", "unknown"],
+        help_text="ran: the tool ran and answered; failed: it answered with an error; unknown: no tool of that"
+        " name exists (the model was told so and nothing ran).",
+    )
 
 
 class ClaimCheck(serializers.Serializer):
