@@ -238,11 +238,11 @@ def test_model_selection(monkeypatch):
     monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
     assert is_offline(select_model())  # Vertex needs a project too
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "demo-project")
-    assert select_model() == "gemini-2.5-flash"
+    assert model_label(select_model()) == "gemini-2.5-flash"
 
     monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI")
     monkeypatch.setenv("GOOGLE_API_KEY", "test-key-not-real")
     monkeypatch.setenv("AGENT_MODEL", "gemini-2.5-pro")
     model = select_model()
-    assert model == "gemini-2.5-pro" and not is_offline(model) and model_label(model) == "gemini-2.5-pro"
-    assert build_agent().model == "gemini-2.5-pro"  # name only: nothing is called
+    assert model.model == "gemini-2.5-pro" and not is_offline(model) and model_label(model) == "gemini-2.5-pro"
+    assert build_agent().model.model == "gemini-2.5-pro"  # nothing is called

@@ -121,3 +121,29 @@ def test_each_tool_call_says_whether_it_ran(api, new_session, gemini):
     told = gemini.requests[1]["contents"][-1]["parts"][0]["functionResponse"]
     assert told["name"] == "delete_all_sessions" and "error" in told["response"]
     assert api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).json()["plan_versions"] == 1
+
+
+UNAVAILABLE = (503, {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}})
+
+
+@pytest.mark.parametrize("attempts,status,requests", [("2", 200, 2), ("1", 503, 1)])
+def test_a_failed_model_call_is_retried_as_configured(api, new_session, monkeypatch, attempts, status, requests):
+    """The model the service picks with a key (select_model) retries a 503 once with two attempts,
+    and not at all with one."""
+    from agent import select_model
+
+    double = GeminiDouble().start()
+    try:
+        monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", double.url)
+        monkeypatch.setenv("AGENT_MODEL_ATTEMPTS", attempts)
+        monkeypatch.setenv("AGENT_MODEL_RETRY_DELAY_SECONDS", "0.01")
+        runner = Runner(app_name=APP_NAME, agent=build_agent(select_model()), session_service=DjangoSessionService())
+        monkeypatch.setattr(turns, "get_runner", lambda: runner)
+        session_id, token = new_session()
+        double.answer(UNAVAILABLE, text_answer("Hi 林語晴, answered on the second attempt."))
+        response = _say(api, session_id, token, "Please draft my plan")
+        assert response.status_code == status
+        assert len(double.requests) == requests
+    finally:
+        double.stop()
