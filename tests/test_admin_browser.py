@@ -19,26 +19,14 @@ from django.utils import timezone
 
 from sessions_app.models import AgentSession, DeletionAudit
 
+from .browser import chromium, needs_chromium
 from .factories import make_session
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 # Django's language code, and the browser's locale that asks for it.
 LANGUAGES = {"en": "en-US", "zh-hant": "zh-TW"}
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed (`make browser` installs it when run as root)"
-)
+pytestmark = needs_chromium
 
 
 def _make_session(owner_id, last_activity, events=2):
@@ -49,7 +37,7 @@ def _make_session(owner_id, last_activity, events=2):
 def test_operator_purges_expired_sessions_in_the_browser(live_server, django_user_model, settings, tmp_path, language):
     from django.utils import translation
     from django.utils.translation import gettext
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     with translation.override(language):
@@ -72,33 +60,23 @@ def test_operator_purges_expired_sessions_in_the_browser(live_server, django_use
     _make_session("anon-expired-2", now - dt.timedelta(hours=48))
     _make_session("anon-live", now - dt.timedelta(hours=2), events=3)
 
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            user_data_dir=tmp_path / "profile",  # fresh: no cookies or state from other runs
-            executable_path=str(CHROMIUM),
-            args=CHROMIUM_ARGS,
-            headless=True,
-            locale=LANGUAGES[language],  # the Accept-Language the browser sends
-            viewport={"width": 1400, "height": 480},
-        )
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.goto(f"{live_server.url}/admin/sessions_app/agentsession/")
-            page.fill("#id_username", "operator")
-            page.fill("#id_password", password)
-            page.click("input[type=submit]")
+    # The browser's locale is the Accept-Language it sends.
+    with chromium(tmp_path, locale=LANGUAGES[language], viewport={"width": 1400, "height": 480}) as context:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.goto(f"{live_server.url}/admin/sessions_app/agentsession/")
+        page.fill("#id_username", "operator")
+        page.fill("#id_password", password)
+        page.click("input[type=submit]")
 
-            expect(page.locator("#result_list tbody tr")).to_have_count(3)
-            page.click(f"text={texts['purge']}")
-            expect(page.locator("#purge-preview")).to_have_text(texts["preview"])
-            page.click(f"input[value='{texts['confirm']}']")
+        expect(page.locator("#result_list tbody tr")).to_have_count(3)
+        page.click(f"text={texts['purge']}")
+        expect(page.locator("#purge-preview")).to_have_text(texts["preview"])
+        page.click(f"input[value='{texts['confirm']}']")
 
-            expect(page.locator("ul.messagelist")).to_contain_text(texts["done"])
-            expect(page.locator("#result_list tbody tr")).to_have_count(1)
-            page.screenshot(path=tmp_path / "admin-purge.png")
-        finally:
-            context.close()
+        expect(page.locator("ul.messagelist")).to_contain_text(texts["done"])
+        expect(page.locator("#result_list tbody tr")).to_have_count(1)
+        page.screenshot(path=tmp_path / "admin-purge.png")
 
     assert list(AgentSession.objects.values_list("owner_id", flat=True)) == ["anon-live"]
     audit = DeletionAudit.objects.get()

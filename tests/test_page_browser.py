@@ -31,9 +31,9 @@ from sessions_app.api.errors import session_not_found_response
 from sessions_app.models import AgentSession
 from sessions_app.page.views import STORAGE_KEY, _script_strings
 
+from .browser import chromium, needs_chromium
 from .factories import make_session
 from .privacy import FIXTURES
-from .test_admin_browser import CHROMIUM, CHROMIUM_ARGS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 RESUME = (FIXTURES / "resume_chen_en.txt").read_text(encoding="utf-8")
@@ -43,12 +43,7 @@ KEY_PATTERN = re.compile(r"^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 # (Playwright's browser locale, the page's language). zh-Hant joins once its catalogue holds the page's strings.
 LOCALES = [("en-US", "en"), ("zh-TW", "zh-hant")]
 
-pytestmark = [
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed (`make browser` installs it when run as root)"
-    ),
-    pytest.mark.django_db(transaction=True),
-]
+pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True)]
 
 
 def _fill(template: str, **values) -> str:
@@ -117,7 +112,7 @@ def _save_screenshots(shots: dict[str, Path], lang: str) -> None:
 
 @pytest.mark.parametrize("locale,lang", LOCALES)
 def test_a_person_walks_through_the_page(live_server, settings, tmp_path, locale, lang):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     settings.SESSION_TTL_HOURS = 24
     settings.SESSION_MAX_AGE_HOURS = 168
@@ -135,147 +130,130 @@ def test_a_person_walks_through_the_page(live_server, settings, tmp_path, locale
         shots[step] = tmp_path / f"{step}.png"
         page.screenshot(path=shots[step], full_page=full_page)
 
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            user_data_dir=tmp_path / "profile",  # fresh: no cookies or storage from other runs
-            executable_path=str(CHROMIUM),
-            args=CHROMIUM_ARGS,
-            headless=True,
-            locale=locale,
-            accept_downloads=True,
-            viewport={"width": 1280, "height": 900},
+    with chromium(tmp_path, locale=locale, accept_downloads=True, viewport={"width": 1280, "height": 900}) as context:
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.on("console", on_console)
+        page.goto(f"{live_server.url}/")
+        expect(page.locator("html")).to_have_attribute("lang", lang)
+
+        # 1. Paste a resume; the limit is shown and counted.
+        expect(page.locator("#start-heading")).to_have_text(texts["start"])
+        page.fill("#resume-text", RESUME)
+        count = _fill(strings["chars"], count=f"{len(RESUME):,}", max=f"{settings.RESUME_MAX_CHARS:,}")
+        expect(page.locator("#resume-count")).to_have_text(count)
+        shot(page, "start")
+
+        # 2. Start: the session key, once, with what it means; kept for this tab only.
+        page.click("#start-button")
+        expect(page.locator("#key-view")).to_be_visible()
+        expect(page.locator("#session-view")).to_be_visible()
+        expect(page.locator("#start-view")).to_be_hidden()
+        expect(page.locator("#key-heading")).to_have_text(texts["key_heading"])
+        expect(page.locator("#key-view")).to_contain_text(texts["not_stored"])
+        expect(page.locator("#key-view")).to_contain_text(texts["lost"])
+        key = page.locator("#key-value").text_content()
+        session_id, token = KEY_PATTERN.match(key).groups()
+        assert page.url == f"{live_server.url}/"  # no token in any URL
+        stored = json.loads(page.evaluate(f"sessionStorage.getItem({json.dumps(STORAGE_KEY)})"))
+        assert stored == {"id": session_id, "token": token}
+        page.click("#key-copy")
+        expect(page.locator("#status")).to_have_text(strings["copied"])
+        assert page.evaluate("navigator.clipboard.readText()") == key
+        shot(page, "key")
+        page.click("#key-done")
+        expect(page.locator("#key-view")).to_be_hidden()
+        expect(page.locator("#key-value")).to_have_text("")  # shown once
+        expect(page.locator("#session-heading")).to_have_text(texts["session_heading"])
+        remaining = _fill(strings["remaining_hours"], hours=23, minutes=59)
+        expect(page.locator("#expiry")).to_have_text(
+            _pattern(strings["expires"], remaining=remaining, max_age=texts["max_age"])
         )
-        try:
-            context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.on("console", on_console)
-            page.goto(f"{live_server.url}/")
-            expect(page.locator("html")).to_have_attribute("lang", lang)
+        expect(page.locator("#plan-current")).to_have_text(strings["no_plan"])
 
-            # 1. Paste a resume; the limit is shown and counted.
-            expect(page.locator("#start-heading")).to_have_text(texts["start"])
-            page.fill("#resume-text", RESUME)
-            count = _fill(strings["chars"], count=f"{len(RESUME):,}", max=f"{settings.RESUME_MAX_CHARS:,}")
-            expect(page.locator("#resume-count")).to_have_text(count)
-            shot(page, "start")
+        # 3. Two messages: each reply with its claim checks, its tool calls (collapsed) and the model.
+        for number, message in enumerate((FIRST_MESSAGE, SECOND_MESSAGE), start=1):
+            page.fill("#message-text", message)
+            page.click("#send-button")
+            expect(page.locator("#conversation > li")).to_have_count(2 * number)
+            expect(page.locator("#plan-current")).to_contain_text(_pattern(strings["plan_version"], version=number))
+        replies = page.locator("#conversation > li.message-agent")
+        user_messages = page.locator("#conversation > li.message-user .text")
+        expect(user_messages).to_have_text([FIRST_MESSAGE, SECOND_MESSAGE])
+        for index in range(2):
+            reply = replies.nth(index)
+            expect(reply.locator(".checks h4")).to_have_text(strings["checks"])
+            expect(reply.locator(".claim.supported .verdict").first).to_have_text(strings["supported"])
+            tool_calls = reply.locator("details.tool-calls")
+            expect(tool_calls).not_to_have_attribute("open", "")
+            expect(tool_calls.locator("summary")).to_have_text(_pattern(strings["tool_calls"]))
+            expect(tool_calls.locator("li code")).to_contain_text(["save_plan"])
+            expect(reply.locator("p.model")).to_contain_text("offline")
+        expect(page.locator("#model-in-use")).to_have_text(_pattern(strings["model"]))
+        expect(page.locator("#model-in-use")).to_contain_text("offline")
 
-            # 2. Start: the session key, once, with what it means; kept for this tab only.
-            page.click("#start-button")
-            expect(page.locator("#key-view")).to_be_visible()
-            expect(page.locator("#session-view")).to_be_visible()
-            expect(page.locator("#start-view")).to_be_hidden()
-            expect(page.locator("#key-heading")).to_have_text(texts["key_heading"])
-            expect(page.locator("#key-view")).to_contain_text(texts["not_stored"])
-            expect(page.locator("#key-view")).to_contain_text(texts["lost"])
-            key = page.locator("#key-value").text_content()
-            session_id, token = KEY_PATTERN.match(key).groups()
-            assert page.url == f"{live_server.url}/"  # no token in any URL
-            stored = json.loads(page.evaluate(f"sessionStorage.getItem({json.dumps(STORAGE_KEY)})"))
-            assert stored == {"id": session_id, "token": token}
-            page.click("#key-copy")
-            expect(page.locator("#status")).to_have_text(strings["copied"])
-            assert page.evaluate("navigator.clipboard.readText()") == key
-            shot(page, "key")
-            page.click("#key-done")
-            expect(page.locator("#key-view")).to_be_hidden()
-            expect(page.locator("#key-value")).to_have_text("")  # shown once
-            expect(page.locator("#session-heading")).to_have_text(texts["session_heading"])
-            remaining = _fill(strings["remaining_hours"], hours=23, minutes=59)
-            expect(page.locator("#expiry")).to_have_text(
-                _pattern(strings["expires"], remaining=remaining, max_age=texts["max_age"])
-            )
-            expect(page.locator("#plan-current")).to_have_text(strings["no_plan"])
+        # 4. The plan: version 2, and version 1 under the earlier versions.
+        expect(page.locator("#plan-history-summary")).to_have_text(_fill(strings["earlier_versions"], count=1))
+        page.click("#plan-history-summary")
+        expect(page.locator("#plan-versions > li")).to_have_count(1)
+        expect(page.locator("#plan-versions")).to_contain_text(_pattern(strings["plan_version"], version=1))
+        shot(page, "conversation", full_page=True)
 
-            # 3. Two messages: each reply with its claim checks, its tool calls (collapsed) and the model.
-            for number, message in enumerate((FIRST_MESSAGE, SECOND_MESSAGE), start=1):
-                page.fill("#message-text", message)
-                page.click("#send-button")
-                expect(page.locator("#conversation > li")).to_have_count(2 * number)
-                expect(page.locator("#plan-current")).to_contain_text(_pattern(strings["plan_version"], version=number))
-            replies = page.locator("#conversation > li.message-agent")
-            user_messages = page.locator("#conversation > li.message-user .text")
-            expect(user_messages).to_have_text([FIRST_MESSAGE, SECOND_MESSAGE])
-            for index in range(2):
-                reply = replies.nth(index)
-                expect(reply.locator(".checks h4")).to_have_text(strings["checks"])
-                expect(reply.locator(".claim.supported .verdict").first).to_have_text(strings["supported"])
-                tool_calls = reply.locator("details.tool-calls")
-                expect(tool_calls).not_to_have_attribute("open", "")
-                expect(tool_calls.locator("summary")).to_have_text(_pattern(strings["tool_calls"]))
-                expect(tool_calls.locator("li code")).to_contain_text(["save_plan"])
-                expect(reply.locator("p.model")).to_contain_text("offline")
-            expect(page.locator("#model-in-use")).to_have_text(_pattern(strings["model"]))
-            expect(page.locator("#model-in-use")).to_contain_text("offline")
+        # 5. A reload: the tab still holds the session, read back from the API.
+        page.reload()
+        expect(page.locator("#session-view")).to_be_visible()
+        expect(page.locator("#conversation > li")).to_have_count(4)
+        expect(page.locator("#plan-current")).to_contain_text(_pattern(strings["plan_version"], version=2))
 
-            # 4. The plan: version 2, and version 1 under the earlier versions.
-            expect(page.locator("#plan-history-summary")).to_have_text(_fill(strings["earlier_versions"], count=1))
-            page.click("#plan-history-summary")
-            expect(page.locator("#plan-versions > li")).to_have_count(1)
-            expect(page.locator("#plan-versions")).to_contain_text(_pattern(strings["plan_version"], version=1))
-            shot(page, "conversation", full_page=True)
+        # 6. Export: the JSON download, everything stored.
+        with page.expect_download() as download_info:
+            page.click("#export")
+        download = download_info.value
+        assert download.suggested_filename == f"session-{session_id}.json"
+        exported = json.loads(Path(download.path()).read_text(encoding="utf-8"))
+        assert exported["session_id"] == session_id
+        assert exported["resume_text"] == RESUME
+        assert [m["text"] for m in exported["conversation"] if m["role"] == "user"] == [FIRST_MESSAGE, SECOND_MESSAGE]
+        assert [version["version"] for version in exported["plan_versions"]] == [1, 2]
+        expect(page.locator("#status")).to_have_text(_fill(strings["exported"], filename=download.suggested_filename))
 
-            # 5. A reload: the tab still holds the session, read back from the API.
-            page.reload()
-            expect(page.locator("#session-view")).to_be_visible()
-            expect(page.locator("#conversation > li")).to_have_count(4)
-            expect(page.locator("#plan-current")).to_contain_text(_pattern(strings["plan_version"], version=2))
+        # 7. Delete, confirmed after reading what is erased; then the "deleted" state.
+        page.click("#delete")
+        dialog = page.locator("#delete-dialog")
+        expect(dialog).to_be_visible()
+        expect(dialog.locator("h2")).to_have_text(texts["delete_question"])
+        expect(dialog).to_contain_text(texts["cannot_undo"])
+        shot(page, "delete")
+        page.click("#delete-confirm")
+        expect(page.locator("#deleted-heading")).to_have_text(texts["deleted"])
+        expect(page.locator("#session-view")).to_be_hidden()
+        assert page.evaluate(f"sessionStorage.getItem({json.dumps(STORAGE_KEY)})") is None
+        shot(page, "deleted")
 
-            # 6. Export: the JSON download, everything stored.
-            with page.expect_download() as download_info:
-                page.click("#export")
-            download = download_info.value
-            assert download.suggested_filename == f"session-{session_id}.json"
-            exported = json.loads(Path(download.path()).read_text(encoding="utf-8"))
-            assert exported["session_id"] == session_id
-            assert exported["resume_text"] == RESUME
-            assert [m["text"] for m in exported["conversation"] if m["role"] == "user"] == [
-                FIRST_MESSAGE,
-                SECOND_MESSAGE,
-            ]
-            assert [version["version"] for version in exported["plan_versions"]] == [1, 2]
-            expect(page.locator("#status")).to_have_text(
-                _fill(strings["exported"], filename=download.suggested_filename)
-            )
-
-            # 7. Delete, confirmed after reading what is erased; then the "deleted" state.
-            page.click("#delete")
-            dialog = page.locator("#delete-dialog")
-            expect(dialog).to_be_visible()
-            expect(dialog.locator("h2")).to_have_text(texts["delete_question"])
-            expect(dialog).to_contain_text(texts["cannot_undo"])
-            shot(page, "delete")
-            page.click("#delete-confirm")
-            expect(page.locator("#deleted-heading")).to_have_text(texts["deleted"])
+        # 8. The deleted key, then a wrong token: the API's one not-found message.
+        page.click("#start-again")
+        for attempt in (key, f"{session_id}.{'x' * 43}"):
+            page.evaluate("document.getElementById('alert').hidden = true")  # so each answer shows afresh
+            page.fill("#open-key", attempt)
+            page.click("#open-button")
+            expect(page.locator("#alert")).to_be_visible()
+            expect(page.locator("#alert")).to_have_text(texts["not_found"])
             expect(page.locator("#session-view")).to_be_hidden()
-            assert page.evaluate(f"sessionStorage.getItem({json.dumps(STORAGE_KEY)})") is None
-            shot(page, "deleted")
+        shot(page, "not-found")
 
-            # 8. The deleted key, then a wrong token: the API's one not-found message.
-            page.click("#start-again")
-            for attempt in (key, f"{session_id}.{'x' * 43}"):
-                page.evaluate("document.getElementById('alert').hidden = true")  # so each answer shows afresh
-                page.fill("#open-key", attempt)
-                page.click("#open-button")
-                expect(page.locator("#alert")).to_be_visible()
-                expect(page.locator("#alert")).to_have_text(texts["not_found"])
-                expect(page.locator("#session-view")).to_be_hidden()
-            shot(page, "not-found")
+        assert context.cookies() == []  # the page and the API set none
+        # No violation in the whole walk; the control: an inline script is refused, and seen.
+        assert violations == []
+        with page.expect_console_message(on_console_violation):
+            page.evaluate(INJECT_INLINE_SCRIPT)
+        assert page.evaluate("window.inlineScriptRan") is None
+        violations.clear()
 
-            assert context.cookies() == []  # the page and the API set none
-            # No violation in the whole walk; the control: an inline script is refused, and seen.
-            assert violations == []
-            with page.expect_console_message(on_console_violation):
-                page.evaluate(INJECT_INLINE_SCRIPT)
-            assert page.evaluate("window.inlineScriptRan") is None
-            violations.clear()
-
-            # The API docs, linked from the page, still load (they are left out of the page's policy).
-            page.click(f"text={texts['docs']}")
-            expect(page.locator(".swagger-ui .opblock-summary-path").first).to_be_visible()
-            expect(page.locator(".swagger-ui")).to_contain_text("/agent/sessions/{session_id}/plan")
-        finally:
-            context.close()
+        # The API docs, linked from the page, still load (they are left out of the page's policy).
+        page.click(f"text={texts['docs']}")
+        expect(page.locator(".swagger-ui .opblock-summary-path").first).to_be_visible()
+        expect(page.locator(".swagger-ui")).to_contain_text("/agent/sessions/{session_id}/plan")
 
     assert violations == []
     assert not AgentSession.objects.filter(session_id=session_id).exists()
@@ -296,7 +274,7 @@ ADMIN_PAGES = [
 
 def test_the_admin_runs_under_the_same_policy(live_server, django_user_model, settings, tmp_path):
     """The admin is not left out of the policy: its pages load their files and run with no violation."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     settings.LANGUAGE_CODE = "en"
     password = secrets.token_urlsafe(16)
@@ -309,31 +287,25 @@ def test_the_admin_runs_under_the_same_policy(live_server, django_user_model, se
         if on_console_violation(message):
             violations.append((page.url, message.text))
 
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            user_data_dir=tmp_path / "profile", executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
-        )
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.on("console", on_console)
-            page.goto(f"{live_server.url}/admin/login/")
-            page.fill("#id_username", "operator")
-            page.fill("#id_password", password)
-            page.click("input[type=submit]")
-            expect(page.locator("#user-tools")).to_be_visible()
-            for path in pages:
-                response = page.goto(f"{live_server.url}{path}")
-                assert response.status == 200, path
-                assert "script-src 'self'" in response.headers["content-security-policy"], path
-                page.wait_for_load_state("load")
-                expect(page.locator("#content")).to_be_visible()
-            # The admin's scripts run: actions.js keeps the change list's selection counter.
-            page.goto(f"{live_server.url}/admin/sessions_app/agentsession/")
-            page.check("input.action-select")
-            expect(page.locator(".action-counter")).to_contain_text("1 of 1")
-        finally:
-            context.close()
+    with chromium(tmp_path) as context:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.on("console", on_console)
+        page.goto(f"{live_server.url}/admin/login/")
+        page.fill("#id_username", "operator")
+        page.fill("#id_password", password)
+        page.click("input[type=submit]")
+        expect(page.locator("#user-tools")).to_be_visible()
+        for path in pages:
+            response = page.goto(f"{live_server.url}{path}")
+            assert response.status == 200, path
+            assert "script-src 'self'" in response.headers["content-security-policy"], path
+            page.wait_for_load_state("load")
+            expect(page.locator("#content")).to_be_visible()
+        # The admin's scripts run: actions.js keeps the change list's selection counter.
+        page.goto(f"{live_server.url}/admin/sessions_app/agentsession/")
+        page.check("input.action-select")
+        expect(page.locator(".action-counter")).to_contain_text("1 of 1")
     assert violations == []
 
 
@@ -345,76 +317,55 @@ SUPPORTED = "You built a Python forecasting model that cut late deliveries by 15
 def test_a_reply_shows_which_claims_the_resume_does_not_support(
     live_server, scripted_model, settings, tmp_path, locale, lang
 ):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     from .scripted_llm import text_response
 
     scripted_model(text_response(f"{UNSUPPORTED} {SUPPORTED}"))  # the live server's thread uses it too
     strings = _texts(lang)["strings"]
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            user_data_dir=tmp_path / "profile",
-            executable_path=str(CHROMIUM),
-            args=CHROMIUM_ARGS,
-            headless=True,
-            locale=locale,
-            viewport={"width": 1280, "height": 900},
+    with chromium(tmp_path, locale=locale, viewport={"width": 1280, "height": 900}) as context:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.goto(f"{live_server.url}/")
+        page.fill("#resume-text", RESUME)
+        page.click("#start-button")
+        page.click("#key-done")
+        page.fill("#message-text", "What stands out on my resume?")
+        page.click("#send-button")
+        claims = page.locator("#conversation > li.message-agent .claim")
+        expect(claims).to_have_count(2)
+        expect(claims.nth(0)).to_have_class("claim unsupported")
+        expect(claims.nth(0).locator(".verdict")).to_have_text(strings["unsupported"])
+        expect(claims.nth(0).locator("q")).to_have_text(UNSUPPORTED)
+        expect(claims.nth(1)).to_have_class("claim supported")
+        expect(claims.nth(1).locator(".verdict")).to_have_text(strings["supported"])
+        expect(claims.nth(1).locator(".evidence")).to_have_text(
+            _fill(strings["evidence"], evidence="Built a Python forecasting model that cut late deliveries by 15%.")
         )
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.goto(f"{live_server.url}/")
-            page.fill("#resume-text", RESUME)
-            page.click("#start-button")
-            page.click("#key-done")
-            page.fill("#message-text", "What stands out on my resume?")
-            page.click("#send-button")
-            claims = page.locator("#conversation > li.message-agent .claim")
-            expect(claims).to_have_count(2)
-            expect(claims.nth(0)).to_have_class("claim unsupported")
-            expect(claims.nth(0).locator(".verdict")).to_have_text(strings["unsupported"])
-            expect(claims.nth(0).locator("q")).to_have_text(UNSUPPORTED)
-            expect(claims.nth(1)).to_have_class("claim supported")
-            expect(claims.nth(1).locator(".verdict")).to_have_text(strings["supported"])
-            expect(claims.nth(1).locator(".evidence")).to_have_text(
-                _fill(strings["evidence"], evidence="Built a Python forecasting model that cut late deliveries by 15%.")
-            )
-            expect(page.locator("details.tool-calls summary")).to_have_text(_fill(strings["tool_calls"], count=0))
-            shot = tmp_path / "checks.png"
-            page.locator("#conversation > li.message-agent").screenshot(path=shot)
-        finally:
-            context.close()
+        expect(page.locator("details.tool-calls summary")).to_have_text(_fill(strings["tool_calls"], count=0))
+        shot = tmp_path / "checks.png"
+        page.locator("#conversation > li.message-agent").screenshot(path=shot)
     _save_screenshots({"checks": shot}, lang)
 
 
 @pytest.mark.parametrize("locale,lang", LOCALES)
 def test_an_expired_session_shows_the_apis_not_found_message(live_server, settings, tmp_path, locale, lang):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     settings.SESSION_TTL_HOURS = 3 / 3600  # three seconds after the last activity
     texts = _texts(lang)
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            user_data_dir=tmp_path / "profile",
-            executable_path=str(CHROMIUM),
-            args=CHROMIUM_ARGS,
-            headless=True,
-            locale=locale,
-        )
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.clock.install()  # the page's timers and clock, moved on below
-            page.goto(f"{live_server.url}/")
-            page.fill("#resume-text", RESUME)
-            page.click("#start-button")
-            page.click("#key-done")
-            expect(page.locator("#expiry")).to_have_text(_pattern(texts["strings"]["expires"]))
-            time.sleep(3.5)  # the server's clock: the session has expired
-            page.clock.fast_forward(20_000)  # the page's: its expiry ticker runs and asks the API
-            expect(page.locator("#alert")).to_have_text(texts["not_found"])
-            expect(page.locator("#session-view")).to_be_hidden()
-            expect(page.locator("#start-view")).to_be_visible()
-            assert page.evaluate(f"sessionStorage.getItem({json.dumps(STORAGE_KEY)})") is None
-        finally:
-            context.close()
+    with chromium(tmp_path, locale=locale) as context:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.clock.install()  # the page's timers and clock, moved on below
+        page.goto(f"{live_server.url}/")
+        page.fill("#resume-text", RESUME)
+        page.click("#start-button")
+        page.click("#key-done")
+        expect(page.locator("#expiry")).to_have_text(_pattern(texts["strings"]["expires"]))
+        time.sleep(3.5)  # the server's clock: the session has expired
+        page.clock.fast_forward(20_000)  # the page's: its expiry ticker runs and asks the API
+        expect(page.locator("#alert")).to_have_text(texts["not_found"])
+        expect(page.locator("#session-view")).to_be_hidden()
+        expect(page.locator("#start-view")).to_be_visible()
+        assert page.evaluate(f"sessionStorage.getItem({json.dumps(STORAGE_KEY)})") is None
