@@ -84,6 +84,20 @@ def writer_view(session: Session) -> repository.WriterView:
     )
 
 
+def read_session(
+    app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None = None
+) -> Session | None:
+    """The stored session as ADK's Session (None when there is none), read in the caller's thread."""
+    loaded = repository.load(
+        app_name,
+        user_id,
+        _normalize_id(session_id),
+        num_recent_events=config.num_recent_events if config else None,
+        after_timestamp=config.after_timestamp if config else None,
+    )
+    return None if loaded is None else _to_adk(loaded)
+
+
 class DjangoSessionService(BaseSessionService):
     """ADK sessions in the project's database, through `repository` (see the module docstring)."""
 
@@ -104,17 +118,7 @@ class DjangoSessionService(BaseSessionService):
     async def get_session(
         self, *, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None = None
     ) -> Session | None:
-        return await sync_to_async(self._get_session)(app_name, user_id, session_id, config)
-
-    def _get_session(self, app_name, user_id, session_id, config) -> Session | None:
-        loaded = repository.load(
-            app_name,
-            user_id,
-            _normalize_id(session_id),
-            num_recent_events=config.num_recent_events if config else None,
-            after_timestamp=config.after_timestamp if config else None,
-        )
-        return None if loaded is None else _to_adk(loaded)
+        return await sync_to_async(read_session)(app_name, user_id, session_id, config)
 
     @override
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:

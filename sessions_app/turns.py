@@ -24,7 +24,6 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
 from django.views.decorators.debug import sensitive_variables
@@ -43,11 +42,11 @@ from agent import APP_NAME, build_agent, model_label
 from agent.events import tool_call_outcomes, visible_texts
 from agent.verification import verify_reply
 
-from . import repository
+from . import event_loop, repository
 from .models import AgentSession
 from .repository import SessionMissing
-from .selectors import session_state, session_usage
-from .store import DjangoSessionService, event_deltas, writer_view
+from .selectors import session_usage
+from .store import DjangoSessionService, event_deltas, read_session, writer_view
 
 logger = logging.getLogger(__name__)
 
@@ -103,12 +102,18 @@ class TurnBuffer(BaseSessionService):
     writes them all with one `repository.append_events` call.
     """
 
-    def __init__(self, store: BaseSessionService):
+    def __init__(self, store: BaseSessionService, preloaded: Session | None = None):
         super().__init__()
         self.store = store
         self.pending: list[Event] = []
         self._sessions: dict[tuple[str, str, str], Session] = {}
         self._first_read: dict[tuple[str, str, str], repository.WriterView] = {}
+        if preloaded is not None:
+            # Read in the request's thread before the Runner starts: the Runner's loop
+            # (sessions_app.event_loop) has no database connection of its own.
+            key = (preloaded.app_name, preloaded.user_id, preloaded.id)
+            self._sessions[key] = preloaded
+            self._first_read[key] = writer_view(preloaded)
 
     async def get_session(self, *, app_name, user_id, session_id, config=None) -> Session | None:
         key = (app_name, user_id, session_id)
@@ -193,9 +198,6 @@ def _turn_runner(base: Runner, buffer: TurnBuffer, model_errors: ModelErrors) ->
 @sensitive_variables()
 def run_turn(session: AgentSession, message: str) -> TurnResult:
     """Runs one turn of `session` with the user's `message` (a sync entry point for views)."""
-    # Encryption at rest: the state opens with the caller's token before the
-    # turn starts (a value that does not open is "not found", see below).
-    resume_text = session_state(session).get("resume_text", "")
     if not repository.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS):
         raise TurnInProgress
     released = False
@@ -204,11 +206,17 @@ def run_turn(session: AgentSession, message: str) -> TurnResult:
         # the check and the model.
         _check_session_limits(session)
         base = get_runner()
-        buffer, model_errors = TurnBuffer(base.session_service), ModelErrors()
+        # Read once, under the lock, with the caller's token (encryption at rest: a
+        # value that does not open fails here, and the API answers "not found").
+        stored = read_session(base.app_name, session.owner_id, session.session_id)
+        if stored is None:
+            raise SessionMissing(session.session_id)
+        resume_text = stored.state.get("resume_text", "")
+        buffer, model_errors = TurnBuffer(base.session_service, stored), ModelErrors()
         started = time.monotonic()
         try:
-            events = async_to_sync(_run_agent)(
-                _turn_runner(base, buffer, model_errors), session.owner_id, session.session_id, message
+            events = event_loop.run(
+                _run_agent(_turn_runner(base, buffer, model_errors), session.owner_id, session.session_id, message)
             )
         except Exception as exc:
             # Nothing was written: nothing to undo. Anything the model did not

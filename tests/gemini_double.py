@@ -53,6 +53,9 @@ class Hold:
 class GeminiDouble:
     def __init__(self):
         self.requests: list[dict] = []
+        # The client port of each model call's connection: one client with a connection
+        # pool reuses its connection (HTTP/1.1 keep-alive), a new client opens a new one.
+        self.client_ports: list[int] = []
         self._answers: deque = deque()
         self._hold: Hold | None = None
         self._lock = threading.Lock()
@@ -89,9 +92,10 @@ class GeminiDouble:
             hold.release()
             self._hold = None
 
-    def _next(self, model: str, request: dict) -> tuple[int, dict | str]:
+    def _next(self, model: str, request: dict, client_port: int) -> tuple[int, dict | str]:
         with self._lock:
             self.requests.append({"model": model, **request})
+            self.client_ports.append(client_port)
             scripted = self._answers.popleft() if self._answers else text_answer(DEFAULT_REPLY, model)
             hold = self._hold
         if hold is not None:
@@ -103,12 +107,14 @@ class GeminiDouble:
         double = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as Google's servers do
+
             def do_POST(self):
                 match = GENERATE.match(self.path.split("?")[0])
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if match is None:
                     return self._send(404, {"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}})
-                return self._send(*double._next(match["model"], json.loads(body)))
+                return self._send(*double._next(match["model"], json.loads(body), self.client_address[1]))
 
             def _send(self, status: int, body: dict | str):
                 data = body.encode() if isinstance(body, str) else json.dumps(body).encode()

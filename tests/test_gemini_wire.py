@@ -8,6 +8,9 @@ in the client's language, and it is not kept: a prompt or an answer its safety f
 with no text (502 `model_empty`). Never a 200 with an empty reply.
 """
 
+import gc
+import logging
+
 import pytest
 from google.adk.models.google_llm import Gemini
 from google.adk.runners import Runner
@@ -70,6 +73,20 @@ def test_a_turn_on_the_wire_stores_its_reply(api, new_session, gemini):
     )
     assert gemini.requests[0]["systemInstruction"]  # what ADK sent on the wire
     assert [m["role"] for m in _history(api, session_id, token)] == ["user", "agent"]
+
+
+def test_turns_share_one_model_client_and_its_connection(api, new_session, gemini, caplog):
+    """The Runner runs on one long-lived event loop (sessions_app.event_loop), so ADK's Gemini keeps
+    one google-genai client and its connection pool across turns: every model call of five turns
+    arrives on one connection, and no closed loop is left for a discarded client's aclose() to fail
+    on ("Event loop is closed", an ERROR record of asyncio's)."""
+    session_id, token = new_session()
+    for n in range(5):
+        assert _say(api, session_id, token, f"message {n}").status_code == 200
+    gc.collect()  # a discarded client is closed when it is collected
+    assert len(gemini.client_ports) == 5
+    assert len(set(gemini.client_ports)) == 1
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
 
 
 @pytest.mark.parametrize("case", list(NO_ANSWER))

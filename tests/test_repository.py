@@ -135,16 +135,17 @@ def test_a_session_deleted_while_the_model_runs_is_the_uniform_404(api, new_sess
 
     session_id, token = new_session()
     scripted_model(text_response("Hi."))
-    run_agent = turns._run_agent
+    run_on_loop = turns.event_loop.run
 
-    async def run_then_delete(*args, **kwargs):
-        events = await run_agent(*args, **kwargs)
-        await DjangoSessionService().delete_session(
+    def run_then_delete(coroutine):
+        events = run_on_loop(coroutine)
+        # Another request deletes the session after the model answered, before the turn's writes.
+        async_to_sync(DjangoSessionService().delete_session)(
             app_name=APP_NAME, user_id=owner_id_for(token), session_id=session_id
         )
         return events
 
-    monkeypatch.setattr(turns, "_run_agent", run_then_delete)
+    monkeypatch.setattr(turns.event_loop, "run", run_then_delete)
     response = _say(api, session_id, token)
     assert response.status_code == 404
     assert SessionEvent.objects.count() == 0
