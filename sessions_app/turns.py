@@ -21,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -349,14 +351,38 @@ def _as_model_failure(exc: Exception, model_errors: ModelErrors) -> ModelFailure
     elif not model_errors.came_from_the_model(exc):
         return None
     elif isinstance(exc, genai_errors.APIError) and exc.code == 429:
-        failure = ModelFailure("quota", retry_after=30)
+        failure = ModelFailure("quota", retry_after=_upstream_retry_after(exc, 30))
     elif isinstance(exc, genai_errors.APIError) and exc.code == 503:
-        failure = ModelFailure("unavailable", retry_after=10)
+        failure = ModelFailure("unavailable", retry_after=_upstream_retry_after(exc, 10))
     elif isinstance(exc, genai_errors.APIError) and exc.code in (500, 502, 504):
-        failure = ModelFailure("upstream", retry_after=10)
+        failure = ModelFailure("upstream", retry_after=_upstream_retry_after(exc, 10))
     else:
         failure = ModelFailure("bad_response")
     # Only the exception's type and status code are logged: its message may
     # quote the prompt or the model's output.
     logger.warning("model turn failed: %s %s", type(exc).__name__, getattr(exc, "code", ""))
     return failure
+
+
+_RETRY_DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")  # google.rpc.RetryInfo's retryDelay, e.g. "17s"
+MAX_RETRY_AFTER_SECONDS = 3600
+
+
+def _upstream_retry_after(exc: genai_errors.APIError, default: int) -> int:
+    """Seconds the model asked us to wait (its Retry-After header, or the RetryInfo detail of a
+    Google error), so the answer's Retry-After says what the model said; `default` when it said
+    nothing readable. Whole seconds, rounded up, 1 to MAX_RETRY_AFTER_SECONDS."""
+    seconds = None
+    headers = getattr(exc.response, "headers", None) or {}
+    header = str(headers.get("retry-after") or "").strip()
+    if header.isdigit():
+        seconds = int(header)
+    else:
+        details = exc.details.get("error", {}).get("details", []) if isinstance(exc.details, dict) else []
+        for detail in details if isinstance(details, list) else []:
+            if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
+                match = _RETRY_DELAY.match(str(detail.get("retryDelay", "")))
+                seconds = math.ceil(float(match.group(1))) if match else None
+    if seconds is None:
+        return default
+    return min(max(seconds, 1), MAX_RETRY_AFTER_SECONDS)

@@ -78,8 +78,9 @@ class GeminiDouble:
         self._server.shutdown()
         self._server.server_close()
 
-    def answer(self, *answers: dict | tuple[int, dict | str]) -> None:
-        """Queues answers: a body (200), or (status, body) for an error or a broken answer."""
+    def answer(self, *answers: dict | tuple) -> None:
+        """Queues answers: a body (200), or (status, body) for an error or a broken answer, or
+        (status, body, headers)."""
         with self._lock:
             self._answers.extend(answers)
 
@@ -92,7 +93,7 @@ class GeminiDouble:
             hold.release()
             self._hold = None
 
-    def _next(self, model: str, request: dict, client_port: int) -> tuple[int, dict | str]:
+    def _next(self, model: str, request: dict, client_port: int) -> tuple:
         with self._lock:
             self.requests.append({"model": model, **request})
             self.client_ports.append(client_port)
@@ -108,6 +109,9 @@ class GeminiDouble:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as Google's servers do
+            # Headers and body go out in two writes: without TCP_NODELAY the body waits for the
+            # client's delayed ACK (about 40 ms a call), a delay no real server adds.
+            disable_nagle_algorithm = True
 
             def do_POST(self):
                 match = GENERATE.match(self.path.split("?")[0])
@@ -116,9 +120,11 @@ class GeminiDouble:
                     return self._send(404, {"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}})
                 return self._send(*double._next(match["model"], json.loads(body), self.client_address[1]))
 
-            def _send(self, status: int, body: dict | str):
+            def _send(self, status: int, body: dict | str, headers: dict | None = None):
                 data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json; charset=UTF-8")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

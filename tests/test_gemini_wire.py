@@ -89,6 +89,35 @@ def test_turns_share_one_model_client_and_its_connection(api, new_session, gemin
     assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
 
 
+UPSTREAM_MARKER = "上游引文-Marrowvale-5521"
+QUOTING_ANSWERS = {
+    # A 400 whose message quotes what it was sent, as Google's errors do.
+    "400 quoting": (
+        400,
+        {"error": {"code": 400, "message": f"Invalid value {UPSTREAM_MARKER!r}", "status": "INVALID"}},
+    ),
+    # An answer google-genai cannot read as a response (its validation error quotes the value),
+    # and an HTML error page (its error quotes the body).
+    "invalid answer": (200, {"candidates": [{"content": {"parts": [{"text": {"quoted": UPSTREAM_MARKER}}]}}]}),
+    "HTML page": (502, f"<html><body><h1>Bad gateway</h1><p>{UPSTREAM_MARKER}</p></body></html>"),
+}
+
+
+@pytest.mark.parametrize("case", list(QUOTING_ANSWERS))
+def test_upstream_text_in_a_failed_answer_reaches_no_log(api, new_session, gemini, captured_logs, case):
+    """ADK logs a failed model call with tracebacks quoting the upstream text (its node runner's
+    "Node execution failed" and the root node's failure); the console handler's filter redacts them."""
+    protected, raw = captured_logs
+    session_id, token = new_session()
+    gemini.answer(QUOTING_ANSWERS[case])
+    response = _say(api, session_id, token, "Please draft my plan")
+    assert response.status_code in (502, 503) and response.json()["code"].startswith("model_")
+    assert UPSTREAM_MARKER in raw.getvalue()  # control: the libraries did log it
+    assert "record redacted" in protected.getvalue()
+    assert UPSTREAM_MARKER not in protected.getvalue() + response.content.decode()
+    assert SessionEvent.objects.count() == 0
+
+
 @pytest.mark.parametrize("case", list(NO_ANSWER))
 def test_a_turn_without_an_answer_is_an_error_and_is_not_kept(api, new_session, gemini, case):
     body, status, code = NO_ANSWER[case]
@@ -164,3 +193,24 @@ def test_a_failed_model_call_is_retried_as_configured(api, new_session, monkeypa
         assert len(double.requests) == requests
     finally:
         double.stop()
+
+
+def _quota(details: list | None = None) -> dict:
+    return {"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED", "details": details or []}}
+
+
+RETRY_INFO = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "42.3s"}]
+
+
+@pytest.mark.parametrize(
+    "answer,retry_after",
+    [((429, _quota(), {"Retry-After": "17"}), "17"), ((429, _quota(RETRY_INFO)), "43"), ((429, _quota()), "30")],
+    ids=["Retry-After header", "RetryInfo detail", "nothing said"],
+)
+def test_the_answers_retry_after_says_what_the_model_said(api, new_session, gemini, answer, retry_after):
+    session_id, token = new_session()
+    gemini.answer(answer)
+    response = _say(api, session_id, token, "Please draft my plan")
+    assert response.status_code == 503
+    assert response["Retry-After"] == retry_after
+    assert SessionEvent.objects.count() == 0
