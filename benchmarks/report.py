@@ -15,6 +15,7 @@ SECTIONS = [
     "growth",
     "service",
     "turn_profile",
+    "gemini_path",
     "purge",
     "session_limits",
     "journal_modes",

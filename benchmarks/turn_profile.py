@@ -40,6 +40,9 @@ PARTS = {
     "(agent/": "ours",
     "(cryptography/": "ours",
 }
+# A thread waiting (the Runner's loop in epoll with nothing to do, the request thread waiting for the
+# loop's answer) is sometimes sampled as running: its samples are not CPU work and are left out.
+WAITING = ("EpollSelector.select (selectors.py", "Condition.wait (threading.py", "Event.wait (threading.py")
 SETUP = ("migrate", "call_command", "_find_and_load", "SessionCreateView", "warm_up")  # not a turn's
 
 
@@ -89,7 +92,7 @@ def parts(raw: Path) -> tuple[dict, int]:
     counts, total = collections.Counter(), 0
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
-        if any(name in stack for name in SETUP):
+        if any(name in stack for name in SETUP) or stack.split(";")[-1].startswith(WAITING):
             continue
         counts[part_of(stack.split(";"))] += int(count)
         total += int(count)
