@@ -333,6 +333,9 @@ AGENT_TURN_TIMEOUT_SECONDS = float(os.environ.get("AGENT_TURN_TIMEOUT_SECONDS", 
 # Model calls within one turn (ADK's default is 500): a model that keeps
 # calling tools is stopped, the turn answers 502 and nothing is saved.
 AGENT_MAX_LLM_CALLS = int(os.environ.get("AGENT_MAX_LLM_CALLS", "10"))
+# A streamed turn (Accept: text/event-stream) sends a comment line this often while the model
+# works: a client that went away is noticed when such a write fails, and its turn is stopped.
+STREAM_HEARTBEAT_SECONDS = float(os.environ.get("STREAM_HEARTBEAT_SECONDS", "1"))
 
 # --- Abuse limits -------------------------------------------------------------------
 # A full session refuses new turns (409) before the model runs; counted from
@@ -353,6 +356,9 @@ API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(RESUME_MAX_CHA
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # The answer's form comes from the Accept header only (JSON, or a turn's event stream), never
+    # from a `?format=` query parameter: the API takes no query parameters.
+    "URL_FORMAT_OVERRIDE": None,
     "DEFAULT_PARSER_CLASSES": ["sessions_app.api.parsers.LimitedJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],

@@ -24,7 +24,7 @@ import concurrent.futures
 import contextvars
 import os
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -58,28 +58,60 @@ def process_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Runs `coroutine` on the process's loop and waits for its result (or exception).
+class Running:
+    """A coroutine running on the process's loop, seen from a sync thread."""
 
-    Call it from a sync thread, never from the loop's own thread (it would wait for itself)."""
-    loop = process_loop()
+    def __init__(self, loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, T]):
+        self._loop = loop
+        self._future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._task: asyncio.Task | None = None
+        context = contextvars.copy_context()
+
+        def start() -> None:
+            if self._future.cancelled():  # cancelled before it started
+                coroutine.close()
+                return
+            self._task = loop.create_task(coroutine, context=context)
+            self._task.add_done_callback(self._settle)
+
+        loop.call_soon_threadsafe(start)
+
+    def _settle(self, task: asyncio.Task) -> None:
+        if self._future.done():
+            return
+        if task.cancelled():
+            self._future.cancel()
+        elif task.exception() is not None:
+            self._future.set_exception(task.exception())
+        else:
+            self._future.set_result(task.result())
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def add_done_callback(self, callback: Callable[[concurrent.futures.Future], None]) -> None:
+        """`callback(future)` once it is done (at once if it is), in the thread that finished it."""
+        self._future.add_done_callback(callback)
+
+    def result(self, timeout: float | None = None) -> T:
+        """Waits for the result (or raises its exception); TimeoutError if not done in `timeout`."""
+        return self._future.result(timeout)
+
+    def cancel(self) -> None:
+        """Stops the coroutine at its next await (a disconnected client's turn, say)."""
+        self._future.cancel()
+        self._loop.call_soon_threadsafe(lambda: self._task is not None and self._task.cancel())
+
+
+def submit(coroutine: Coroutine[Any, Any, T]) -> Running:
+    """Starts `coroutine` on the process's loop with a copy of the caller's context variables.
+
+    Call it from a sync thread, never from the loop's own thread (waiting there would wait for itself)."""
     if threading.current_thread().name == _THREAD_NAME:
-        raise RuntimeError("event_loop.run() called on the loop's own thread")
-    context = contextvars.copy_context()
-    done: concurrent.futures.Future[T] = concurrent.futures.Future()
-
-    def start() -> None:
-        task = loop.create_task(coroutine, context=context)
-        task.add_done_callback(lambda finished: _settle(done, finished))
-
-    loop.call_soon_threadsafe(start)
-    return done.result()
+        raise RuntimeError("event_loop.submit() called on the loop's own thread")
+    return Running(process_loop(), coroutine)
 
 
-def _settle(done: concurrent.futures.Future, task: asyncio.Task) -> None:
-    if task.cancelled():
-        done.set_exception(concurrent.futures.CancelledError())
-    elif task.exception() is not None:
-        done.set_exception(task.exception())
-    else:
-        done.set_result(task.result())
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Runs `coroutine` on the process's loop and waits for its result (or exception)."""
+    return submit(coroutine).result()

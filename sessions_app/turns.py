@@ -22,8 +22,10 @@ import asyncio
 import functools
 import logging
 import math
+import queue
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -42,6 +44,8 @@ from google.genai import types
 
 from agent import APP_NAME, build_agent, model_label
 from agent.events import tool_call_outcomes, visible_texts
+from agent.plans import plan_count
+from agent.tools import MAX_CLAIMS
 from agent.verification import verify_reply
 
 from . import event_loop, repository
@@ -184,11 +188,11 @@ class ModelErrors(BasePlugin):
         return False
 
 
-def _turn_runner(base: Runner, buffer: TurnBuffer, model_errors: ModelErrors) -> Runner:
+def _turn_runner(base: Runner, buffer: TurnBuffer, plugins: list[BasePlugin]) -> Runner:
     """The process's Runner (agent, plugins, services) with this turn's buffer as its session
-    service and this turn's model-error recorder added to its plugins."""
+    service and this turn's plugins (its model-error recorder, its progress) added."""
     return Runner(
-        app=base.app.model_copy(update={"plugins": [*base.app.plugins, model_errors]}),
+        app=base.app.model_copy(update={"plugins": [*base.app.plugins, *plugins]}),
         app_name=base.app_name,
         session_service=buffer,
         artifact_service=base.artifact_service,
@@ -197,50 +201,116 @@ def _turn_runner(base: Runner, buffer: TurnBuffer, model_errors: ModelErrors) ->
     )
 
 
-@sensitive_variables()
-def run_turn(session: AgentSession, message: str) -> TurnResult:
-    """Runs one turn of `session` with the user's `message` (a sync entry point for views)."""
-    if not repository.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS):
-        raise TurnInProgress
-    released = False
-    try:
-        # Checked under the turn lock, so no turn of this session runs between
-        # the check and the model.
-        _check_session_limits(session)
-        base = get_runner()
-        # Read once, under the lock, with the caller's token (encryption at rest: a
-        # value that does not open fails here, and the API answers "not found").
-        stored = read_session(base.app_name, session.owner_id, session.session_id)
-        if stored is None:
-            raise SessionMissing(session.session_id)
-        resume_text = stored.state.get("resume_text", "")
-        buffer, model_errors = TurnBuffer(base.session_service, stored), ModelErrors()
-        started = time.monotonic()
+class TurnProgress(BasePlugin):
+    """Reports what a running turn is doing, for a streamed turn to show: each model call, the
+    claims the model checks (`checking_claims`, with their count), the plan version it saves
+    (`saving_plan`). Stages and counts only, never text: nothing unverified leaves the turn."""
+
+    def __init__(self, report: Callable[[dict], None]):
+        super().__init__(name="resume_agent_turn_progress")
+        self.report = report
+        self.model_calls = 0
+
+    async def before_model_callback(self, *, callback_context, llm_request):
+        self.model_calls += 1
+        self.report({"stage": "thinking", "model_call": self.model_calls})
+        return None
+
+    async def before_tool_callback(self, *, tool, tool_args, tool_context):
+        if tool.name == "verify_claims":
+            claims = tool_args.get("claims")
+            count = min(len(claims), MAX_CLAIMS) if isinstance(claims, list) else 0
+            self.report({"stage": "checking_claims", "count": count})
+        elif tool.name == "save_plan":
+            self.report({"stage": "saving_plan", "version": plan_count(tool_context.state) + 1})
+        return None
+
+
+class StartedTurn:
+    """A turn whose lock is held, whose session is read and whose Runner runs on the process's
+    event loop. `answer()` waits for the model and verifies its reply, `keep()` stores the turn;
+    `close()` stops a turn that was not kept (a client gone mid-turn) and frees the lock: nothing
+    of it is stored. Build it with `start_turn`."""
+
+    def __init__(self, session: AgentSession, message: str, progress: queue.SimpleQueue | None):
+        self.session = session
+        self.started = time.monotonic()
+        self._released = False
         try:
-            events = event_loop.run(
-                _run_agent(_turn_runner(base, buffer, model_errors), session.owner_id, session.session_id, message)
-            )
+            # Checked under the turn lock, so no turn of this session runs between
+            # the check and the model.
+            _check_session_limits(session)
+            base = self._base = get_runner()
+            # Read once, under the lock, with the caller's token (encryption at rest: a
+            # value that does not open fails here, and the API answers "not found").
+            stored = read_session(base.app_name, session.owner_id, session.session_id)
+            if stored is None:
+                raise SessionMissing(session.session_id)
+            self.resume_text = stored.state.get("resume_text", "")
+            self.buffer, self.model_errors = TurnBuffer(base.session_service, stored), ModelErrors()
+            plugins = [self.model_errors] if progress is None else [self.model_errors, TurnProgress(progress.put)]
+            runner = _turn_runner(base, self.buffer, plugins)
+            self.running = event_loop.submit(_run_agent(runner, session.owner_id, session.session_id, message))
+        except BaseException:
+            self.close()
+            raise
+
+    @sensitive_variables()
+    def answer(self) -> TurnResult:
+        """Waits for the model and verifies its reply; stores nothing (that is `keep()`)."""
+        try:
+            events = self.running.result()
         except Exception as exc:
             # Nothing was written: nothing to undo. Anything the model did not
             # cause (a tool's or the repository's bug, a session that does not
             # open) goes on as it is.
-            failure = _as_model_failure(exc, model_errors)
+            failure = _as_model_failure(exc, self.model_errors)
             if failure is None:
                 raise
             raise failure from None
         unanswered = _without_answer(events)
         if unanswered is not None:
             raise unanswered
+        return _summarise(events, self.resume_text)
+
+    @sensitive_variables()
+    def keep(self, result: TurnResult) -> TurnResult:
+        """Stores the whole turn in one transaction that also frees the lock."""
+        session, base = self.session, self._base
         with transaction.atomic():
-            buffer.store_pending(base.app_name, session.owner_id, session.session_id)
+            self.buffer.store_pending(base.app_name, session.owner_id, session.session_id)
             repository.release_turn(session.pk)
-        released = True
-        result = _summarise(events, resume_text)
-        result.latency_ms = round((time.monotonic() - started) * 1000)
+        self._released = True
+        result.latency_ms = round((time.monotonic() - self.started) * 1000)
         return result
+
+    def close(self) -> None:
+        """Stops the model if it still runs and frees the lock, unless the turn was stored."""
+        if self._released:
+            return
+        running = getattr(self, "running", None)
+        if running is not None and not running.done():
+            running.cancel()
+        repository.release_turn(self.session.pk)
+        self._released = True
+
+
+def start_turn(session: AgentSession, message: str, progress: queue.SimpleQueue | None = None) -> StartedTurn:
+    """Starts one turn of `session` with the user's `message`: TurnInProgress while another runs,
+    SessionLimitReached on a full session. Stages go to `progress` (a streamed turn) as they happen."""
+    if not repository.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS):
+        raise TurnInProgress
+    return StartedTurn(session, message, progress)
+
+
+@sensitive_variables()
+def run_turn(session: AgentSession, message: str) -> TurnResult:
+    """Runs one turn of `session` with the user's `message` (a sync entry point for views)."""
+    turn = start_turn(session, message)
+    try:
+        return turn.keep(turn.answer())
     finally:
-        if not released:
-            repository.release_turn(session.pk)
+        turn.close()
 
 
 @sensitive_variables()

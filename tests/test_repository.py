@@ -135,17 +135,29 @@ def test_a_session_deleted_while_the_model_runs_is_the_uniform_404(api, new_sess
 
     session_id, token = new_session()
     scripted_model(text_response("Hi."))
-    run_on_loop = turns.event_loop.run
+    submit = turns.event_loop.submit
 
-    def run_then_delete(coroutine):
-        events = run_on_loop(coroutine)
-        # Another request deletes the session after the model answered, before the turn's writes.
-        async_to_sync(DjangoSessionService().delete_session)(
-            app_name=APP_NAME, user_id=owner_id_for(token), session_id=session_id
-        )
-        return events
+    class ThenDelete:
+        """The running turn, but another request deletes the session once the model has answered,
+        before the turn's writes."""
 
-    monkeypatch.setattr(turns.event_loop, "run", run_then_delete)
+        def __init__(self, running):
+            self.running = running
+
+        def result(self, timeout=None):
+            events = self.running.result(timeout)
+            async_to_sync(DjangoSessionService().delete_session)(
+                app_name=APP_NAME, user_id=owner_id_for(token), session_id=session_id
+            )
+            return events
+
+        def done(self):
+            return self.running.done()
+
+        def cancel(self):
+            self.running.cancel()
+
+    monkeypatch.setattr(turns.event_loop, "submit", lambda coroutine: ThenDelete(submit(coroutine)))
     response = _say(api, session_id, token)
     assert response.status_code == 404
     assert SessionEvent.objects.count() == 0

@@ -154,3 +154,13 @@ def api_exception_handler(exc, context):
             status=status.HTTP_500_INTERNAL_SERVER_ERROR,
         )
     return response
+
+
+def error_answer(exc: Exception) -> tuple[int, dict]:
+    """(status, body) of the answer `exc` gets, for a streamed turn's `error` event: the same
+    status and JSON body as the answer the API gives when no stream has begun."""
+    response = api_exception_handler(exc, {})
+    if response is None:  # DEBUG: no debug page inside a stream
+        return 500, {"detail": _("Something went wrong on the server. No data was lost; please try again later.")}
+    body = response.data if isinstance(response, Response) else json.loads(response.content)
+    return response.status_code, dict(body)

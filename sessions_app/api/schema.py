@@ -8,6 +8,7 @@ that names a session, so a client can follow it without reading prose.
 
 from django.urls import reverse
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
 from ..ownership import TOKEN_HEADER
@@ -57,7 +58,10 @@ NOT_FOUND = OpenApiResponse(
     ErrorResponse, description="Unknown, malformed, expired, deleted or not yours: one identical answer"
 )
 NO_TOKEN = OpenApiResponse(ErrorResponse, description="The X-Session-Token header is missing")
-NOT_ACCEPTABLE = OpenApiResponse(ErrorResponse, description="The Accept header allows no application/json answer")
+NOT_ACCEPTABLE = OpenApiResponse(
+    ErrorResponse,
+    description="The Accept header allows no application/json answer (nor text/event-stream, where a turn can stream)",
+)
 BODY_TOO_LARGE = OpenApiResponse(ErrorResponse, description="The body is larger than API_MAX_BODY_BYTES")
 NOT_JSON = OpenApiResponse(ErrorResponse, description="The body is not application/json")
 THROTTLED = OpenApiResponse(ErrorResponse, description="Too many requests; see Retry-After")
@@ -67,6 +71,28 @@ SESSION_PARAMETERS = [TOKEN_PARAMETER, WWW_AUTHENTICATE]
 SESSION_ERRORS = {401: NO_TOKEN, 404: NOT_FOUND, 406: NOT_ACCEPTABLE}
 # ...and every operation that reads a JSON body.
 BODY_ERRORS = {406: NOT_ACCEPTABLE, 413: BODY_TOO_LARGE, 415: NOT_JSON}
+
+
+def json_only(responses: dict) -> dict:
+    """`responses` declared as application/json only, for a view that can also stream: its
+    errors and its other answers are JSON whatever the client accepts."""
+    return {(status, "application/json"): response for status, response in responses.items()}
+
+
+STREAMED_TURN = OpenApiResponse(
+    OpenApiTypes.STR,
+    description=(
+        "With `Accept: text/event-stream`: the turn as Server-Sent Events. `progress` events while it"
+        " runs (`{stage, label, count?, version?, model_call?}`: stage is reading, thinking, checking_claims"
+        " with the claims' count, saving_plan with the version, checking_reply, saving; label is the stage in"
+        " the client's language; never the model's text), then one `reply` event with the same body as the"
+        " JSON answer, sent after the turn is stored, or one `error` event (`{status, code?, detail}`, the"
+        " status and body the JSON answer would have had) if the turn fails once the stream has begun:"
+        " nothing of it is stored. Comment lines (`: working`) keep the connection alive. A client that"
+        " hangs up mid-turn stops the turn: nothing of it is stored. Errors before the stream begins are"
+        " the JSON answers below."
+    ),
+)
 
 
 def link_created_session(result, generator, request, public):

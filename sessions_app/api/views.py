@@ -1,9 +1,13 @@
 """The session API. Views only translate HTTP to service calls and back."""
 
+import queue
+
+from django.utils.cache import cc_delim_re
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -13,7 +17,17 @@ from ..models import AgentSession
 from ..ownership import TOKEN_HEADER
 from .authentication import SessionTokenAuthentication
 from .errors import SessionNotFound
-from .schema import ATTACHMENT, BODY_ERRORS, RETRY_AFTER, SESSION_ERRORS, SESSION_PARAMETERS, THROTTLED
+from .event_stream import EventStreamRenderer, turn_stream
+from .schema import (
+    ATTACHMENT,
+    BODY_ERRORS,
+    RETRY_AFTER,
+    SESSION_ERRORS,
+    SESSION_PARAMETERS,
+    STREAMED_TURN,
+    THROTTLED,
+    json_only,
+)
 from .serializers import (
     Conversation,
     CreateSessionErrors,
@@ -118,9 +132,35 @@ class SessionDetailView(OwnedSessionView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+# What sending a message answers as JSON (every answer but the stream).
+MESSAGE_ANSWERS = {
+    200: MessageResponse,
+    400: OpenApiResponse(MessageErrors, description="Invalid input"),
+    **SESSION_ERRORS,
+    **BODY_ERRORS,
+    409: OpenApiResponse(
+        SessionFullResponse,
+        description="Another turn on this session is running, or the session is full"
+        " (`code`: session_turn_limit, session_size_limit)",
+    ),
+    429: THROTTLED,
+    422: OpenApiResponse(
+        ModelFailureResponse,
+        description="The model declined to answer (`model_blocked`): nothing was saved; rephrase and resend",
+    ),
+    502: OpenApiResponse(
+        ModelFailureResponse,
+        description="The model gave a bad, cut-off or empty answer, or called tools too often: nothing saved",
+    ),
+    503: OpenApiResponse(ModelFailureResponse, description="The model is unavailable (see Retry-After)"),
+    504: OpenApiResponse(ModelFailureResponse, description="The model timed out"),
+}
+
+
 @hide_posted_text
 class SessionMessagesView(OwnedSessionView):
     throttle_classes = [ClientMessageThrottle, SessionMessageThrottle]
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     def get_throttles(self):
         # Only sending a message runs the model; reading the conversation is not counted.
@@ -128,7 +168,7 @@ class SessionMessagesView(OwnedSessionView):
 
     @extend_schema(
         parameters=SESSION_PARAMETERS,
-        responses={200: Conversation, **SESSION_ERRORS},
+        responses=json_only({200: Conversation, **SESSION_ERRORS}),
         summary="The conversation so far",
     )
     def get(self, request, session_id):
@@ -140,37 +180,39 @@ class SessionMessagesView(OwnedSessionView):
         request=MessageRequest,
         examples=[OpenApiExample("A message", value={"message": "Please draft my job-search plan"}, request_only=True)],
         parameters=[*SESSION_PARAMETERS, RETRY_AFTER],
-        responses={
-            200: MessageResponse,
-            400: OpenApiResponse(MessageErrors, description="Invalid input"),
-            **SESSION_ERRORS,
-            **BODY_ERRORS,
-            409: OpenApiResponse(
-                SessionFullResponse,
-                description="Another turn on this session is running, or the session is full"
-                " (`code`: session_turn_limit, session_size_limit)",
-            ),
-            429: THROTTLED,
-            422: OpenApiResponse(
-                ModelFailureResponse,
-                description="The model declined to answer (`model_blocked`): nothing was saved; rephrase and resend",
-            ),
-            502: OpenApiResponse(
-                ModelFailureResponse,
-                description="The model gave a bad, cut-off or empty answer, or called tools too often: nothing saved",
-            ),
-            503: OpenApiResponse(ModelFailureResponse, description="The model is unavailable (see Retry-After)"),
-            504: OpenApiResponse(ModelFailureResponse, description="The model timed out"),
-        },
-        summary="Send a message; the agent answers",
+        responses={**json_only(MESSAGE_ANSWERS), (200, "text/event-stream"): STREAMED_TURN},
+        summary="Send a message; the agent answers (as one JSON answer, or streamed with Accept: text/event-stream)",
     )
     @hide_locals
     def post(self, request, session_id):
         session = self.owned_session(session_id)
         payload = MessageRequest(data=request.data)
         payload.is_valid(raise_exception=True)
+        if isinstance(request.accepted_renderer, EventStreamRenderer):
+            stages = queue.SimpleQueue()
+            turn = turns.start_turn(session, payload.validated_data["message"], stages)
+            # An ASGI request carries its scope: that server needs an asynchronous stream.
+            return turn_stream(turn, stages, asynchronous=getattr(request, "scope", None) is not None)
         result = turns.run_turn(session, payload.validated_data["message"])
         return Response(MessageResponse(result).data)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if isinstance(response, Response) and isinstance(
+            getattr(request, "accepted_renderer", None), EventStreamRenderer
+        ):
+            # Only a started turn streams: every other answer (an error before the stream, the
+            # conversation) is JSON, whatever the client accepts.
+            request.accepted_renderer, request.accepted_media_type = JSONRenderer(), JSONRenderer.media_type
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if not (request.method == "POST" and response.status_code == status.HTTP_200_OK):
+            # Only a turn's answer depends on Accept (JSON or a stream). DRF marks every answer of a
+            # view with two renderers `Vary: Accept`, which would set this view's 404 apart.
+            vary = [name for name in cc_delim_re.split(response.get("Vary", "")) if name and name != "Accept"]
+            if vary:
+                response["Vary"] = ", ".join(vary)
+            elif response.has_header("Vary"):
+                del response["Vary"]
+        return response
 
 
 class SessionPlanView(OwnedSessionView):

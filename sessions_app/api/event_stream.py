@@ -1,0 +1,135 @@
+"""A turn as Server-Sent Events: progress while it runs, then the verified reply.
+
+`POST /agent/sessions/{id}/messages` with `Accept: text/event-stream` answers 200 with a stream
+once the turn has started (before that, errors are the usual JSON answers with their status):
+
+    event: progress    data: {"stage": "checking_claims", "count": 3, "label": "Checking 3 claims"}
+    event: reply       data: the same body as the plain answer, after the turn is stored
+    event: error       data: {"status": 502, "code": "model_bad_response", "detail": "..."}
+
+Progress gives stages and counts only, never the model's text: no claim is shown before it
+is verified. The turn is stored only after its reply is verified, just before the `reply`
+event. A client that goes away is noticed when a write to it fails (a comment line is sent
+every STREAM_HEARTBEAT_SECONDS while the model works): the model is stopped, the lock freed,
+and nothing of the turn is stored.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import queue
+from collections.abc import AsyncIterator, Iterator
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+from rest_framework.renderers import BaseRenderer
+
+from ..turns import StartedTurn
+from .errors import error_answer
+from .serializers import MessageResponse
+
+MEDIA_TYPE = "text/event-stream"
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Lets a client ask for the stream (content negotiation); the stream itself is a
+    StreamingHttpResponse, and error answers before it are JSON (the view's finalize_response)."""
+
+    media_type = MEDIA_TYPE
+    format = "event-stream"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return json.dumps(data, ensure_ascii=False).encode("utf-8")
+
+
+def _label(stage: dict) -> str:
+    match stage["stage"]:
+        case "reading":
+            return _("Reading your resume and the conversation")
+        case "thinking":
+            return _("Thinking")
+        case "checking_claims":
+            count = stage["count"]
+            return ngettext("Checking %(count)d claim", "Checking %(count)d claims", count) % {"count": count}
+        case "saving_plan":
+            return _("Saving plan v%(version)d") % {"version": stage["version"]}
+        case "checking_reply":
+            return _("Checking the reply against your resume")
+        case "saving":
+            return _("Saving this turn")
+    return stage["stage"]
+
+
+def _event(name: str, data: dict) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n".encode()
+
+
+def _progress(stage: dict) -> bytes:
+    return _event("progress", {**stage, "label": _label(stage)})
+
+
+_DONE = object()  # put after the last stage, when the model has finished
+
+
+def _turn_events(turn: StartedTurn, stages: queue.SimpleQueue) -> Iterator[bytes]:
+    try:
+        turn.running.add_done_callback(lambda _: stages.put(_DONE))
+        yield _progress({"stage": "reading"})
+        while True:
+            try:
+                stage = stages.get(timeout=settings.STREAM_HEARTBEAT_SECONDS)
+            except queue.Empty:
+                yield b": working\n\n"  # a write that fails tells us the client has gone
+                continue
+            if stage is _DONE:
+                break
+            yield _progress(stage)
+        try:
+            yield _progress({"stage": "checking_reply"})
+            result = turn.answer()
+            yield _progress({"stage": "saving"})
+            yield _event("reply", MessageResponse(turn.keep(result)).data)
+        except Exception as exc:  # the turn failed after the stream began: the error as an event
+            status, body = error_answer(exc)
+            yield _event("error", {"status": status, **body})
+    finally:
+        turn.close()  # a turn not kept (an error, a client gone) leaves nothing behind
+
+
+def _in_context(context: contextvars.Context, events: Iterator[bytes]) -> Iterator[bytes]:
+    """Iterates `events` in the request's context (its token, its language): a streamed body is
+    produced after the view has returned, outside the context the view ran in."""
+    try:
+        while True:
+            try:
+                yield context.run(next, events)
+            except StopIteration:
+                return
+    finally:
+        context.run(events.close)
+
+
+async def _served_asynchronously(events: Iterator[bytes]) -> AsyncIterator[bytes]:
+    """The events for an ASGI server, which would otherwise read a sync iterator to its end
+    before sending anything. Each step runs in the request's thread (the database's)."""
+    step = sync_to_async(lambda: next(events, None), thread_sensitive=True)
+    try:
+        while (event := await step()) is not None:
+            yield event
+    finally:  # also when the client disconnects and the server cancels the response
+        await sync_to_async(events.close, thread_sensitive=True)()
+
+
+def turn_stream(turn: StartedTurn, stages: queue.SimpleQueue, asynchronous: bool) -> StreamingHttpResponse:
+    """The turn as a streamed answer; `asynchronous` for a request served over ASGI."""
+    events = _in_context(contextvars.copy_context(), _turn_events(turn, stages))
+    response = StreamingHttpResponse(
+        _served_asynchronously(events) if asynchronous else events, content_type=f"{MEDIA_TYPE}; charset=utf-8"
+    )
+    response["X-Accel-Buffering"] = "no"  # a proxy in front must pass each event on at once
+    return response

@@ -1,0 +1,115 @@
+"""A turn as Server-Sent Events (`Accept: text/event-stream`): progress while it runs, the verified
+reply at the end, saved only when complete. (A client gone mid-turn: tests/test_stream_servers.py,
+under the real servers.)
+"""
+
+import json
+
+import pytest
+from google.adk.models.google_llm import Gemini
+from google.adk.runners import Runner
+
+from agent import APP_NAME, build_agent
+from sessions_app import repository, turns
+from sessions_app.models import AgentSession, SessionEvent
+from sessions_app.store import DjangoSessionService
+
+from .gemini_double import GeminiDouble
+
+pytestmark = pytest.mark.django_db
+
+STREAM = {"HTTP_ACCEPT": "text/event-stream"}
+PROGRESS_KEYS = {"stage", "label", "count", "version", "model_call"}
+
+
+def _post(api, session_id, token, message="Please draft my job-search plan", **headers):
+    url = f"/agent/sessions/{session_id}/messages"
+    return api.post(url, {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token, **headers)
+
+
+def parse(chunks) -> list[tuple[str, dict]]:
+    """(event name, data) of each event in the chunks of a stream; comment lines left out."""
+    events = []
+    for block in b"".join(chunks).decode("utf-8").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if line and not line.startswith(":"))
+        if fields:
+            events.append((fields["event"], json.loads(fields["data"])))
+    return events
+
+
+@pytest.fixture
+def gemini(monkeypatch):
+    double = GeminiDouble().start()
+    monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", double.url)
+    runner = Runner(
+        app_name=APP_NAME, agent=build_agent(Gemini(model="gemini-2.5-flash")), session_service=DjangoSessionService()
+    )
+    monkeypatch.setattr(turns, "get_runner", lambda: runner)
+    yield double
+    double.stop()
+
+
+def test_a_streamed_turn_shows_its_stages_then_the_stored_reply(api, new_session):
+    session_id, token = new_session()
+    response = _post(api, session_id, token, HTTP_ACCEPT_LANGUAGE="en", **STREAM)
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/event-stream; charset=utf-8"
+    assert response["Cache-Control"] == "no-store"
+    events = parse(response.streaming_content)
+    names = [name for name, _ in events]
+    assert names[-1] == "reply" and set(names[:-1]) == {"progress"}
+    stages = [data["stage"] for _, data in events[:-1]]
+    assert stages[0] == "reading" and stages[-2:] == ["checking_reply", "saving"]
+    assert {"thinking", "checking_claims", "saving_plan"} <= set(stages)
+    labels = {data["stage"]: data["label"] for _, data in events[:-1]}
+    assert labels["saving_plan"] == "Saving plan v1"
+    reply = events[-1][1]
+    plain = _post(api, session_id, token, "Focus on remote roles").json()
+    assert set(reply) == set(plain)
+    assert reply["verification"] and reply["tool_calls"][0]["outcome"] == "ran"
+    history = api.get(f"/agent/sessions/{session_id}/messages", HTTP_X_SESSION_TOKEN=token).json()["messages"]
+    assert [m["role"] for m in history] == ["user", "agent", "user", "agent"]
+    assert history[1]["text"] == reply["reply"]
+
+
+def test_progress_carries_stages_and_counts_never_the_models_text(api, new_session):
+    session_id, token = new_session()
+    events = parse(_post(api, session_id, token, **STREAM).streaming_content)
+    reply = events[-1][1]["reply"]
+    for _, data in events[:-1]:
+        assert set(data) <= PROGRESS_KEYS
+        assert not any(line and line in data["label"] for line in reply.splitlines() if len(line) > 12)
+    counted = next(data for _, data in events if data.get("stage") == "checking_claims")
+    assert counted["count"] == len(events[-1][1]["tool_calls"][0]["args"]["claims"])
+
+
+def test_progress_labels_speak_the_clients_language(api, new_session):
+    session_id, token = new_session()
+    events = parse(_post(api, session_id, token, HTTP_ACCEPT_LANGUAGE="zh-Hant", **STREAM).streaming_content)
+    labels = {data["stage"]: data["label"] for name, data in events if name == "progress"}
+    assert labels["saving_plan"] == "正在儲存計畫 v1"
+    assert all(not label.isascii() for label in labels.values())
+
+
+def test_errors_before_the_stream_are_the_usual_json_answers(api, new_session):
+    session_id, token = new_session()
+    missing = _post(api, "0" * 32, token, **STREAM)
+    plain_missing = _post(api, "0" * 32, token)
+    assert (missing.status_code, missing.content) == (404, plain_missing.content)
+    assert missing["Content-Type"] == "application/json"
+    session = AgentSession.objects.get(session_id=session_id)
+    assert repository.lock_turn(session.pk, 60)  # another turn runs
+    busy = _post(api, session_id, token, **STREAM)
+    assert busy.status_code == 409 and busy["Content-Type"] == "application/json" and "detail" in busy.json()
+
+
+def test_a_model_failure_mid_stream_is_an_error_event_and_nothing_is_kept(api, new_session, gemini):
+    session_id, token = new_session()
+    gemini.answer((503, {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}))
+    events = parse(_post(api, session_id, token, **STREAM).streaming_content)
+    name, error = events[-1]
+    assert name == "error" and error["status"] == 503 and error["code"] == "model_unavailable"
+    assert error["detail"]
+    assert SessionEvent.objects.count() == 0
+    assert _post(api, session_id, token).status_code == 200  # the lock was freed

@@ -1,0 +1,109 @@
+"""A streamed turn under the real servers (gunicorn as `make run` serves, and uvicorn over ASGI),
+on this test's database, with the model on the local Gemini double: curl sees each event as it
+happens, and a client that hangs up mid-turn leaves the session exactly as it was."""
+
+import http.client
+import json
+import subprocess
+import time
+
+import httpx
+import pytest
+
+from sessions_app.models import AgentSession, SessionEvent
+
+from .gemini_double import GeminiDouble, call_answer, text_answer
+from .test_servers import BIN, _free_port, service_env, start_server
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SERVERS = {
+    "gunicorn-wsgi": lambda port: [
+        str(BIN / "gunicorn"), "config.wsgi", "--workers", "1", "--threads", "4", "--bind", f"127.0.0.1:{port}"
+    ],
+    "uvicorn-asgi": lambda port: [
+        str(BIN / "uvicorn"), "config.asgi:application", "--workers", "1", "--host", "127.0.0.1", "--port", str(port)
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture
+def gemini():
+    double = GeminiDouble().start()
+    yield double
+    double.stop()
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def server(request, tmp_path, gemini):
+    port = _free_port()
+    env = service_env(
+        tmp_path,
+        GOOGLE_API_KEY="key-of-the-local-double",
+        GOOGLE_GEMINI_BASE_URL=gemini.url,
+        STREAM_HEARTBEAT_SECONDS="0.1",
+        SESSION_CREATE_RATE="1000/hour",
+    )
+    process, base = start_server(SERVERS[request.param](port), env, tmp_path / "server.log", port)
+    yield base
+    process.terminate()
+    process.wait(timeout=30)
+
+
+def _new_session(base: str) -> tuple[str, str]:
+    from .privacy import fixture_resume
+
+    created = httpx.post(f"{base}/agent/sessions", json={"resume_text": fixture_resume()}, timeout=30).json()
+    return created["session_id"], created["token"]
+
+
+def test_curl_sees_the_progress_then_the_reply(server, gemini):
+    session_id, token = _new_session(server)
+    gemini.answer(
+        call_answer("save_plan", {"plan": "1. Apply to platform teams."}), text_answer("Hi 林語晴, plan v1 is saved.")
+    )
+    curl = [
+        "curl", "-sSN", "-H", "Accept: text/event-stream", "-H", f"X-Session-Token: {token}",
+        "-H", "Content-Type: application/json", "-d", json.dumps({"message": "Please draft my plan"}),
+        f"{server}/agent/sessions/{session_id}/messages",
+    ]  # fmt: skip
+    out = subprocess.run(curl, capture_output=True, text=True, timeout=60, check=True).stdout
+    names = [line.removeprefix("event: ") for line in out.splitlines() if line.startswith("event: ")]
+    assert names[0] == "progress" and names[-1] == "reply" and names.count("reply") == 1
+    assert '"stage": "saving_plan", "version": 1' in out
+    reply = json.loads(out.rstrip().splitlines()[-1].removeprefix("data: "))
+    assert reply["reply"] == "Hi 林語晴, plan v1 is saved."
+
+
+def test_a_client_that_hangs_up_mid_turn_leaves_the_session_as_it_was(server, gemini):
+    session_id, token = _new_session(server)
+    headers = {"X-Session-Token": token, "Content-Type": "application/json"}
+    first = httpx.post(f"{server}/agent/sessions/{session_id}/messages", json={"message": "hello"}, headers=headers)
+    assert first.status_code == 200
+    stored = list(SessionEvent.objects.order_by("pk").values_list("pk", "event_data"))
+    host, port = server.removeprefix("http://").split(":")
+    gemini.answer(call_answer("save_plan", {"plan": "1. Apply to platform teams."}), text_answer("Saved v1."))
+    with gemini.hold() as held:
+        connection = http.client.HTTPConnection(host, int(port), timeout=30)
+        body = json.dumps({"message": "Please draft my plan"})
+        connection.request(
+            "POST", f"/agent/sessions/{session_id}/messages", body, {**headers, "Accept": "text/event-stream"}
+        )
+        response = connection.getresponse()
+        assert response.status == 200
+        assert held.arrived.wait(15)  # the model is working on the turn
+        seen = b""
+        while b'"stage": "thinking"' not in seen:
+            seen += response.read1(4096)
+        connection.sock.shutdown(2)  # the client hangs up mid-turn
+        connection.close()
+        deadline = time.monotonic() + 15
+        while AgentSession.objects.get(session_id=session_id).turn_started_at is not None:
+            assert time.monotonic() < deadline, "the turn of a client that hung up was never stopped"
+            time.sleep(0.1)
+    time.sleep(0.5)  # the model answers now: nothing may be stored from it
+    assert list(SessionEvent.objects.order_by("pk").values_list("pk", "event_data")) == stored
+    again = httpx.post(f"{server}/agent/sessions/{session_id}/messages", json={"message": "again"}, headers=headers)
+    assert again.status_code == 200
+    messages = httpx.get(f"{server}/agent/sessions/{session_id}/messages", headers=headers).json()["messages"]
+    assert [m["text"] for m in messages if m["role"] == "user"] == ["hello", "again"]
