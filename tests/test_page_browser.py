@@ -86,12 +86,26 @@ def _texts(lang: str) -> dict:
             "docs": gettext("API documentation"),
             "not_found": json.loads(session_not_found_response().content)["detail"],
             "max_age": ngettext("%(count)d day", "%(count)d days", 7) % {"count": 7},
+            # What a streamed turn's progress says while the first plan is saved (sessions_app/api/event_stream.py).
+            "saving_plan_v1": gettext("Saving plan v%(version)d") % {"version": 1},
+            "checking_reply": gettext("Checking the reply against your resume"),
         }
 
 
 def on_console_violation(message) -> bool:
     return "Content Security Policy" in message.text
 
+
+# Every text the status line shows, in order (a turn's progress passes too fast to catch otherwise).
+RECORD_STATUS_TEXTS = """() => {
+  window.statusTexts = [];
+  const status = document.getElementById("status");
+  // From each mutation's added text, not the line's text when the observer runs: several events of
+  // one chunk change the line before it runs.
+  new MutationObserver((records) => {
+    for (const record of records) for (const node of record.addedNodes) window.statusTexts.push(node.textContent);
+  }).observe(status, { childList: true });
+}"""
 
 INJECT_INLINE_SCRIPT = """() => {
     window.inlineScriptRan = null;
@@ -173,11 +187,16 @@ def test_a_person_walks_through_the_page(live_server, settings, tmp_path, locale
         expect(page.locator("#plan-current")).to_have_text(strings["no_plan"])
 
         # 3. Two messages: each reply with its claim checks, its tool calls (collapsed) and the model.
+        # The turn streams: the status line shows its progress while it runs.
+        page.evaluate(RECORD_STATUS_TEXTS)
         for number, message in enumerate((FIRST_MESSAGE, SECOND_MESSAGE), start=1):
             page.fill("#message-text", message)
             page.click("#send-button")
             expect(page.locator("#conversation > li")).to_have_count(2 * number)
             expect(page.locator("#plan-current")).to_contain_text(_pattern(strings["plan_version"], version=number))
+        shown = page.evaluate("window.statusTexts")
+        assert texts["saving_plan_v1"] in shown and texts["checking_reply"] in shown, shown
+        expect(page.locator("#status")).to_have_text("")  # cleared once the reply is shown
         replies = page.locator("#conversation > li.message-agent")
         user_messages = page.locator("#conversation > li.message-user .text")
         expect(user_messages).to_have_text([FIRST_MESSAGE, SECOND_MESSAGE])

@@ -161,6 +161,68 @@
     return response;
   }
 
+  /** One Server-Sent Event block ("event: x" and "data: {json}" lines); null for a comment. */
+  function parseEvent(block) {
+    let name = null;
+    let data = "";
+    for (const line of block.split("\n")) {
+      if (line.startsWith("event: ")) name = line.slice(7);
+      else if (line.startsWith("data: ")) data += line.slice(6);
+    }
+    return name === null ? null : { name, data: JSON.parse(data) };
+  }
+
+  /**
+   * Sends a message as a streamed turn (Accept: text/event-stream): each progress event goes to
+   * onProgress (a stage and its label in the page's language, never the model's text) while the
+   * turn runs; resolves with the reply once the server has verified and stored it.
+   */
+  async function streamTurn(text, onProgress) {
+    const session = current;
+    let response;
+    try {
+      response = await fetch(sessionUrl(session, "/messages"), {
+        method: "POST",
+        headers: {
+          Accept: "text/event-stream",
+          "Content-Type": "application/json",
+          [config.tokenHeader]: session.token,
+        },
+        body: JSON.stringify({ message: text }),
+        credentials: "omit",
+        cache: "no-store",
+      });
+    } catch (error) {
+      throw new ApiError(0, strings.network_error);
+    }
+    if (!response.ok) throw new ApiError(response.status, await errorText(response));
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const event = parseEvent(buffer.slice(0, end));
+          buffer = buffer.slice(end + 2);
+          if (event === null) continue;
+          if (event.name === "progress") onProgress(event.data);
+          else if (event.name === "reply") return event.data;
+          else if (event.name === "error") {
+            const detail = event.data.detail || fmt(strings.error_status, { status: event.data.status });
+            throw new ApiError(event.data.status, detail);
+          }
+        }
+      }
+    } catch (error) {
+      if (error instanceof ApiError) throw error;
+      throw new ApiError(0, strings.network_error);
+    }
+    throw new ApiError(0, strings.network_error); // the stream ended without a reply
+  }
+
   function sessionUrl(session, suffix) {
     return `${config.sessionsUrl}/${encodeURIComponent(session.id)}${suffix || ""}`;
   }
@@ -378,7 +440,7 @@
     setAlert("");
     setStatus(strings.sending);
     try {
-      const answer = await (await callSession("POST", "/messages", { message: text })).json();
+      const answer = await streamTurn(text, (progress) => setStatus(progress.label));
       appendMessage(messageItem("user", text));
       const reply = messageItem("agent", answer.reply);
       reply.append(checksBlock(answer.verification || []));
