@@ -23,6 +23,7 @@ MAX_CLAIMS = 20
 MAX_PLAN_CHARS = 8000
 MAX_EXCERPT_CHARS = 500
 MAX_REASON_CHARS = 300
+MODEL_FLAG_KIND = "model"  # the screen's flags have kinds of their own (agent/screening.py)
 
 
 def _now() -> str:
@@ -75,7 +76,13 @@ def flag_suspicious_text(excerpt: str, reason: str, tool_context: ToolContext) -
     """
     flags = list(tool_context.state.get("suspicious_flags") or [])
     flags.append(
-        {"excerpt": str(excerpt)[:MAX_EXCERPT_CHARS], "reason": str(reason)[:MAX_REASON_CHARS], "flagged_at": _now()}
+        {
+            "excerpt": str(excerpt)[:MAX_EXCERPT_CHARS],
+            "reason": str(reason)[:MAX_REASON_CHARS],
+            "kind": MODEL_FLAG_KIND,
+            "source": "model",
+            "flagged_at": _now(),
+        }
     )
     tool_context.state["suspicious_flags"] = flags
     return {"flagged": True, "count": len(flags)}
