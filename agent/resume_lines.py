@@ -14,8 +14,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from .text_folding import CJK_RE, choices, fold, word_set
 from .screening import screen
+from .text_folding import CJK_RE, choices, fold, word_set
 from .verification import resume_name
 
 
