@@ -46,6 +46,7 @@ KINDS = (
     "split",
 )
 SOURCE = "screen"
+MODEL_FLAG_KIND = "model"  # the kind of a flag the model raised (flag_suspicious_text)
 
 _BULLET_RE = re.compile(r"^\s*(?:[-*•·▪‣●○■□◆◇▸►✓✔・–—]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
 _URL_RE = re.compile(r"https?://\S+|www\.\S+|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|net|org|io|ai|app|dev|xyz|info)\b")

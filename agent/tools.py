@@ -17,13 +17,13 @@ from datetime import UTC, datetime
 from google.adk.tools.tool_context import ToolContext
 
 from . import plans
+from .screening import MODEL_FLAG_KIND
 from .verification import check_claims
 
 MAX_CLAIMS = 20
 MAX_PLAN_CHARS = 8000
 MAX_EXCERPT_CHARS = 500
 MAX_REASON_CHARS = 300
-MODEL_FLAG_KIND = "model"  # the screen's flags have kinds of their own (agent/screening.py)
 
 
 def _now() -> str:
