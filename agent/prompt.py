@@ -78,10 +78,11 @@ def _screen_notes(resume: str) -> list[str]:
 
 def _spotlit(resume: str, flagged: set[str]) -> str:
     """The resume, each line data-marked; flagged lines marked as such."""
-    return "\n".join(
-        (FLAGGED_MARK if line.strip() and line.strip() in flagged else DATA_MARK) + _defang(line)
-        for line in resume.split("\n")
-    )
+    marked = []
+    for line in resume.split("\n"):
+        mark = FLAGGED_MARK if line.strip() and line.strip() in flagged else DATA_MARK
+        marked.append((mark + _defang(line)) if line else mark.rstrip())  # no trailing space on a blank line
+    return "\n".join(marked)
 
 
 def build_instruction(state: Mapping) -> str:
@@ -120,4 +121,4 @@ def _unmark(line: str) -> str:
     for mark in (FLAGGED_MARK, DATA_MARK):
         if line.startswith(mark):
             return line[len(mark) :]
-    return line
+    return "" if line == DATA_MARK.rstrip() else line
