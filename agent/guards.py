@@ -59,7 +59,8 @@ _ITEM_RES = (
     re.compile(r"\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|net|org|io|ai|app|dev|xyz|info|test)\b"),  # domains
     re.compile(r"\b(?=[a-z0-9_-]*\d)(?=[a-z0-9_-]*[a-z])[a-z0-9][a-z0-9_-]{4,}\b"),  # codes: letters and digits
 )
-_SENTENCE_RE = re.compile(r"[^.!?。！？\n]*(?:[.!?。！？]+|$)")
+# Sentence ends: . ! ? before a space (not inside a link), or a Chinese terminator.
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
 def normalise(text: Any) -> str:
@@ -136,9 +137,9 @@ def clean_reply(text: str, taint: Taint) -> tuple[str, bool]:
         if not taint.hits(line):
             kept_lines.append(line)
             continue
-        sentences = [s for s in _SENTENCE_RE.findall(line) if s.strip()]
-        kept = "".join(s for s in sentences if not taint.hits(s)).strip()
-        if kept:
+        sentences = [s for s in _SENTENCE_END_RE.split(line) if s.strip()]
+        kept = " ".join(s.strip() for s in sentences if not taint.hits(s)).strip()
+        if kept and not taint.hits(kept):  # what is left, read whole, must be clean too
             kept_lines.append(kept)
     return "\n".join(kept_lines).strip("\n"), True
 
