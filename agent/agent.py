@@ -6,6 +6,7 @@ from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm
 
 from . import APP_NAME  # noqa: F401  (the package's, re-exported here as before)
+from .guards import guard_model_response, guard_tool_call
 from .model_selection import select_model
 from .prompt import instruction_provider
 from .tools import flag_suspicious_text, save_plan, verify_claims
@@ -21,4 +22,8 @@ def build_agent(model: str | BaseLlm | None = None) -> LlmAgent:
         # {braces} found in the resume text (see prompt.py).
         instruction=instruction_provider,
         tools=[verify_claims, save_plan, flag_suspicious_text],
+        # The guards (agent/guards.py) hold for every model: flagged resume text never
+        # reaches a reply, a tool argument or a saved plan.
+        after_model_callback=guard_model_response,
+        before_tool_callback=guard_tool_call,
     )

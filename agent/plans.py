@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from .screening import screen
 
 PLAN_KEY_PREFIX = "plan_v"
 PLAN_COUNT_KEY = "plan_count"
@@ -29,8 +32,11 @@ DEFAULT_MAX_PLAN_VERSIONS = 20
 
 
 def initial_state(resume_text: str) -> dict:
-    """A new session's state: the resume, no plan yet, no flags."""
-    return {"resume_text": resume_text, PLAN_COUNT_KEY: 0, "suspicious_flags": []}
+    """A new session's state: the resume, no plan yet, and the screen's flags (agent/screening.py),
+    each with source "screen": every resume is screened once, when its session is created."""
+    flagged_at = datetime.now(UTC).isoformat(timespec="seconds")
+    flags = [finding.as_flag(flagged_at) for finding in screen(resume_text)]
+    return {"resume_text": resume_text, PLAN_COUNT_KEY: 0, "suspicious_flags": flags}
 
 
 def max_plan_versions() -> int:

@@ -2,7 +2,7 @@
 
 Every content line after the name gets a label, from the section its heading opens and
 from what the line holds: role (title/employer), achievement, project, skill, summary or
-other. Injection-like lines (`suspicious_lines`) are dropped, so they are never quoted or
+other. Lines the screen flags (`agent.screening.screen`) are dropped, so they are never quoted or
 obeyed. `ResumeFacts` groups the labelled lines, copied verbatim, into what the coach
 quotes and builds on: roles with their achievements, the best result, projects and
 skills; `role_title` finds the job title in a role line.
@@ -14,8 +14,15 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from .screening import screen
 from .text_folding import CJK_RE, choices, fold, word_set
-from .verification import resume_name, suspicious_lines
+from .verification import resume_name
+
+
+def _suspicious(resume: str) -> list[str]:
+    """The lines the screen (agent/screening.py) flags, in resume order, each once."""
+    return list(dict.fromkeys(finding.excerpt for finding in screen(resume)))
+
 
 # --- the resume: sections and labelled lines -------------------------------------------
 
@@ -139,7 +146,7 @@ def _resume_lines(resume: str) -> list[_Line]:
     Injection-like lines are dropped, so they are never quoted back or obeyed; so are
     lines our prompt defanged (they no longer read as the person wrote them).
     """
-    suspicious = set(suspicious_lines(resume))
+    suspicious = set(_suspicious(resume))
     raw_lines = (resume or "").splitlines()
     start = next((i + 1 for i, raw in enumerate(raw_lines) if raw.strip()), len(raw_lines))  # after the name
     lines, section = [], "top"
@@ -230,7 +237,7 @@ class ResumeFacts:
 
     def __init__(self, resume: str):
         lines = _labelled(resume)
-        self.suspicious = suspicious_lines(resume)
+        self.suspicious = _suspicious(resume)
         name = resume_name(resume)
         self.name = "" if name in self.suspicious else name  # never greet with an injection
         self.roles = self._roles(lines)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from google.adk.tools.tool_context import ToolContext
 
 from . import plans
+from .screening import MODEL_FLAG_KIND
 from .verification import check_claims
 
 MAX_CLAIMS = 20
@@ -75,7 +76,13 @@ def flag_suspicious_text(excerpt: str, reason: str, tool_context: ToolContext) -
     """
     flags = list(tool_context.state.get("suspicious_flags") or [])
     flags.append(
-        {"excerpt": str(excerpt)[:MAX_EXCERPT_CHARS], "reason": str(reason)[:MAX_REASON_CHARS], "flagged_at": _now()}
+        {
+            "excerpt": str(excerpt)[:MAX_EXCERPT_CHARS],
+            "reason": str(reason)[:MAX_REASON_CHARS],
+            "kind": MODEL_FLAG_KIND,
+            "source": "model",
+            "flagged_at": _now(),
+        }
     )
     tool_context.state["suspicious_flags"] = flags
     return {"flagged": True, "count": len(flags)}

@@ -13,12 +13,14 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 from google.adk.events.event import Event
 
 from agent import APP_NAME
 from agent.events import visible_texts
 from agent.plans import initial_state, plan_count, plan_versions
+from agent.screening import MODEL_FLAG_KIND
 
 from . import repository, retention, selectors
 from .crypto import token_context
@@ -33,10 +35,58 @@ class NewSession:
     token: str  # handed to the client once, never stored
 
 
+# What each flag's kind means, for the person (the API's `label`, in the request's language).
+FLAG_LABELS = {
+    "override": _("Asks an AI to ignore or replace its instructions"),
+    "role_switch": _("Tries to give an AI a new role"),
+    "role_tag": _("Poses as a chat message or a system message"),
+    "markup_comment": _("An instruction hidden in a markup comment"),
+    "prompt_leak": _("Asks an AI to reveal its hidden instructions"),
+    "others_data": _("Asks for other people's data"),
+    "tool_call": _("Asks an AI to call a tool or open a link"),
+    "output_control": _("Dictates what an AI should reply or save"),
+    "addressed": _("An instruction addressed to an AI"),
+    "split": _("Part of an instruction split across lines"),
+    MODEL_FLAG_KIND: _("The agent found this line tries to instruct it"),
+}
+
+
+def flags(state: dict) -> list[dict]:
+    """The session's flags as the person sees them: where each came from (the screen at the
+    start, or the model), what kind it is (with its label) and the resume line it points at.
+    Flags stored before kinds existed are the model's."""
+    resume_lines = [line.strip() for line in str(state.get("resume_text") or "").splitlines()]
+    shown = []
+    for flag in state.get("suspicious_flags") or []:
+        if not isinstance(flag, dict):
+            continue
+        source = "screen" if flag.get("source") == "screen" else "model"
+        kind = str(flag.get("kind") or MODEL_FLAG_KIND)
+        kind = kind if kind in FLAG_LABELS else MODEL_FLAG_KIND
+        excerpt = str(flag.get("excerpt") or "")
+        line = flag.get("line")
+        if not isinstance(line, int):
+            line = next((i for i, text in enumerate(resume_lines) if excerpt and excerpt.strip() in text), None)
+        shown.append(
+            {
+                "source": source,
+                "kind": kind,
+                "label": str(FLAG_LABELS[kind]),
+                "excerpt": excerpt,
+                "reason": str(flag.get("reason") or ""),
+                "line": None if line is None else line + 1,
+                "flagged_at": flag.get("flagged_at"),
+            }
+        )
+    return shown
+
+
 @sensitive_variables()
 def create_session(resume_text: str) -> NewSession:
     token = new_token()
-    # The new session's state is sealed with a key derived from its new token.
+    # initial_state screens the resume (agent/screening.py): its findings are the session's
+    # first flags, sealed with the rest of the state. The new session's state is sealed
+    # with a key derived from its new token.
     with token_context(token):
         deltas = {"app": {}, "user": {}, "session": initial_state(resume_text)}
         created = repository.create(APP_NAME, owner_id_for(token), None, deltas)
@@ -100,6 +150,7 @@ def _metadata(session: AgentSession, state: dict, messages: list[dict]) -> dict:
         "turns": sum(1 for message in messages if message["role"] == "user"),
         # Versions saved so far (the oldest may have been dropped: agent.plans).
         "plan_versions": plan_count(state),
+        "flags": flags(state),
     }
 
 
@@ -109,11 +160,13 @@ def export(session: AgentSession) -> dict:
     content = selectors.session_content(session)
     state, events = content.state, content.events
     messages = _conversation(events)
+    described = _metadata(session, state, messages)
+    del described["flags"]  # the export holds them as suspicious_flags
     return {
-        **_metadata(session, state, messages),
+        **described,
         "resume_text": state.get("resume_text", ""),
         "conversation": messages,
         "plan_versions": plan_versions(state),
-        "suspicious_flags": state.get("suspicious_flags", []),
+        "suspicious_flags": flags(state),
         "events": [event.model_dump(mode="json", exclude_none=True) for event in events],
     }

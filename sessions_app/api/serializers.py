@@ -12,6 +12,8 @@ from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
+from agent.screening import KINDS, MODEL_FLAG_KIND
+
 # Python's whitespace (str.isspace, what str.strip removes), spelled out so the
 # patterns mean the same in Python, ECMA (JSON Schema) and Rust regexes.
 WHITESPACE_CLASS = r"\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -94,8 +96,32 @@ class _SessionTimes(serializers.Serializer):
     turns = serializers.IntegerField()
 
 
+class SuspiciousFlag(serializers.Serializer):
+    """A resume line that reads as an instruction to an AI: found by the screen when the session was
+    created (`source` screen) or flagged by the model during a turn (`source` model)."""
+
+    source = serializers.ChoiceField(choices=["screen", "model"])
+    kind = serializers.ChoiceField(
+        choices=[*KINDS, MODEL_FLAG_KIND],
+        help_text="What the line does, the same in every language (`label` says it in the client's);"
+        " `model` for a flag of the model's.",
+    )
+    label = serializers.CharField()
+    excerpt = serializers.CharField(allow_blank=True, help_text="The flagged text, as it stands in the resume.")
+    reason = serializers.CharField(
+        allow_blank=True, help_text="The screen's kind, or the model's own words (not translated)."
+    )
+    line = serializers.IntegerField(allow_null=True, help_text="The resume line (1 = the first); null if not found.")
+    flagged_at = serializers.DateTimeField()
+
+
 class SessionMetadata(_SessionTimes):
     plan_versions = serializers.IntegerField()
+    flags = SuspiciousFlag(
+        many=True,
+        help_text="Resume lines flagged as instructions aimed at an AI; the guards keep them out of replies,"
+        " tool arguments and saved plans.",
+    )
 
 
 class ConversationMessage(serializers.Serializer):
@@ -125,12 +151,6 @@ class SessionPlan(serializers.Serializer):
         help_text="The kept versions, oldest first, the current one last: the newest PLAN_MAX_VERSIONS"
         " (default 20); `version` keeps counting when older ones are dropped.",
     )
-
-
-class SuspiciousFlag(serializers.Serializer):
-    excerpt = serializers.CharField(allow_blank=True)
-    reason = serializers.CharField(allow_blank=True)
-    flagged_at = serializers.DateTimeField()
 
 
 class SessionExport(_SessionTimes):

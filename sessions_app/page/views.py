@@ -66,6 +66,9 @@ def _script_strings() -> dict[str, str]:
         "no_plan": _("No plan yet: ask the agent to draft one."),
         "plan_version": _("Version %(version)s, saved %(time)s"),
         "earlier_versions": _("Earlier versions (%(count)s)"),
+        "flag_line": _("Line %(line)s"),
+        "flag_screen": _("found by the screen when the session started"),
+        "flag_model": _("flagged by the agent"),
         "error_status": _("Something went wrong (HTTP %(status)s). Please try again."),
         "network_error": _("The server could not be reached. Check your connection and try again."),
     }

@@ -277,6 +277,23 @@
     $("model-in-use").hidden = false;
   }
 
+  /** The session's flags (metadata.flags): kind label, where it came from, the line as written. */
+  function renderFlags(flags) {
+    const list = $("flag-list");
+    list.replaceChildren();
+    for (const flag of flags || []) {
+      const item = element("li", `flag flag-${flag.source}`);
+      item.dataset.kind = flag.kind;
+      item.append(element("strong", "flag-label", flag.label));
+      const source = flag.source === "screen" ? strings.flag_screen : strings.flag_model;
+      const where = flag.line ? `${fmt(strings.flag_line, { line: flag.line })}, ${source}` : source;
+      item.append(" ", element("span", "flag-where", `(${where})`));
+      if (flag.excerpt) item.append(element("q", "flag-excerpt", flag.excerpt));
+      list.append(item);
+    }
+    $("flags").hidden = !list.children.length;
+  }
+
   function messageItem(role, text, timestamp) {
     const item = element("li", `message message-${role}`);
     const who = element("p", "who", role === "user" ? strings.you : strings.agent);
@@ -365,6 +382,7 @@
     const metadata = await (await callSession("GET")).json();
     expiresAt = new Date(metadata.expires_at);
     renderExpiry();
+    renderFlags(metadata.flags);
     return metadata;
   }
 
@@ -526,6 +544,7 @@
       $("conversation").replaceChildren();
       $("plan-current").replaceChildren();
       $("plan-versions").replaceChildren();
+      renderFlags([]);
       setStatus("");
       show("deleted-view");
       $("deleted-heading").focus();

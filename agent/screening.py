@@ -1,0 +1,342 @@
+"""The resume screen: deterministic, model-free detection of text aimed at an AI.
+
+`screen(resume)` runs on every resume when its session is created (the person's own
+messages are their intent and are never screened). It returns one `Finding` per
+resume line that reads as an instruction to an assistant, with a `kind` code that the
+service translates for the person:
+
+  override        "ignore the previous instructions", "忽略以上規則", mixed-language alike
+  role_switch     "you are now ...", "從現在開始你是 ..."
+  role_tag        chat-format tags and fake transcripts: <|assistant|>, [INST], "System: ..."
+  markup_comment  an instruction hidden in <!-- ... -->, [//]: # (...), /* ... */
+  prompt_leak     a request to reveal the system prompt or hidden instructions
+  others_data     a request for other people's resumes, sessions or contact data
+  tool_call       text posing as a tool call, or asking to call a tool or open a link
+  output_control  dictating the reply or the plan ("reply only with", "計畫只寫成")
+  addressed       a directive addressed to the AI reading the resume ("Note to the AI: ...")
+  split           an instruction split across two adjacent lines
+
+How a line is read: `fold` (NFKC, lower case: full-width letters and punctuation become
+ASCII), whitespace collapsed, bullets dropped. Strong patterns flag a line alone; an
+*addressee* ("note to the AI", "給閱讀本履歷的 AI") flags it only together with a
+*directive* (an imperative, "please/請", "must/必須"), on the same line or, for the
+`split` kind, on the adjacent one. Words that only *describe* work (wrote system
+prompts, made the linter ignore generated files) match neither.
+
+The module is pure Python (no Django, no ADK) and never logs what it reads.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+from .text_folding import fold
+
+KINDS = (
+    "override",
+    "role_switch",
+    "role_tag",
+    "markup_comment",
+    "prompt_leak",
+    "others_data",
+    "tool_call",
+    "output_control",
+    "addressed",
+    "split",
+)
+SOURCE = "screen"
+MODEL_FLAG_KIND = "model"  # the kind of a flag the model raised (flag_suspicious_text)
+
+_BULLET_RE = re.compile(r"^\s*(?:[-*•·▪‣●○■□◆◇▸►✓✔・–—]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
+_URL_RE = re.compile(r"https?://\S+|www\.\S+|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|net|org|io|ai|app|dev|xyz|info)\b")
+_EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+# --- the patterns (matched against folded text) --------------------------------------------
+
+_ZH_PREV = r"(?:以上|之前|先前|上述|前面|上面|前述|原本|原先|原有|所有|全部|一切|既有)"
+_EN_PREV = r"(?:previous|prior|above|earlier|preceding|original|initial|existing|system|all|any|every|other)"
+_EN_BACK = r"(?:previous|prior|above|earlier|preceding|original|initial|system)"
+_ZH_BACK = r"(?:以上|之前|先前|上述|前面|上面|前述|原本|原先|原有)"
+_AI_NOUN = r"(?:instructions?|prompts?|guidance|directions?|directives?|orders|指示|指令|提示)"
+_RULE_NOUN = (
+    r"(?:instructions?|prompts?|rules?|guidance|guidelines?|directions?|directives?|orders|context|messages?"
+    r"|指示|指令|規則|规则|規定|规定|提示|設定|设定|要求|命令)"
+)
+_IGNORE = r"(?:ignore|disregard|forget|忽略|忽視|忽视|無視|无视|不要理會|不要理会|不理會|別管|别管|拋開|抛开|跳過|跳过)"
+
+_STRONG: dict[str, list[re.Pattern]] = {
+    "override": [
+        # "ignore the previous rules": a qualifier that points back at what came before ...
+        re.compile(rf"{_IGNORE}[^.!?。！？\n]{{0,24}}?(?:{_EN_BACK}|{_ZH_BACK})[^.!?。！？\n]{{0,16}}?{_RULE_NOUN}"),
+        # ... or "ignore all instructions": words for what an assistant is told (not lint "rules")
+        re.compile(rf"{_IGNORE}[^.!?。！？\n]{{0,24}}?(?:{_EN_PREV}|{_ZH_PREV})[^.!?。！？\n]{{0,16}}?{_AI_NOUN}"),
+        re.compile(rf"{_IGNORE}\s*(?:the\s+)?(?:above|previous|{_ZH_BACK})"),
+        # "ignore the instructions above"
+        re.compile(
+            rf"{_IGNORE}\s+(?:all\s+|any\s+|the\s+|your\s+|these\s+)*{_AI_NOUN}\s+(?:above|before|so\s+far|given|you\s+(?:got|received|were\s+given))"
+        ),
+        re.compile(r"\bnew\s+(?:rules|instructions|policy|system\s+prompt)\s*(?:[:：]|apply|are in effect)"),
+        re.compile(
+            r"\b(?:policy|instruction|rule)s?\s+update\s*[.:：]|新的?(?:指示|指令|規則|规则|系統設定)(?:已)?(?:生效|如下|[:：])"
+        ),
+    ],
+    "role_switch": [
+        re.compile(r"\byou\s+are\s+now\b|\bfrom\s+now\s+on\b[^.]{0,20}\byou\b|\bstay\s+in\s+character\b"),
+        re.compile(
+            r"\b(?:act|behave)\s+as\s+(?:an?\s+)?(?:unrestricted|unfiltered|different|new)\b|\bpretend\s+(?:to\s+be|you\s+are)\b"
+        ),
+        re.compile(r"\bdan\s+mode\b|\bdeveloper\s+mode\b|\bjailbreak(?:ed)?\s+mode\b"),
+        re.compile(
+            r"(?:從現在|从现在|現在起|现在起|此刻起)[^。！？\n]{0,8}(?:你|您)(?:是|要|就是|必須|必须|將|将|扮演)|(?:你|您)現在是|(?:你|您)现在是"
+        ),
+    ],
+    "role_tag": [
+        re.compile(
+            r"<\|\s*[a-z_]{2,20}\s*\|>|\[/?inst\]|<</?sys>>|</?(?:system|assistant|user|tool)>|^#{2,}\s*(?:system|instruction|assistant)\b"
+        )
+    ],
+    "prompt_leak": [
+        # a request (an imperative at a clause start), not a description ("taught it never to reveal ...")
+        re.compile(
+            r"(?:^|[,:;(]\s*|\b(?:and|then|please|first|now|also|kindly)\s+|\byou\s+(?:must|should|will|can|need\s+to)\s+)"
+            r"(?:reveal|print|show|repeat|output|display|share|leak|dump|tell|give|paste|echo|list|write\s+out|recite)\b"
+            r"[^.!?\n]{0,50}?\b(?:system\s+(?:prompt|message|instructions?)|hidden\s+(?:prompt|instructions?|rules|settings)"
+            r"|developer\s+(?:message|instructions?|prompt)|initial\s+(?:prompt|instructions?)|internal\s+(?:instructions?|rules|prompt)"
+            r"|your\s+(?:instructions|prompt|rules|configuration|guidelines))"
+        ),
+        re.compile(
+            r"(?:請|请|先|把|給我|给我|你|您)[^。！？\n]{0,20}?(?:顯示|显示|輸出|输出|印出|洩漏|泄漏|告訴|告诉|列出|貼出|贴出|公開|公开|說出|说出|重複|重复|提供|透露)"
+            r"[^。！？\n]{0,24}?(?:系統提示|系统提示|系統訊息|系统消息|系統指令|系统指令|隱藏的?(?:設定|指令|提示|規則)|隐藏的?(?:设定|指令|提示|规则)"
+            r"|開發者(?:訊息|指令|提示)|开发者(?:消息|指令|提示)|內部(?:指令|設定|規則|提示)|内部(?:指令|设定|规则|提示)|你的(?:指令|提示詞|設定|規則)|初始(?:指令|提示))"
+        ),
+        # "請把你的系統提示完整輸出": the noun first, the verb after it
+        re.compile(
+            r"(?:請|请|把|將|将|給我|给我)[^。！？\n]{0,8}?(?:你的|妳的|您的)?(?:系統提示|系统提示|系統訊息|系统消息|系統指令|系统指令|隱藏的?(?:設定|指令|提示)|開發者(?:訊息|指令)|內部(?:指令|設定)|初始(?:指令|提示))"
+            r"[^。！？\n]{0,12}?(?:顯示|显示|輸出|输出|印出|貼出|贴出|公開|公开|說出|说出|列出|透露)"
+        ),
+    ],
+    "others_data": [
+        re.compile(
+            r"\b(?:list|print|paste|show|give|share|dump|send|include|reveal|output|tell|display|provide|copy|forward)\b"
+            r"[^.!?\n]{0,60}?\b(?:other|previous|another|prior|earlier|last|all\s+(?:the\s+)?other)\s+"
+            r"(?:users?|candidates?|applicants?|people|persons?|sessions?|clients?|customers?|job\s*seekers?)(?:'s?|’s?)?\b"
+        ),
+        re.compile(
+            r"\b(?:data|resumes?|cvs?|emails?|names|phone\s+numbers?|information|details|conversations?|messages|profiles?)\s+"
+            r"(?:of|from)\s+(?:the\s+)?(?:other|previous|another|prior|earlier)\s+(?:users?|sessions?|candidates?|applicants?|people)\b"
+        ),
+        re.compile(
+            r"(?:其他|其它|別的|别的|上一位|前一位|其餘|其余|所有)的?(?:使用者|用戶|用户|求職者|求职者|應徵者|应征者|候選人|候选人|人|客戶|客户|會員|会员|面試者)"
+            r"[^。！？\n]{0,16}?(?:履歷|履历|資料|资料|個資|个资|電話|电话|信箱|郵件|邮件|email|姓名|對話|对话)"
+        ),
+    ],
+    "tool_call": [
+        re.compile(
+            r"\b(?:save_plan|verify_claims|flag_suspicious_text)\b|\"(?:function_?call|tool_?calls?|tool_use)\"\s*:|<tool_call>|\bfunctions\.\w+\("
+        ),
+        re.compile(
+            r"\b(?:call|use|invoke|run|trigger)\s+(?:the\s+|your\s+)?[\w-]*\s*(?:tool|function|plugin|browser|browsing)\b(?!\s+(?:chain|vendor))"
+        ),
+        re.compile(
+            r"(?:請|请|你|您)[^。！？\n]{0,10}?(?:呼叫|調用|调用|使用|啟用|启用|執行|执行)[^。！？\n]{0,10}?(?:工具|函式|函数|插件|外掛|外挂|瀏覽|浏览)"
+        ),
+    ],
+    "output_control": [
+        re.compile(
+            r"\b(?:reply|respond|answer)\s+(?:only\s+|just\s+)?(?:with|using)\b|\bsay\s+(?:exactly|only|just)\b"
+        ),
+        re.compile(
+            r"\b(?:start|begin|end|prefix|open)\s+(?:every|each|all|your)\s+(?:reply|replies|answer|answers|response|responses|message)"
+        ),
+        re.compile(
+            r"\b(?:save|write|make|set|store)\s+(?:a|the|your)?\s*plan\s+(?:whose|that\s+says|with\s+only|as\s+the\s+single|as\s+only)"
+        ),
+        re.compile(
+            r"\b(?:replace|overwrite)\s+(?:every|each|all|the)\s+(?:steps?|plan|lines?)\b|\bdo\s+not\s+mention\s+this\b|\bdon'?t\s+(?:tell|mention)\s+(?:the\s+user|this)"
+        ),
+        re.compile(
+            r"直接回覆|直接回复|只回覆|只回复|回覆只|回复只|只回答|直接回答|每次回答|每次回覆|每個回答|都要以[^。！？\n]{0,20}開頭|都要以[^。！？\n]{0,20}开头"
+            r"|(?:求職|求职)?(?:計畫|计划|計劃)[^。！？\n]{0,6}?(?:只寫|只写|寫成|写成|改成|存成|保存為|保存为|儲存為|储存为)|不要提到這段|不要提到这段|結束對話|结束对话"
+        ),
+    ],
+}
+
+# A line that addresses the AI reading it (alone, never a flag).
+_ADDRESSEE = [
+    re.compile(
+        r"\b(?:note|message|notice|reminder|attention|instructions?|memo)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|every\s+)?"
+        r"(?:ai|assistants?|models?|llms?|bots?|agents?|language\s+models?|gpt|chatgpt|gemini|claude|reviewers?|screeners?)\b"
+    ),
+    re.compile(
+        r"\b(?:dear|hey|hi|hello|attention)\s+(?:the\s+)?(?:ai|assistant|model|llm|bot|gpt|chatgpt|gemini|claude)\b"
+    ),
+    re.compile(
+        r"\b(?:ai|assistants?|models?|llms?|bots?|agents?|systems?|tools?|gpts?)\b[^.!?\n]{0,20}?\b(?:reading|processing|reviewing|screening|"
+        r"parsing|analy[sz]ing|evaluating|summari[sz]ing)\s+(?:this|the|my)\s+(?:resume|cv|document|file|text|page|profile|application)"
+    ),
+    re.compile(
+        r"\bwhoever\s+(?:is\s+)?(?:reading|generating|processing|reviewing|screening|analy[sz]ing|summari[sz]ing)\b"
+    ),
+    re.compile(r"\bif\s+you\s+are\s+an?\s+(?:ai|llm|language\s+model|assistant|bot|automated)"),
+    re.compile(
+        r"\b(?:ai|bot|automated)\s+(?:reviewers?|screeners?|recruiters?)\b|\breviewer\s+bot\b|\bto\s+the\s+(?:ai|assistant|model|llm)\b"
+    ),
+    re.compile(
+        r"(?:給|给|致|寫給|写给)[^，,。：:\n]{0,14}?(?:ai|助理|助手|模型|機器人|机器人|系統|系统|assistant|bot|llm|gpt)"
+    ),
+    re.compile(r"(?:ai|助理|助手|模型|機器人|机器人|assistant|bot)\s*[，,]?\s*(?:請注意|请注意|注意|請|请|你好|您好)"),
+    re.compile(
+        r"正在(?:讀|读|閱讀|阅读|看|審閱|审阅|處理|处理|分析)[^，,。\n]{0,12}?(?:ai|助理|助手|模型|系統|系统)"
+        r"|(?:閱讀|阅读|讀取|读取|處理|处理|審閱|审阅|篩選|筛选|分析|讀|读)(?:本|這份|这份|此|這篇|这篇)(?:履歷|履历|文件|檔案|档案)的"
+    ),
+]
+# Role prefixes of a chat transcript ("System: ...", "Assistant: ...").
+_ROLE_PREFIX_RE = re.compile(
+    r"^(?:system|assistant|user|human|developer|ai|bot|model|gpt|chatgpt|gemini|tool)\s*[:：]\s*(.*)$"
+)
+# Directives: an imperative at a clause start, or please/must/請/必須.
+_EN_IMPERATIVES = (
+    "ignore|disregard|forget|say|reply|respond|answer|print|output|write|repeat|reveal|show|tell|send|email|forward|paste|"
+    r"list|save|call|use|fetch|visit|open|click|browse|go\s+to|navigate|add|include|replace|begin|start|end|stop|skip|confirm|"
+    "follow|put|make|set|change|rewrite|delete|remove|insert|append|return|give|share|dump|recommend|direct|register|"
+    "sign|treat|rate|rank|mark|approve|reject|summarise|summarize|respond|finish|complete|do|don't|never|always"
+)
+_DIRECTIVE = [
+    re.compile(rf"(?:^|[,:;(—–\-]\s*|\b(?:and|then|please)\s+)(?:{_EN_IMPERATIVES})\b"),
+    re.compile(
+        r"\b(?:please|kindly)\s+\w+|\b(?:you|agents?|assistants?|models?|ai)\s+(?:must|should|shall|will\s+now|need\s+to|are\s+required\s+to)\b|\bmust\s+(?:fetch|visit|open|register|tell|add|include|reply|say)\b"
+    ),
+    re.compile(
+        r"請|请|務必|务必|必須|必须|一定要|立刻|馬上|马上|不要|別再|别再"
+        r"|(?:^|[，,：:。])\s*(?:直接|先|把|將|将|回覆|回复|輸出|输出|印出|列出|寫下|写下|顯示|显示|告訴|告诉|轉寄|转寄|寄給|寄给|傳送|传送|開啟|开启|前往|點擊|点击|呼叫|儲存|储存|忽略|無視|无视)"
+    ),
+]
+_SECOND_PERSON_RE = re.compile(r"\b(?:you|your)\b|你|您")
+_COMMENT_RE = re.compile(r"<!--(.*?)(?:-->|$)|\[//\]:\s*#\s*[(\"'](.*)|/\*(.*?)(?:\*/|$)|\{#(.*?)(?:#\}|$)")
+_LINK_PUSH_RE = re.compile(
+    r"\b(?:tell|ask|send|direct|redirect|point)\s+(?:the\s+)?(?:candidate|user|person|applicant|reader|them)\b"
+    r"|\b(?:add|include|put|insert)\s+(?:this|that|the)\s+(?:link|url|address)|\b(?:in|into|to)\s+(?:the|your|any|every)\s+(?:plan|reply|answer|response)"
+    r"|\bfollow\s+the\s+(?:instructions|steps)\s+(?:on|at)\b"
+    r"|告訴(?:求職者|使用者|用戶|應徵者|候選人|他|她)|告诉(?:求职者|用户|应征者|候选人|他|她)|在回覆|在回复|計畫裡|计划里|照(?:頁面|网页|網頁|页面)上的指示"
+)
+_OPEN_END_RE = re.compile(r"[.。!！?？)）」』\]>]\s*$")
+_LEADING_DIRECTIVE_RE = re.compile(
+    rf"^(?:(?:and|then|please|also)\s+)?(?:{_EN_IMPERATIVES})\b|^(?:請|请|務必|务必|必須|必须|直接|並且|并且|然後|然后|再|把|將|将|不要)"
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One flagged resume line: its index in `resume.splitlines()`, the line as written
+    (stripped; what the guards keep out of replies and tools), and why (a kind code)."""
+
+    line: int
+    excerpt: str
+    kind: str
+
+    def as_flag(self, flagged_at: str) -> dict:
+        return {**asdict(self), "source": SOURCE, "reason": self.kind, "flagged_at": flagged_at}
+
+
+@dataclass
+class _Read:
+    text: str  # folded, bullet-less, whitespace collapsed
+    kind: str | None  # a strong kind, or a combination's
+    addressed: bool
+    directive: bool
+    role_prefix: bool
+
+
+def _normalise(line: str) -> str:
+    return " ".join(_BULLET_RE.sub("", fold(line)).split())
+
+
+def _is_directive(text: str) -> bool:
+    return any(p.search(text) for p in _DIRECTIVE)
+
+
+def _is_addressed(text: str) -> bool:
+    return any(p.search(text) for p in _ADDRESSEE)
+
+
+# Quoted text is a mention ("built a filter for 'ignore previous instructions' attacks"),
+# except for the kinds whose payload is usually quoted (a JSON tool-call blob).
+_QUOTED_RE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|'[^'\n]{3,}'|「[^」\n]*」|『[^』\n]*』")
+_QUOTE_BLIND = ("tool_call",)
+
+
+def _unquoted(text: str) -> str:
+    return _QUOTED_RE.sub(" ", text)
+
+
+def _kind_of(text: str) -> str | None:
+    """The kind a single (normalised) text reads as, or None."""
+    bare = _unquoted(text)
+    for kind, patterns in _STRONG.items():
+        if any(p.search(text if kind in _QUOTE_BLIND else bare) for p in patterns):
+            return kind
+    comment = _COMMENT_RE.search(text)
+    if comment:
+        body = next((g for g in comment.groups() if g), "")
+        if body and (_is_addressed(body) or _is_directive(body) or _URL_RE.search(body) or _kind_of(body)):
+            return "markup_comment"
+    role = _ROLE_PREFIX_RE.match(text)
+    if role and (_is_directive(role.group(1)) or _SECOND_PERSON_RE.search(role.group(1))):
+        return "role_tag"
+    addressed, directive = _is_addressed(text), _is_directive(text)
+    has_link = bool(_URL_RE.search(text) or _EMAIL_RE.search(text))
+    # A link alone is a portfolio; one the text wants in our reply or plan, or that it tells the AI to open, is not.
+    if has_link and (_LINK_PUSH_RE.search(text) or (addressed and directive)):
+        return "tool_call"
+    if addressed and directive:
+        return "addressed"
+    return None
+
+
+def _read(line: str) -> _Read:
+    text = _normalise(line)
+    return _Read(
+        text=text,
+        kind=_kind_of(text) if text else None,
+        addressed=bool(text) and _is_addressed(text),
+        directive=bool(text) and _is_directive(text),
+        role_prefix=bool(_ROLE_PREFIX_RE.match(text)),
+    )
+
+
+def screen(resume: str) -> list[Finding]:
+    """The resume's lines that read as instructions to an AI, in line order."""
+    lines = (resume or "").splitlines()
+    reads = [_read(line) for line in lines]
+    kinds: dict[int, str] = {i: r.kind for i, r in enumerate(reads) if r.kind}
+    content = [i for i, line in enumerate(lines) if line.strip()]
+    for a, b in zip(content, content[1:], strict=False):
+        ra, rb = reads[a], reads[b]
+        if a in kinds and b in kinds:
+            continue
+        if a not in kinds and b not in kinds:
+            joined = _kind_of(f"{ra.text} {rb.text}")
+            crossed = (ra.addressed and rb.directive) or (ra.role_prefix and rb.role_prefix and joined)
+            if joined or crossed:
+                kinds[a] = kinds[b] = "split"
+        elif ra.role_prefix and rb.role_prefix:
+            kinds[a if b in kinds else b] = "role_tag"  # a transcript: turn after turn
+        elif a in kinds and not _OPEN_END_RE.search(ra.text) and _LEADING_DIRECTIVE_RE.search(rb.text):
+            kinds[b] = "split"  # a flagged line that runs on into the next
+        elif b in kinds and not _OPEN_END_RE.search(ra.text) and ra.addressed:
+            kinds[a] = "split"  # an address that runs on into a flagged line
+    return [Finding(i, lines[i].strip(), kinds[i]) for i in sorted(kinds)]
+
+
+def flagged_lines(resume: str, flags: list[dict] | None = None) -> list[str]:
+    """Every resume line a flag points at: the screen's (re-run, so sessions older than the
+    screen are covered too) and the model's (a flag whose excerpt lies in a resume line)."""
+    lines = [f.excerpt for f in screen(resume)]
+    resume_lines = [line.strip() for line in (resume or "").splitlines() if line.strip()]
+    for flag in flags or []:
+        excerpt = str((flag or {}).get("excerpt") or "").strip()
+        if len(excerpt) < 12:
+            continue
+        lines += [line for line in resume_lines if excerpt in line or (len(line) >= 12 and line in excerpt)]
+    return list(dict.fromkeys(lines))
