@@ -7,6 +7,10 @@ log line naming the session's public id and the kind, never content or a
 token, and one row counting it for the operators (the retention policy page).
 Recorded at the API's edge, not where it is detected, because detection may
 happen inside a transaction that is then rolled back (a turn's writes).
+
+A turn's model calls to tools that do not exist are counted here too, once the
+turn is stored: the count only, never the name the model made up (it may quote
+what the model was sent).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import logging
 from django.db import transaction
 
 from .models import IntegrityFailure
-from .sealing import IntegrityCheckFailed
+from .sealing import FailureKind, IntegrityCheckFailed
 
 logger = logging.getLogger(__name__)
 
@@ -25,3 +29,11 @@ def record_failure(failure: IntegrityCheckFailed) -> None:
     logger.warning("integrity failure: session=%s kind=%s", failure.session_id, failure.kind.value)
     with transaction.atomic():
         IntegrityFailure.objects.create(kind=failure.kind)
+
+
+def record_unknown_tool_calls(count: int) -> None:
+    logger.warning("model called %d tool(s) that do not exist", count)
+    with transaction.atomic():
+        IntegrityFailure.objects.bulk_create(
+            [IntegrityFailure(kind=FailureKind.UNKNOWN_TOOL_CALL) for _ in range(count)]
+        )

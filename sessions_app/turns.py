@@ -49,6 +49,7 @@ from agent.tools import MAX_CLAIMS
 from agent.verification import verify_reply
 
 from . import event_loop, repository
+from .integrity import record_unknown_tool_calls
 from .models import AgentSession
 from .repository import SessionMissing
 from .selectors import session_usage
@@ -281,6 +282,9 @@ class StartedTurn:
             self.buffer.store_pending(base.app_name, session.owner_id, session.session_id)
             repository.release_turn(session.pk)
         self._released = True
+        unknown = sum(call["outcome"] == "unknown" for call in result.tool_calls)
+        if unknown:
+            record_unknown_tool_calls(unknown)
         result.latency_ms = round((time.monotonic() - self.started) * 1000)
         return result
 
@@ -349,10 +353,6 @@ def _summarise(events: list, resume_text: str) -> TurnResult:
     reply = "\n".join(reply_parts).strip()
     agent = get_runner().agent
     calls = tool_call_outcomes(events, {getattr(tool, "name", None) or tool.__name__ for tool in agent.tools})
-    unknown = sum(call["outcome"] == "unknown" for call in calls)
-    if unknown:
-        # A count only: the name the model made up may quote what it was sent.
-        logger.warning("model called %d tool(s) that do not exist", unknown)
     # Verification does not depend on the model choosing to call verify_claims:
     # every reply is checked against the resume before it is returned.
     return TurnResult(

@@ -17,7 +17,7 @@ from google.adk.runners import Runner
 
 from agent import APP_NAME, build_agent
 from sessions_app import turns
-from sessions_app.models import AgentSession, SessionEvent
+from sessions_app.models import AgentSession, IntegrityFailure, SessionEvent
 from sessions_app.store import DjangoSessionService
 
 from .gemini_double import GeminiDouble, call_answer, text_answer
@@ -167,6 +167,8 @@ def test_each_tool_call_says_whether_it_ran(api, new_session, gemini):
     told = gemini.requests[1]["contents"][-1]["parts"][0]["functionResponse"]
     assert told["name"] == "delete_all_sessions" and "error" in told["response"]
     assert api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).json()["plan_versions"] == 1
+    # Counted for the operators (the retention page's integrity table), without the made-up name.
+    assert list(IntegrityFailure.objects.values_list("kind", flat=True)) == ["unknown_tool_call"]
 
 
 UNAVAILABLE = (503, {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}})
