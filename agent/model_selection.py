@@ -1,6 +1,6 @@
 """Chooses the model: real Gemini when credentials exist, else the offline model.
 
-With credentials, ADK's Gemini class with this service's retry options
+With credentials, ADK's Gemini class retrying as agent.model_retries says
 (google-genai reads GOOGLE_API_KEY or the Vertex AI settings itself). Nothing
 here reads or stores the key's value beyond "is it set".
 """
@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 
 from google.adk.models.base_llm import BaseLlm
-from google.adk.models.google_llm import Gemini
-from google.genai import types
 
 from .environment import is_truthy
+from .model_retries import RetryingGemini
 from .offline_model import OfflineResumeModel
 
 DEFAULT_MODEL = "gemini-2.5-flash"
@@ -26,29 +25,16 @@ def _has_credentials() -> bool:
     return vertex and bool(os.environ.get("GOOGLE_CLOUD_PROJECT", "").strip())
 
 
-# Statuses worth another attempt: the model's quota (429) and its servers' failures.
-RETRIED_STATUSES = [408, 429, 500, 502, 503, 504]
-
-
-def retry_options() -> types.HttpRetryOptions | None:
-    """How google-genai retries a failed model call: AGENT_MODEL_ATTEMPTS attempts in all (default 3;
-    1: none), waiting AGENT_MODEL_RETRY_DELAY_SECONDS (default 1) doubled each time, at most 8 s, with
-    jitter. The turn's own timeout (AGENT_TURN_TIMEOUT_SECONDS) bounds them all."""
-    attempts = int(os.environ.get("AGENT_MODEL_ATTEMPTS", "").strip() or 3)
-    if attempts <= 1:
-        return None
-    delay = float(os.environ.get("AGENT_MODEL_RETRY_DELAY_SECONDS", "").strip() or 1)
-    return types.HttpRetryOptions(
-        attempts=attempts, initial_delay=delay, max_delay=8, exp_base=2, jitter=1, http_status_codes=RETRIED_STATUSES
-    )
-
-
 def select_model() -> BaseLlm:
-    """Gemini (AGENT_MODEL, default gemini-2.5-flash, retrying as `retry_options` says) with
-    credentials, else OfflineResumeModel()."""
+    """With credentials, Gemini (AGENT_MODEL, default gemini-2.5-flash) retrying a failed call
+    (agent.model_retries): AGENT_MODEL_ATTEMPTS attempts in all (default 3; 1: none), waiting what
+    the model asks, else AGENT_MODEL_RETRY_DELAY_SECONDS (default 1) doubled each time, at most 8 s,
+    with jitter, within the turn's deadline. Else OfflineResumeModel()."""
     if _has_credentials():
         name = os.environ.get("AGENT_MODEL", "").strip() or DEFAULT_MODEL
-        return Gemini(model=name, retry_options=retry_options())
+        attempts = int(os.environ.get("AGENT_MODEL_ATTEMPTS", "").strip() or 3)
+        delay = float(os.environ.get("AGENT_MODEL_RETRY_DELAY_SECONDS", "").strip() or 1)
+        return RetryingGemini(model=name, attempts=max(attempts, 1), initial_delay=delay)
     return OfflineResumeModel()
 
 

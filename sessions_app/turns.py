@@ -21,9 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import math
 import queue
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +42,7 @@ from google.genai import types
 
 from agent import APP_NAME, build_agent, model_label
 from agent.events import tool_call_outcomes, visible_texts
+from agent.model_retries import requested_wait, turn_deadline, whole_seconds
 from agent.plans import plan_count
 from agent.tools import MAX_CLAIMS
 from agent.verification import verify_reply
@@ -336,6 +335,8 @@ async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str
             )
         ]
 
+    # A model call's retries wait only as long as the turn has left (agent.model_retries).
+    turn_deadline.set(asyncio.get_running_loop().time() + settings.AGENT_TURN_TIMEOUT_SECONDS)
     return await asyncio.wait_for(collect(), timeout=settings.AGENT_TURN_TIMEOUT_SECONDS)
 
 
@@ -434,25 +435,11 @@ def _as_model_failure(exc: Exception, model_errors: ModelErrors) -> ModelFailure
     return failure
 
 
-_RETRY_DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")  # google.rpc.RetryInfo's retryDelay, e.g. "17s"
-MAX_RETRY_AFTER_SECONDS = 3600
-
-
 def _upstream_retry_after(exc: genai_errors.APIError, default: int) -> int:
-    """Seconds the model asked us to wait (its Retry-After header, or the RetryInfo detail of a
-    Google error), so the answer's Retry-After says what the model said; `default` when it said
-    nothing readable. Whole seconds, rounded up, 1 to MAX_RETRY_AFTER_SECONDS."""
-    seconds = None
-    headers = getattr(exc.response, "headers", None) or {}
-    header = str(headers.get("retry-after") or "").strip()
-    if header.isdigit():
-        seconds = int(header)
-    else:
-        details = exc.details.get("error", {}).get("details", []) if isinstance(exc.details, dict) else []
-        for detail in details if isinstance(details, list) else []:
-            if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
-                match = _RETRY_DELAY.match(str(detail.get("retryDelay", "")))
-                seconds = math.ceil(float(match.group(1))) if match else None
-    if seconds is None:
-        return default
-    return min(max(seconds, 1), MAX_RETRY_AFTER_SECONDS)
+    """Seconds the model asked us to wait (agent.model_retries.requested_wait), so the answer's
+    Retry-After says what the model said; `default` when it said nothing readable."""
+    wait = requested_wait(exc)
+    return default if wait is None else min(whole_seconds(wait), MAX_RETRY_AFTER_SECONDS)
+
+
+MAX_RETRY_AFTER_SECONDS = 3600

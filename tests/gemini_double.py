@@ -13,6 +13,7 @@ import contextlib
 import json
 import re
 import threading
+import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -56,6 +57,7 @@ class GeminiDouble:
         # The client port of each model call's connection: one client with a connection
         # pool reuses its connection (HTTP/1.1 keep-alive), a new client opens a new one.
         self.client_ports: list[int] = []
+        self.arrival_times: list[float] = []  # time.monotonic() of each model call
         self._answers: deque = deque()
         self._hold: Hold | None = None
         self._lock = threading.Lock()
@@ -97,6 +99,7 @@ class GeminiDouble:
         with self._lock:
             self.requests.append({"model": model, **request})
             self.client_ports.append(client_port)
+            self.arrival_times.append(time.monotonic())
             scripted = self._answers.popleft() if self._answers else text_answer(DEFAULT_REPLY, model)
             hold = self._hold
         if hold is not None:

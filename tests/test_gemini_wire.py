@@ -10,6 +10,7 @@ with no text (502 `model_empty`). Never a 200 with an empty reply.
 
 import gc
 import logging
+import time
 
 import pytest
 from google.adk.models.google_llm import Gemini
@@ -174,27 +175,58 @@ def test_each_tool_call_says_whether_it_ran(api, new_session, gemini):
 UNAVAILABLE = (503, {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}})
 
 
-@pytest.mark.parametrize("attempts,status,requests", [("2", 200, 2), ("1", 503, 1)])
-def test_a_failed_model_call_is_retried_as_configured(api, new_session, monkeypatch, attempts, status, requests):
-    """The model the service picks with a key (select_model) retries a 503 once with two attempts,
-    and not at all with one."""
-    from agent import select_model
-
+@pytest.fixture
+def selected_gemini(monkeypatch):
+    """The model the service picks with a key (select_model: Gemini with its retries) on a local
+    double; AGENT_MODEL_ATTEMPTS as the test sets it before it calls `select()`."""
     double = GeminiDouble().start()
-    try:
-        monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")
-        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", double.url)
+    monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", double.url)
+    monkeypatch.setenv("AGENT_MODEL_RETRY_DELAY_SECONDS", "0.01")
+
+    def select(attempts: str) -> GeminiDouble:
+        from agent import select_model
+
         monkeypatch.setenv("AGENT_MODEL_ATTEMPTS", attempts)
-        monkeypatch.setenv("AGENT_MODEL_RETRY_DELAY_SECONDS", "0.01")
         runner = Runner(app_name=APP_NAME, agent=build_agent(select_model()), session_service=DjangoSessionService())
         monkeypatch.setattr(turns, "get_runner", lambda: runner)
-        session_id, token = new_session()
-        double.answer(UNAVAILABLE, text_answer("Hi 林語晴, answered on the second attempt."))
-        response = _say(api, session_id, token, "Please draft my plan")
-        assert response.status_code == status
-        assert len(double.requests) == requests
-    finally:
-        double.stop()
+        return double
+
+    yield select
+    double.stop()
+
+
+@pytest.mark.parametrize("attempts,status,requests", [("2", 200, 2), ("1", 503, 1)])
+def test_a_failed_model_call_is_retried_as_configured(api, new_session, selected_gemini, attempts, status, requests):
+    """A 503 is retried once with two attempts, and not at all with one."""
+    double = selected_gemini(attempts)
+    session_id, token = new_session()
+    double.answer(UNAVAILABLE, text_answer("Hi 林語晴, answered on the second attempt."))
+    response = _say(api, session_id, token, "Please draft my plan")
+    assert response.status_code == status
+    assert len(double.requests) == requests
+
+
+def test_a_retry_waits_as_long_as_the_model_asked(api, new_session, selected_gemini):
+    double = selected_gemini("3")
+    session_id, token = new_session()
+    double.answer((429, _quota(), {"Retry-After": "1"}), text_answer("Hi 林語晴, answered after the wait."))
+    assert _say(api, session_id, token, "Please draft my plan").status_code == 200
+    first, second = double.arrival_times
+    assert second - first >= 0.95  # the model's 1 s, not the configured 0.01 s backoff
+
+
+def test_a_wait_past_the_turns_deadline_is_not_waited(api, new_session, selected_gemini, settings):
+    """The model asks for longer than the turn has left: no retry, and the answer passes the
+    model's wait on to the client at once."""
+    settings.AGENT_TURN_TIMEOUT_SECONDS = 20
+    double = selected_gemini("3")
+    session_id, token = new_session()
+    double.answer((429, _quota(), {"Retry-After": "120"}), text_answer("never sent"))
+    started = time.monotonic()
+    response = _say(api, session_id, token, "Please draft my plan")
+    assert (response.status_code, response["Retry-After"]) == (503, "120")
+    assert len(double.requests) == 1 and time.monotonic() - started < 10
 
 
 def _quota(details: list | None = None) -> dict:
