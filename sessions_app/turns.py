@@ -43,7 +43,7 @@ from agent import APP_NAME, build_agent, model_label
 from agent.events import tool_call_outcomes, visible_texts
 from agent.verification import verify_reply
 
-from . import repository
+from . import disk_space, repository
 from .models import AgentSession
 from .repository import SessionMissing
 from .selectors import session_state, session_usage
@@ -196,6 +196,8 @@ def run_turn(session: AgentSession, message: str) -> TurnResult:
     # Encryption at rest: the state opens with the caller's token before the
     # turn starts (a value that does not open is "not found", see below).
     resume_text = session_state(session).get("resume_text", "")
+    # Before the turn lock (a write) and the model: under the headroom, nothing is written.
+    disk_space.ensure_headroom()
     if not repository.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS):
         raise TurnInProgress
     released = False

@@ -13,7 +13,15 @@ from ..models import AgentSession
 from ..ownership import TOKEN_HEADER
 from .authentication import SessionTokenAuthentication
 from .errors import SessionNotFound
-from .schema import ATTACHMENT, BODY_ERRORS, RETRY_AFTER, SESSION_ERRORS, SESSION_PARAMETERS, THROTTLED
+from .schema import (
+    ATTACHMENT,
+    BODY_ERRORS,
+    INSUFFICIENT_STORAGE,
+    RETRY_AFTER,
+    SESSION_ERRORS,
+    SESSION_PARAMETERS,
+    THROTTLED,
+)
 from .serializers import (
     Conversation,
     CreateSessionErrors,
@@ -57,6 +65,7 @@ class SessionCreateView(APIView):
             400: OpenApiResponse(CreateSessionErrors, description="Invalid input"),
             **BODY_ERRORS,
             429: THROTTLED,
+            507: INSUFFICIENT_STORAGE,
         },
         summary="Start a session with a resume; returns the session token once",
     )
