@@ -162,7 +162,8 @@ def test_every_operation_documents_507(api):
     assert ["storage_low", "storage_full"] in enums, json.dumps(schema["components"]["schemas"])[:2000]
 
 
-def test_pages_outside_the_api_answer_507_too(refuse_writes, captured_logs):
+def test_pages_outside_the_api_answer_507_too(refuse_writes, captured_logs, settings):
+    assert "sessions_app.api.middleware.DiskFullAnswers" in settings.MIDDLEWARE
     refuse_writes()
     error = _disk_full_error()
     request = RequestFactory().post(reverse("admin:sessions_app_agentsession_purge"))
