@@ -17,6 +17,7 @@ SECTIONS = [
     "turn_profile",
     "purge",
     "session_limits",
+    "erasure_space",
     "journal_modes",
     "postgres",
     "memory",

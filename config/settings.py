@@ -282,15 +282,16 @@ PURGE_INTERVAL_MINUTES = int(os.environ.get("PURGE_INTERVAL_MINUTES", "15"))
 # --- Disk space (sessions_app/disk_space.py; README, "When the disk is full") -------
 # New content (a create, a message) is refused with 507 while the volume holding the
 # database and its journal has less free space than STORAGE_HEADROOM_BYTES; deleting and
-# purging never are. The headroom holds the rollback journal of deleting the largest
-# session a client can make (50 turns of the longest messages: about 1.5 MB stored in CJK,
-# 2.6 MB of journal; benchmarks/results/erasure_space.md) plus that of one purge batch of
-# typical sessions (PURGE_BATCH_SIZE x ~100 KB), with room to spare.
+# purging never are. Under secure_delete a delete first copies every page it changes into the
+# rollback journal, 1.2-1.4x the session's stored bytes (benchmarks/results/erasure_space.md):
+# 1.3 MiB for the largest session 50 turns allow (CJK), about 7 MiB (1.4x) for one at SESSION_MAX_BYTES,
+# 5.8 MiB for a purge batch of 100 typical sessions (27,000-character resume, 3 turns). The
+# default holds both of the latter with a fourfold margin for everything else that writes.
 STORAGE_HEADROOM_BYTES = int(os.environ.get("STORAGE_HEADROOM_BYTES", str(64 * 1024 * 1024)))
 # SQLite: a preallocated file of this size beside the database, given back when an erasure
-# meets a full disk anyway (another program filled it) and made again afterwards: enough
-# for the journal of deleting the largest session, or one purge batch (which halves itself
-# on a full disk down to one session). 0: no reserve.
+# meets a full disk anyway (another program filled it) and made again afterwards: twice the
+# journal of deleting a session at SESSION_MAX_BYTES, or of one typical purge batch (a batch
+# that does not fit is halved, down to one session). 0: no reserve.
 ERASURE_RESERVE_BYTES = int(os.environ.get("ERASURE_RESERVE_BYTES", str(16 * 1024 * 1024)))
 # A directory on the database's volume, for the headroom check: empty means the SQLite
 # file's directory; on PostgreSQL the check runs only where this names a directory on the
