@@ -7,6 +7,7 @@ import traceback
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError
 from django.http import Http404, HttpResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
@@ -129,7 +130,7 @@ def _view_name(context) -> str:
 def api_exception_handler(exc, context):
     if isinstance(exc, InsufficientStorage):
         return storage_full_response("storage_low")  # disk_space logged the one line
-    if is_disk_full(exc):
+    if isinstance(exc, DatabaseError) and is_disk_full(exc):
         # One line, no message or traceback: neither says more than this, and a message may quote data.
         logger.error("database refused a write: disk full (%s in %s)", type(exc).__name__, _view_name(context))
         return storage_full_response("storage_full")

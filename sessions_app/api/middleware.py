@@ -12,6 +12,7 @@ would make the uniform 404's headers differ with the clock.
 import json
 import logging
 
+from django.db import DatabaseError
 from django.http import HttpResponse
 from django.utils.cache import patch_cache_control
 from django.utils.translation import gettext as _
@@ -51,7 +52,7 @@ class DiskFullAnswers:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
-        if not is_disk_full(exception):
+        if not (isinstance(exception, DatabaseError) and is_disk_full(exception)):
             return None
         from .errors import STORAGE_ANSWERS
 
