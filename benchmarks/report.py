@@ -18,6 +18,7 @@ SECTIONS = [
     "gemini_path",
     "purge",
     "session_limits",
+    "erasure_space",
     "journal_modes",
     "postgres",
     "memory",

@@ -85,6 +85,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A database refusing a write for lack of space: 507, not a 500 (the admin's pages too).
+    "sessions_app.api.middleware.DiskFullAnswers",
     "sessions_app.content_security_policy.FixedOrderCSPMiddleware",  # django-csp's: the block at the end of this file
 ]
 
@@ -277,6 +279,25 @@ PURGE_BATCH_PAUSE_SECONDS = float(os.environ.get("PURGE_BATCH_PAUSE_SECONDS", "0
 # Used by the migration that creates the django-q2 schedule (changed on the admin's policy page afterwards).
 PURGE_INTERVAL_MINUTES = int(os.environ.get("PURGE_INTERVAL_MINUTES", "15"))
 
+# --- Disk space (sessions_app/disk_space.py; README, "When the disk is full") -------
+# New content (a create, a message) is refused with 507 while the volume holding the
+# database and its journal has less free space than STORAGE_HEADROOM_BYTES; deleting and
+# purging never are. Under secure_delete a delete first copies every page it changes into the
+# rollback journal, 1.2-1.4x the session's stored bytes (benchmarks/results/erasure_space.md):
+# 1.3 MiB for the largest session 50 turns allow (CJK), about 7 MiB (1.4x) for one at SESSION_MAX_BYTES,
+# 5.8 MiB for a purge batch of 100 typical sessions (27,000-character resume, 3 turns). The
+# default holds both of the latter with a fourfold margin for everything else that writes.
+STORAGE_HEADROOM_BYTES = int(os.environ.get("STORAGE_HEADROOM_BYTES", str(64 * 1024 * 1024)))
+# SQLite: a preallocated file of this size beside the database, given back when an erasure
+# meets a full disk anyway (another program filled it) and made again afterwards: twice the
+# journal of deleting a session at SESSION_MAX_BYTES, or of one typical purge batch (a batch
+# that does not fit is halved, down to one session). 0: no reserve.
+ERASURE_RESERVE_BYTES = int(os.environ.get("ERASURE_RESERVE_BYTES", str(16 * 1024 * 1024)))
+# A directory on the database's volume, for the headroom check: empty means the SQLite
+# file's directory; on PostgreSQL the check runs only where this names a directory on the
+# server's data volume (the same machine), and the service relies on 53100 disk_full.
+STORAGE_VOLUME_PATH = os.environ.get("STORAGE_VOLUME_PATH", "")
+
 # --- Logging --------------------------------------------------------------------
 # Our code never logs resume text, messages, model output or tokens. google-adk,
 # google-genai and their HTTP clients log whole prompts and responses at DEBUG
@@ -289,9 +310,16 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "filters": {"redact_library_records": {"()": "sessions_app.redaction.RedactLibraryRecords"}},
+    "filters": {
+        "redact_library_records": {"()": "sessions_app.redaction.RedactLibraryRecords"},
+        "one_line_per_storage_refusal": {"()": "sessions_app.disk_space.OneLinePerRefusal"},
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_library_records"]}
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact_library_records", "one_line_per_storage_refusal"],
+        }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {name: {"level": "INFO" if LOG_LEVEL == "DEBUG" else LOG_LEVEL} for name in CONTENT_LOGGING_LIBRARIES},

@@ -25,6 +25,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.auth import get_permission_codename
 from django.core.exceptions import PermissionDenied
+from django.db import DatabaseError
 from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
 from django.urls import path
@@ -33,7 +34,7 @@ from django.utils.translation import gettext_lazy as _
 from django_q.models import Failure, OrmQ, Schedule, Success
 from rest_framework.throttling import BaseThrottle
 
-from . import repository, retention, selectors
+from . import disk_space, repository, retention, selectors
 from .models import AgentSession, DeletionAudit
 
 TEMPLATES = "admin/sessions_app/agentsession"
@@ -206,7 +207,20 @@ class AgentSessionAdmin(admin.ModelAdmin):
         if not self.has_erase_permission(request):
             raise PermissionDenied
         if request.method == "POST":
-            result = retention.purge_expired(trigger=DeletionAudit.Trigger.ADMIN)
+            try:
+                result = retention.purge_expired(trigger=DeletionAudit.Trigger.ADMIN)
+            except DatabaseError as exc:
+                if not disk_space.is_disk_full(exc):
+                    raise
+                self.message_user(
+                    request,
+                    _(
+                        "The purge could not run: the database's disk is full,"
+                        " even with the erasure reserve given back."
+                    ),
+                    messages.ERROR,
+                )
+                return redirect(request.path)
             self.message_user(
                 request,
                 _("Purged %(sessions)d expired sessions and %(events)d events.")
@@ -222,6 +236,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 "title": _("Purge expired sessions now?"),
                 "opts": self.opts,
                 "preview": retention.purge_expired(dry_run=True, trigger=DeletionAudit.Trigger.ADMIN),
+                "storage": selectors.storage_status(),
             },
         )
 
@@ -258,6 +273,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 "policy": policy,
                 "interval_form": interval_form,
                 "integrity_failures": selectors.integrity_failure_counts(),
+                "storage": selectors.storage_status(),
             },
         )
 

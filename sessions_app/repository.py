@@ -31,7 +31,7 @@ from django.db.models import Count, Func, IntegerField, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from . import retention, sealing
+from . import disk_space, retention, sealing
 from .crypto import DecryptionFailed
 from .models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState, new_session_id
 
@@ -707,12 +707,17 @@ def record_erasure(trigger: str, erased: Erased, started: float) -> None:
 
 def erase(sessions: QuerySet, trigger: str, *, keep_owner_state: bool = False) -> Erased:
     """Deletes `sessions` (rows, events, owner state no other session needs) and writes the
-    audit row, in one transaction: the owner's DELETE, the admin and ADK's delete_session."""
+    audit row, in one transaction: the owner's DELETE, the admin and ADK's delete_session.
+    On a full disk it runs once more on the erasure reserve's room (`disk_space.run_erasure`)."""
     started = time.monotonic()
-    with transaction.atomic():
-        erased = erase_rows(sessions, keep_owner_state=keep_owner_state)
-        record_erasure(trigger, erased, started)
-    return erased
+
+    def erase_and_audit() -> Erased:
+        with transaction.atomic():
+            erased = erase_rows(sessions, keep_owner_state=keep_owner_state)
+            record_erasure(trigger, erased, started)
+        return erased
+
+    return disk_space.run_erasure(erase_and_audit)
 
 
 def owner_sessions(app_name: str, owner_id: str, session_id: str) -> QuerySet:

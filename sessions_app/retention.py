@@ -8,14 +8,20 @@ API treats an expired session as gone at once; the purge removes it later.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.core.cache import cache
+from django.db import DatabaseError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+
+from . import disk_space
+
+logger = logging.getLogger(__name__)
 
 
 def ttl(ttl_hours: float | None = None) -> dt.timedelta:
@@ -75,7 +81,36 @@ def purge_expired(
     from .models import AgentSession
 
     expired = AgentSession.objects.filter(expired_q(now or timezone.now(), ttl_hours))
-    return _erase_in_batches(expired, batch_size=batch_size, dry_run=dry_run, trigger=trigger, progress=progress)
+    if dry_run:
+        return _erase_in_batches(expired, batch_size=batch_size, dry_run=True, trigger=trigger, progress=progress)
+    try:
+        result = _erase_in_batches(expired, batch_size=batch_size, dry_run=False, trigger=trigger, progress=progress)
+    except Exception as exc:
+        _record_outcome(trigger, "disk_full" if disk_space.is_disk_full(exc) else "failed", error=type(exc).__name__)
+        raise
+    _record_outcome(trigger, "ok", sessions=result.sessions, events=result.events)
+    return result
+
+
+# The last purge's outcome, whoever ran it: counts and an exception's type only. Kept in the
+# cache (shared by every process: the SQLite cache file or Redis), not in the database, which
+# may be the very thing that is full; best effort, and a failed run also logs one line.
+LAST_PURGE_KEY = "retention:last-purge"
+
+
+def _record_outcome(trigger: str, outcome: str, *, sessions: int = 0, events: int = 0, error: str = "") -> None:
+    record = {
+        "at": timezone.now().isoformat(),
+        "trigger": str(trigger),
+        "outcome": outcome,
+        "sessions": sessions,
+        "events": events,
+        "error": error,
+    }
+    try:
+        cache.set(LAST_PURGE_KEY, record, timeout=None)
+    except Exception as exc:  # the cache's disk may be full too: the log line stays
+        logger.warning("the purge's outcome could not be recorded (%s)", type(exc).__name__)
 
 
 def erase_all_sessions(
@@ -106,7 +141,8 @@ def _erase_in_batches(selection: QuerySet, *, batch_size, dry_run, trigger, prog
             sessions=would.sessions, events=would.events, seconds=time.monotonic() - started, dry_run=True
         )
     result, total = PurgeResult(), repository.Erased()
-    while True:
+
+    def erase_batch() -> repository.Erased | None:
         with transaction.atomic():
             # On PostgreSQL, two purges at once (two clusters, or the admin's and the
             # schedule's) each lock their own batch and skip the other's; SQLite has one
@@ -114,15 +150,28 @@ def _erase_in_batches(selection: QuerySet, *, batch_size, dry_run, trigger, prog
             batch = list(
                 selection.order_by("pk").select_for_update(skip_locked=True).values_list("pk", flat=True)[:batch_size]
             )
-            if not batch:
-                break
-            total += repository.erase_rows(AgentSession.objects.filter(pk__in=batch))
+            return repository.erase_rows(AgentSession.objects.filter(pk__in=batch)) if batch else None
+
+    while True:
+        # On a full disk a batch runs on the erasure reserve's room (disk_space.run_erasure);
+        # where even that is too little, smaller batches, down to one session.
+        try:
+            erased = disk_space.run_erasure(erase_batch)
+        except DatabaseError as exc:
+            if batch_size <= 1 or not disk_space.is_disk_full(exc):
+                raise
+            batch_size = max(1, batch_size // 2)
+            logger.warning("disk full: purge batches of %d sessions from now on", batch_size)
+            continue
+        if erased is None:
+            break
+        total += erased
         result.batches += 1
         result.sessions, result.events, result.user_states = total.sessions, total.events, total.user_states
         if progress:
             progress(result)
         time.sleep(settings.PURGE_BATCH_PAUSE_SECONDS)  # let waiting writers take the lock
-    repository.record_erasure(trigger, total, started)
+    disk_space.run_erasure(lambda: repository.record_erasure(trigger, total, started))
     result.seconds = time.monotonic() - started
     return result
 

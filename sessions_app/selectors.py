@@ -17,7 +17,7 @@ from django_q.models import Schedule, Task
 from agent import APP_NAME
 from agent.plans import plan_versions
 
-from . import repository, retention, sealing
+from . import disk_space, repository, retention, sealing
 from .models import AgentSession, IntegrityFailure
 
 if TYPE_CHECKING:
@@ -111,7 +111,17 @@ class RetentionPolicy:
     def last_run_deleted(self) -> dict | None:
         """What the last successful run deleted: the counts the task returned (sessions, events)."""
         result = self.last_run.result if self.last_run and self.last_run.success else None
-        return result if isinstance(result, dict) else None
+        return result if isinstance(result, dict) and "failed" not in result else None
+
+    @property
+    def last_run_failed(self) -> str | None:
+        """Why the last run failed: "disk_full", an exception's type, or "error" (django-q2's own failure)."""
+        if self.last_run is None:
+            return None
+        if not self.last_run.success:
+            return "error"
+        result = self.last_run.result
+        return result.get("failed") if isinstance(result, dict) else None
 
 
 def retention_policy() -> RetentionPolicy:
@@ -148,4 +158,51 @@ def integrity_failure_counts(now: dt.datetime | None = None) -> IntegrityFailure
         last_day=sum(last_day for _, last_day, _ in by_kind),
         total=sum(total for _, _, total in by_kind),
         by_kind=by_kind,
+    )
+
+
+@dataclass(frozen=True)
+class LastPurge:
+    at: dt.datetime
+    trigger: str  # DeletionAudit.Trigger's label
+    outcome: str  # "ok", "disk_full" or "failed"
+    sessions: int
+    events: int
+    error: str  # the exception's type, for "failed"
+
+
+@dataclass(frozen=True)
+class StorageStatus:
+    """What the operator sees of storage: free space against the headroom, the erasure reserve,
+    sessions past their TTL still stored, and how the last purge (whoever ran it) ended."""
+
+    space: disk_space.SpaceReport
+    expired_stored: int
+    last_purge: LastPurge | None
+
+
+def last_purge() -> LastPurge | None:
+    from django.core.cache import cache
+
+    from .models import DeletionAudit
+
+    record = cache.get(retention.LAST_PURGE_KEY)
+    if not isinstance(record, dict):
+        return None
+    labels = dict(DeletionAudit.Trigger.choices)
+    return LastPurge(
+        at=dt.datetime.fromisoformat(record["at"]),
+        trigger=labels.get(record["trigger"], record["trigger"]),
+        outcome=record["outcome"],
+        sessions=record["sessions"],
+        events=record["events"],
+        error=record["error"],
+    )
+
+
+def storage_status() -> StorageStatus:
+    return StorageStatus(
+        space=disk_space.space_report(),
+        expired_stored=expired_sessions(AgentSession.objects.all()).count(),
+        last_purge=last_purge(),
     )

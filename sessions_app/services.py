@@ -22,7 +22,7 @@ from agent.events import visible_texts
 from agent.plans import initial_state, plan_count, plan_versions
 from agent.screening import MODEL_FLAG_KIND
 
-from . import repository, retention, selectors
+from . import disk_space, repository, retention, selectors
 from .crypto import token_context
 from .models import AgentSession, DeletionAudit
 from .ownership import new_token, owner_id_for
@@ -83,6 +83,8 @@ def flags(state: dict) -> list[dict]:
 
 @sensitive_variables()
 def create_session(resume_text: str) -> NewSession:
+    # Before anything is written: under the headroom, nothing of the resume is stored.
+    disk_space.ensure_headroom()
     token = new_token()
     # initial_state screens the resume (agent/screening.py): its findings are the session's
     # first flags, sealed with the rest of the state. The new session's state is sealed
@@ -104,9 +106,13 @@ def delete_owned_session(session_id: str, owner_id: str) -> bool:
     erased too, but for the caller it was already gone.
     """
     sessions = repository.owner_sessions(APP_NAME, owner_id, session_id)
-    with transaction.atomic():
-        was_live = retention.live(sessions).exists()
-        erased = repository.erase(sessions, DeletionAudit.Trigger.API)
+
+    def erase() -> tuple[bool, repository.Erased]:
+        with transaction.atomic():
+            return retention.live(sessions).exists(), repository.erase(sessions, DeletionAudit.Trigger.API)
+
+    # Never refused for lack of room: on a full disk the erasure reserve is given back for it.
+    was_live, erased = disk_space.run_erasure(erase)
     return bool(erased.sessions) and was_live
 
 

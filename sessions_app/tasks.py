@@ -1,9 +1,22 @@
 """django-q2 tasks. They take no arguments and return counts only: whatever a
 task is given or returns is stored in django-q2's tables."""
 
+import logging
+
+from .disk_space import is_disk_full
 from .models import DeletionAudit
 from .retention import purge_expired
 
+logger = logging.getLogger(__name__)
+
 
 def purge_expired_sessions() -> dict:
-    return purge_expired(trigger=DeletionAudit.Trigger.TTL).as_dict()
+    """The scheduled purge. A run that fails logs one line (the reason: "disk full" or the
+    exception's type, never its message) and returns {"failed": reason}: raised, django-q2
+    would log the traceback too. The admin reads either outcome (selectors.retention_policy)."""
+    try:
+        return purge_expired(trigger=DeletionAudit.Trigger.TTL).as_dict()
+    except Exception as exc:
+        reason = "disk_full" if is_disk_full(exc) else type(exc).__name__
+        logger.error("scheduled purge could not run: %s", reason.replace("_", " "))
+        return {"failed": reason}

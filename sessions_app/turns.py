@@ -47,7 +47,7 @@ from agent.plans import plan_count
 from agent.tools import MAX_CLAIMS
 from agent.verification import verify_reply
 
-from . import event_loop, repository
+from . import disk_space, event_loop, repository
 from .integrity import record_unknown_tool_calls
 from .models import AgentSession
 from .repository import SessionMissing
@@ -300,7 +300,10 @@ class StartedTurn:
 
 def start_turn(session: AgentSession, message: str, progress: queue.SimpleQueue | None = None) -> StartedTurn:
     """Starts one turn of `session` with the user's `message`: TurnInProgress while another runs,
-    SessionLimitReached on a full session. Stages go to `progress` (a streamed turn) as they happen."""
+    SessionLimitReached on a full session, disk_space's refusal under the storage headroom.
+    Stages go to `progress` (a streamed turn) as they happen."""
+    # Before the turn lock (a write) and the model: under the headroom, nothing is written.
+    disk_space.ensure_headroom()
     if not repository.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS):
         raise TurnInProgress
     return StartedTurn(session, message, progress)

@@ -112,7 +112,11 @@ def test_our_own_records_pass_untouched():
 
 def test_settings_install_the_filter_on_the_console_handler():
     assert settings.LOGGING["filters"]["redact_library_records"]["()"] == "sessions_app.redaction.RedactLibraryRecords"
-    assert settings.LOGGING["handlers"]["console"]["filters"] == ["redact_library_records"]
+    # First, so every other filter sees redacted records only (the second drops Django's own line of a 507).
+    assert settings.LOGGING["handlers"]["console"]["filters"] == [
+        "redact_library_records",
+        "one_line_per_storage_refusal",
+    ]
     assert set(settings.LOGGING["loggers"]) == set(CONTENT_LOGGING_LIBRARIES)
 
 

@@ -7,6 +7,7 @@ import traceback
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError
 from django.http import Http404, HttpResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
@@ -15,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from ..crypto import DecryptionFailed
+from ..disk_space import InsufficientStorage, is_disk_full
 from ..integrity import record_failure
 from ..repository import SessionMissing
 from ..sealing import IntegrityCheckFailed
@@ -94,6 +96,25 @@ _SESSION_LIMIT_ANSWERS = {
 }
 
 
+# No room on the database's volume: 507 Insufficient Storage (RFC 4918), the same on every endpoint.
+# `code` tells the two apart: refused before anything was written (under the headroom), or a write
+# the database refused (its disk is full); either way nothing of the request was stored.
+STORAGE_ANSWERS = {
+    "storage_low": gettext_noop(
+        "The service is short of storage space and takes no new content right now; nothing was saved."
+        " Deleting a session still works. Please try again later."
+    ),
+    "storage_full": gettext_noop(
+        "The service's storage is full; nothing of this request was saved. Deleting a session still works."
+        " Please try again later."
+    ),
+}
+
+
+def storage_full_response(code: str) -> Response:
+    return Response({"detail": _(STORAGE_ANSWERS[code]), "code": code}, status=status.HTTP_507_INSUFFICIENT_STORAGE)
+
+
 # A stored value that does not open with the caller's token (a wrong key, or
 # altered or moved ciphertext) is a session the caller cannot have: the same
 # 404, never a 500 and never garbled text. (No token in context at all,
@@ -101,7 +122,18 @@ _SESSION_LIMIT_ANSWERS = {
 _NOT_FOUND = (SessionNotFound, SessionMissing, Http404, exceptions.NotFound, DecryptionFailed)
 
 
+def _view_name(context) -> str:
+    view = context.get("view") if context else None
+    return type(view).__name__ if view is not None else "?"
+
+
 def api_exception_handler(exc, context):
+    if isinstance(exc, InsufficientStorage):
+        return storage_full_response("storage_low")  # disk_space logged the one line
+    if isinstance(exc, DatabaseError) and is_disk_full(exc):
+        # One line, no message or traceback: neither says more than this, and a message may quote data.
+        logger.error("database refused a write: disk full (%s in %s)", type(exc).__name__, _view_name(context))
+        return storage_full_response("storage_full")
     if isinstance(exc, _NOT_FOUND):
         if isinstance(exc, IntegrityCheckFailed):
             record_failure(exc)  # one log line and one count; the caller sees only the 404

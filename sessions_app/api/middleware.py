@@ -9,7 +9,17 @@ Only `no-store`: Django's `never_cache` would add an `Expires` date, which
 would make the uniform 404's headers differ with the clock.
 """
 
+import json
+import logging
+
+from django.db import DatabaseError
+from django.http import HttpResponse
 from django.utils.cache import patch_cache_control
+from django.utils.translation import gettext as _
+
+from ..disk_space import is_disk_full
+
+logger = logging.getLogger(__name__)
 
 API_PREFIX = "/agent/"
 
@@ -28,3 +38,32 @@ class NoStoreForSessionAPI:
         if request.path_info.startswith(API_PREFIX):
             forbid_storing(response)
         return response
+
+
+class DiskFullAnswers:
+    """A database that refuses a write for lack of space answers 507 on every page (the admin's,
+    the schema's), never a 500 with a traceback; one log line, no content. The API's views answer
+    it themselves (errors.api_exception_handler), in the same words."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not (isinstance(exception, DatabaseError) and is_disk_full(exception)):
+            return None
+        from .errors import STORAGE_ANSWERS
+
+        match = request.resolver_match
+        logger.error(
+            "database refused a write: disk full (%s in %s)",
+            type(exception).__name__,
+            match.view_name if match else "?",
+        )
+        message = _(STORAGE_ANSWERS["storage_full"])
+        if request.path_info.startswith(API_PREFIX):
+            body = json.dumps({"detail": message, "code": "storage_full"}, ensure_ascii=False)
+            return forbid_storing(HttpResponse(body.encode(), status=507, content_type="application/json"))
+        return HttpResponse(message, status=507, content_type="text/plain; charset=utf-8")

@@ -12,7 +12,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
 from ..ownership import TOKEN_HEADER
-from .serializers import BLANK_TEXT, NUL_CHARACTER, ErrorResponse
+from .serializers import BLANK_TEXT, NUL_CHARACTER, ErrorResponse, StorageFullResponse
 
 
 class CleanTextSchema(OpenApiSerializerFieldExtension):
@@ -65,10 +65,17 @@ NOT_ACCEPTABLE = OpenApiResponse(
 BODY_TOO_LARGE = OpenApiResponse(ErrorResponse, description="The body is larger than API_MAX_BODY_BYTES")
 NOT_JSON = OpenApiResponse(ErrorResponse, description="The body is not application/json")
 THROTTLED = OpenApiResponse(ErrorResponse, description="Too many requests; see Retry-After")
+# Any operation, when the database's disk is full (sessions_app/disk_space.py): never a 500.
+INSUFFICIENT_STORAGE = OpenApiResponse(
+    StorageFullResponse,
+    description="Insufficient storage: the service is short of space (`storage_low`, new content refused before"
+    " anything is written) or the database's disk is full (`storage_full`); nothing of the request was stored."
+    " Deleting a session is never refused for lack of space.",
+)
 
 # What every operation that names a session may answer besides its own result.
 SESSION_PARAMETERS = [TOKEN_PARAMETER, WWW_AUTHENTICATE]
-SESSION_ERRORS = {401: NO_TOKEN, 404: NOT_FOUND, 406: NOT_ACCEPTABLE}
+SESSION_ERRORS = {401: NO_TOKEN, 404: NOT_FOUND, 406: NOT_ACCEPTABLE, 507: INSUFFICIENT_STORAGE}
 # ...and every operation that reads a JSON body.
 BODY_ERRORS = {406: NOT_ACCEPTABLE, 413: BODY_TOO_LARGE, 415: NOT_JSON}
 

@@ -197,6 +197,15 @@ class ModelFailureResponse(ErrorResponse):
     )
 
 
+class StorageFullResponse(ErrorResponse):
+    code = serializers.ChoiceField(
+        choices=["storage_low", "storage_full"],
+        help_text="`storage_low`: new content is refused while the service is short of storage space;"
+        " `storage_full`: the database refused a write, its disk is full. Nothing of the request was stored;"
+        " deleting a session still works.",
+    )
+
+
 def _error_messages(help_text: str) -> serializers.ListField:
     return serializers.ListField(child=serializers.CharField(), required=False, help_text=help_text)
 

@@ -21,6 +21,7 @@ from .event_stream import EventStreamRenderer, turn_stream
 from .schema import (
     ATTACHMENT,
     BODY_ERRORS,
+    INSUFFICIENT_STORAGE,
     RETRY_AFTER,
     SESSION_ERRORS,
     SESSION_PARAMETERS,
@@ -71,6 +72,7 @@ class SessionCreateView(APIView):
             400: OpenApiResponse(CreateSessionErrors, description="Invalid input"),
             **BODY_ERRORS,
             429: THROTTLED,
+            507: INSUFFICIENT_STORAGE,
         },
         summary="Start a session with a resume; returns the session token once",
     )

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import translation
 from django.utils.translation import gettext as _
 
+from sessions_app.disk_space import is_disk_full
 from sessions_app.models import DeletionAudit
 from sessions_app.retention import erase_all_sessions, purge_expired
 
@@ -35,7 +36,15 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         with translation.override(shell_language()):
-            self._handle(**options)
+            try:
+                self._handle(**options)
+            except Exception as exc:
+                if not is_disk_full(exc):
+                    raise
+                # One line, no traceback: what an operator needs is that the disk is full.
+                raise CommandError(
+                    _("could not purge: the database's disk is full (even with the erasure reserve given back)")
+                ) from None
 
     def _handle(self, *, dry_run, ttl_hours, batch_size, all, yes, **options):
         if ttl_hours is not None and ttl_hours <= 0:

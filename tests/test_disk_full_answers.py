@@ -1,0 +1,225 @@
+"""A database that refuses writes for lack of space: a documented 507 on every endpoint, never a 500.
+
+On both backends, with the database's own error: SQLite really cannot grow its file
+(`PRAGMA max_page_count` set to the pages it has: SQLITE_FULL, "database or disk is full"),
+PostgreSQL raises SQLSTATE 53100 disk_full (from a trigger: filling a server's disk that
+others share is not a test's to do). The full filesystem itself is tests/test_disk_full.py.
+Also: the headroom refusal (507 `storage_low`) in both languages, the scheduled purge's one
+log line, and what the admin shows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from django.db import DatabaseError, connection, transaction
+from django.test import RequestFactory
+from django.urls import reverse
+from django.utils import timezone
+
+from sessions_app import disk_space, retention, selectors, tasks
+from sessions_app.api.middleware import DiskFullAnswers
+from sessions_app.models import AgentSession, SessionEvent
+
+from .factories import make_session
+from .privacy import find_in_text, fixture_markers, fixture_resume
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REFUSING_TABLES = ("sessions_app_agentsession", "sessions_app_sessionevent")
+
+
+@pytest.fixture
+def refuse_writes():
+    """Returns a function that makes the database refuse new content with its own disk-full error."""
+    undo = []
+
+    def refuse() -> None:
+        with connection.cursor() as cursor:
+            if connection.vendor == "sqlite":
+                cursor.execute("VACUUM")  # no free pages left inside the file
+                cursor.execute("PRAGMA page_count")
+                cursor.execute(f"PRAGMA max_page_count = {cursor.fetchone()[0]}")
+                undo.append("PRAGMA max_page_count = 4294967294")
+            else:
+                cursor.execute(
+                    "CREATE FUNCTION test_disk_full() RETURNS trigger LANGUAGE plpgsql AS"
+                    " $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device'"
+                    " USING ERRCODE = 'disk_full'; END $$"
+                )
+                for table in REFUSING_TABLES:
+                    cursor.execute(
+                        f"CREATE TRIGGER test_disk_full BEFORE INSERT OR UPDATE ON {table}"
+                        " FOR EACH ROW EXECUTE FUNCTION test_disk_full()"
+                    )
+                undo.append("DROP FUNCTION test_disk_full() CASCADE")
+
+    def allow() -> None:
+        with connection.cursor() as cursor:
+            while undo:
+                cursor.execute(undo.pop())
+
+    refuse.allow = allow
+    yield refuse
+    allow()
+
+
+def _disk_full_error() -> DatabaseError:
+    """The error the database raises now for a new session's row."""
+    try:
+        with transaction.atomic():
+            make_session(events=1, text="x" * 20_000)
+    except DatabaseError as exc:
+        return exc
+    pytest.fail("the database took the write")
+
+
+def _headers(language: str) -> dict:
+    return {"HTTP_ACCEPT_LANGUAGE": language}
+
+
+def test_the_database_error_is_told_apart_from_others(refuse_writes):
+    refuse_writes()
+    assert disk_space.is_disk_full(_disk_full_error())
+    with pytest.raises(DatabaseError) as other, connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM no_such_table")
+    assert not disk_space.is_disk_full(other.value)
+
+
+def test_create_on_a_database_that_refuses_writes_answers_507(api, refuse_writes, captured_logs):
+    refuse_writes()
+    resume = {"resume_text": (fixture_resume() + "\n") * 30}  # more than the file's pages have room for
+    answer = api.post("/agent/sessions", resume, format="json", **_headers("en"))
+    assert answer.status_code == 507, answer.content
+    assert answer.json()["code"] == "storage_full"
+    assert "storage is full" in answer.json()["detail"]
+    assert "Cache-Control" in answer and "no-store" in answer["Cache-Control"]
+    assert AgentSession.objects.count() == 0
+    zh = api.post("/agent/sessions", resume, format="json", **_headers("zh-hant"))
+    assert zh.status_code == 507 and zh.json()["code"] == "storage_full"
+    assert "儲存空間已滿" in zh.json()["detail"]
+    protected, raw = captured_logs
+    lines = [line for line in protected.getvalue().splitlines() if "disk full" in line]
+    expected = (
+        "ERROR sessions_app.api.errors: database refused a write: disk full (OperationalError in SessionCreateView)"
+    )
+    assert lines == [expected] * 2
+    assert "Traceback" not in protected.getvalue()
+    assert find_in_text(raw.getvalue(), fixture_markers()) == []
+
+
+def test_a_message_on_a_database_that_refuses_writes_answers_507_and_stores_nothing(api, new_session, refuse_writes):
+    session_id, token = new_session()
+    events = SessionEvent.objects.count()
+    refuse_writes()
+    answer = api.post(
+        f"/agent/sessions/{session_id}/messages",
+        {"message": "Please draft my plan " + "x" * 3000},
+        format="json",
+        HTTP_X_SESSION_TOKEN=token,
+        **_headers("en"),
+    )
+    assert answer.status_code == 507, answer.content
+    assert answer.json()["code"] == "storage_full"
+    assert SessionEvent.objects.count() == events
+
+
+def test_under_the_headroom_content_is_refused_before_anything_is_written(api, new_session, settings, tmp_path):
+    session_id, token = new_session()
+    settings.STORAGE_VOLUME_PATH = str(tmp_path)  # so that PostgreSQL's leg checks a volume too
+    settings.STORAGE_HEADROOM_BYTES = disk_space.free_bytes(tmp_path) + 2**40
+    sessions, events = AgentSession.objects.count(), SessionEvent.objects.count()
+    for language, words in (("en", "short of storage space"), ("zh-hant", "儲存空間不足")):
+        created = api.post("/agent/sessions", {"resume_text": fixture_resume()}, format="json", **_headers(language))
+        assert created.status_code == 507 and created.json()["code"] == "storage_low"
+        assert words in created.json()["detail"]
+        message = api.post(
+            f"/agent/sessions/{session_id}/messages",
+            {"message": "Plan"},
+            format="json",
+            HTTP_X_SESSION_TOKEN=token,
+            **_headers(language),
+        )
+        assert message.status_code == 507 and message.json()["code"] == "storage_low"
+        assert words in message.json()["detail"]
+    assert (AgentSession.objects.count(), SessionEvent.objects.count()) == (sessions, events)
+    assert AgentSession.objects.get().turn_started_at is None  # not even the turn lock was taken
+    # Reading and deleting are never refused for lack of room.
+    assert api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 200
+    assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 204
+    assert AgentSession.objects.count() == 0
+
+
+def test_every_operation_documents_507(api):
+    schema = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    operations = [op for item in schema["paths"].values() for op in item.values() if "operationId" in op]
+    assert len(operations) == 7
+    for operation in operations:
+        assert "507" in operation["responses"], operation["operationId"]
+    enums = [c.get("enum") for c in schema["components"]["schemas"].values()]
+    assert ["storage_low", "storage_full"] in enums, json.dumps(schema["components"]["schemas"])[:2000]
+
+
+def test_pages_outside_the_api_answer_507_too(refuse_writes, captured_logs, settings):
+    assert "sessions_app.api.middleware.DiskFullAnswers" in settings.MIDDLEWARE
+    refuse_writes()
+    error = _disk_full_error()
+    request = RequestFactory().post(reverse("admin:sessions_app_agentsession_purge"))
+    request.resolver_match = None
+    answer = DiskFullAnswers(lambda request: None).process_exception(request, error)
+    assert answer.status_code == 507
+    assert answer["Content-Type"].startswith("text/plain")
+    assert DiskFullAnswers(lambda request: None).process_exception(request, ValueError("other")) is None
+    lines = [line for line in captured_logs[0].getvalue().splitlines() if "disk full" in line]
+    assert len(lines) == 1
+
+
+@pytest.fixture
+def disk_full_purge(monkeypatch, refuse_writes):
+    """The purge meets the database's own disk-full error (taken from the database, which then
+    takes writes again: on SQLite an erasure needs no new pages, so it would not fail by itself)."""
+    refuse_writes()
+    error = _disk_full_error()
+    refuse_writes.allow()
+
+    real = retention._erase_in_batches
+
+    def erase_in_batches(selection, **kwargs):
+        if kwargs["dry_run"]:
+            return real(selection, **kwargs)
+        raise error
+
+    monkeypatch.setattr(retention, "_erase_in_batches", erase_in_batches)
+
+
+def test_a_scheduled_purge_that_cannot_run_logs_one_line(disk_full_purge, captured_logs):
+    assert tasks.purge_expired_sessions() == {"failed": "disk_full"}
+    protected, _ = captured_logs
+    lines = [line for line in protected.getvalue().splitlines() if "purge" in line]
+    assert lines == ["ERROR sessions_app.tasks: scheduled purge could not run: disk full"]
+    assert selectors.last_purge().outcome == "disk_full"
+
+
+def test_the_admin_shows_storage_and_the_purge_that_could_not_run(admin_client, disk_full_purge, settings):
+    settings.LANGUAGE_CODE = "en"
+    make_session(last_activity=timezone.now() - dt.timedelta(hours=48))
+    make_session()
+    tasks.purge_expired_sessions()
+    for url in (reverse("admin:sessions_app_agentsession_policy"), reverse("admin:sessions_app_agentsession_purge")):
+        page = admin_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+        assert "above the headroom" in page if connection.vendor == "sqlite" else "not known here" in page
+        assert "STORAGE_HEADROOM_BYTES" in page
+        assert '<td id="storage-expired">1</td>' in page
+        assert "could not run: disk full" in page
+        if connection.vendor == "sqlite":
+            assert "in place:" in page  # the reserve beside the file
+    zh = admin_client.get(reverse("admin:sessions_app_agentsession_policy"), HTTP_ACCEPT_LANGUAGE="zh-hant")
+    assert "無法執行：磁碟已滿" in zh.content.decode()
+
+
+def test_the_admin_purge_on_a_full_disk_says_so(admin_client, disk_full_purge):
+    answer = admin_client.post(reverse("admin:sessions_app_agentsession_purge"), HTTP_ACCEPT_LANGUAGE="en", follow=True)
+    assert answer.status_code == 200
+    assert "could not run: the database" in answer.content.decode()
