@@ -82,7 +82,8 @@ class Taint:
 
     @classmethod
     def of(cls, state: Mapping, messages: Iterable[str] = ()) -> Taint:
-        resume = str(state.get("resume_text") or "")
+        # Stripped as the prompt strips it: the same text, so one screen per turn (screening.screened_once).
+        resume = str(state.get("resume_text") or "").strip("\n")
         flagged = flagged_lines(resume, list(state.get("suspicious_flags") or []))
         if not flagged:
             return cls((), "", frozenset())

@@ -28,7 +28,10 @@ The module is pure Python (no Django, no ADK) and never logs what it reads.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 from .text_folding import fold
@@ -305,8 +308,35 @@ def _read(line: str) -> _Read:
     )
 
 
+# The prompt, the guards and the offline model each ask for the screen on every model call: within
+# one turn (`screened_once`) each text is screened once. The findings quote the resume, so they are
+# kept for that turn only, never in a process-wide cache.
+_turn_memo: contextvars.ContextVar[dict[str, tuple[Finding, ...]] | None] = contextvars.ContextVar(
+    "screen_turn_memo", default=None
+)
+
+
+@contextlib.contextmanager
+def screened_once() -> Iterator[None]:
+    """Within this block (and the tasks it starts), `screen` of the same text runs once."""
+    reset = _turn_memo.set({})
+    try:
+        yield
+    finally:
+        _turn_memo.reset(reset)
+
+
 def screen(resume: str) -> list[Finding]:
     """The resume's lines that read as instructions to an AI, in line order."""
+    memo = _turn_memo.get()
+    if memo is None:
+        return _screen(resume)
+    if resume not in memo:
+        memo[resume] = tuple(_screen(resume))
+    return list(memo[resume])
+
+
+def _screen(resume: str) -> list[Finding]:
     lines = (resume or "").splitlines()
     reads = [_read(line) for line in lines]
     kinds: dict[int, str] = {i: r.kind for i, r in enumerate(reads) if r.kind}
