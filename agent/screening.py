@@ -28,10 +28,8 @@ The module is pure Python (no Django, no ADK) and never logs what it reads.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import re
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 from .text_folding import fold
@@ -309,21 +307,18 @@ def _read(line: str) -> _Read:
 
 
 # The prompt, the guards and the offline model each ask for the screen on every model call: within
-# one turn (`screened_once`) each text is screened once. The findings quote the resume, so they are
-# kept for that turn only, never in a process-wide cache.
+# one invocation of the agent (`screen_once_per_invocation`) each text is screened once. The
+# findings quote the resume, so they are kept for that invocation only, never process-wide.
 _turn_memo: contextvars.ContextVar[dict[str, tuple[Finding, ...]] | None] = contextvars.ContextVar(
     "screen_turn_memo", default=None
 )
 
 
-@contextlib.contextmanager
-def screened_once() -> Iterator[None]:
-    """Within this block (and the tasks it starts), `screen` of the same text runs once."""
-    reset = _turn_memo.set({})
-    try:
-        yield
-    finally:
-        _turn_memo.reset(reset)
+def screen_once_per_invocation(callback_context) -> None:
+    """The agent's before_agent_callback: the invocation that starts here screens each text once,
+    whichever runner runs the agent (the service's, `adk api_server`'s, the eval's)."""
+    _turn_memo.set({})
+    return None
 
 
 def screen(resume: str) -> list[Finding]:

@@ -44,7 +44,6 @@ from agent import APP_NAME, build_agent, model_label
 from agent.events import tool_call_outcomes, visible_texts
 from agent.model_retries import requested_wait, turn_deadline, whole_seconds
 from agent.plans import plan_count
-from agent.screening import screened_once
 from agent.tools import MAX_CLAIMS
 from agent.verification import verify_reply
 
@@ -332,13 +331,12 @@ async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str
     )
 
     async def collect() -> list:
-        with screened_once():  # the resume is screened once per turn, however many model calls
-            return [
-                event
-                async for event in runner.run_async(
-                    user_id=user_id, session_id=session_id, new_message=content, run_config=run_config
-                )
-            ]
+        return [
+            event
+            async for event in runner.run_async(
+                user_id=user_id, session_id=session_id, new_message=content, run_config=run_config
+            )
+        ]
 
     # A model call's retries wait only as long as the turn has left (agent.model_retries).
     turn_deadline.set(asyncio.get_running_loop().time() + settings.AGENT_TURN_TIMEOUT_SECONDS)
