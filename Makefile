@@ -71,7 +71,7 @@ test: dev-venv system-packages
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m tests.backends
 
-# All benchmarks (about 10 minutes on 2 cores), then benchmarks/RESULTS.md.
+# All benchmarks (about 12 minutes on 2 cores), then benchmarks/RESULTS.md.
 # Each script also runs alone, e.g. `.venv/bin/python benchmarks/store_bench.py --quick --out var/bench`
 # (--out: where <name>.md and .json go; default benchmarks/results).
 bench: dev-venv
