@@ -223,3 +223,35 @@ def test_the_admin_purge_on_a_full_disk_says_so(admin_client, disk_full_purge):
     answer = admin_client.post(reverse("admin:sessions_app_agentsession_purge"), HTTP_ACCEPT_LANGUAGE="en", follow=True)
     assert answer.status_code == 200
     assert "could not run: the database" in answer.content.decode()
+
+
+@pytest.mark.sqlite_only
+def test_an_erasure_that_meets_a_full_disk_gives_the_reserve_back_retries_and_makes_it_again(settings):
+    """In-process, the steps `tests/test_disk_full.py` shows on a real full filesystem: the first
+    attempt finds the disk full, the retry runs with the reserve's blocks given back, and the
+    reserve is made whole again afterwards."""
+    import sqlite3
+
+    from django.db import OperationalError
+
+    settings.ERASURE_RESERVE_BYTES = 1024 * 1024
+    assert disk_space.restore_reserve()
+    path = disk_space.reserve_path()
+    assert disk_space.reserve_size(path) >= settings.ERASURE_RESERVE_BYTES
+    reserve_during_attempts = []
+
+    def erasure():
+        reserve_during_attempts.append(disk_space.reserve_size(path))
+        if len(reserve_during_attempts) == 1:
+            full = sqlite3.OperationalError("database or disk is full")
+            full.sqlite_errorcode = sqlite3.SQLITE_FULL
+            raise OperationalError("database or disk is full") from full
+        return "erased"
+
+    try:
+        assert disk_space.run_erasure(erasure) == "erased"
+        assert reserve_during_attempts[0] >= settings.ERASURE_RESERVE_BYTES
+        assert reserve_during_attempts[1:] == [0]  # the retry ran with the reserve given back
+        assert disk_space.reserve_size(path) >= settings.ERASURE_RESERVE_BYTES  # and it is back
+    finally:
+        disk_space.release_reserve()
