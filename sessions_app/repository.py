@@ -356,11 +356,6 @@ def _row_sealer(session: AgentSession) -> sealing.SessionSealer:
     return sealing.session_sealer(session.app_name, session.owner_id, session.session_id)
 
 
-def open_state(session: AgentSession) -> dict:
-    """The session's stored state, from the row as read."""
-    return sealing.open_state(_row_sealer(session), session.state, session.revision)
-
-
 ALL_EVENTS_UP_TO = _Sql(f"{EVENTS_UP_TO.template} ORDER BY {{e.seq}}")
 
 

@@ -34,11 +34,6 @@ def owned_live_session(session_id: str, owner_id: str) -> AgentSession | None:
 # KeyUnavailable without one; `sealing.IntegrityCheckFailed` (a DecryptionFailed)
 # for a value that does not open or a history that was rolled back or truncated
 # (the API answers both with its uniform 404).
-def session_state(session: AgentSession) -> dict:
-    """The session's stored state (resume, plan versions, flags); a turn needs no more."""
-    return repository.open_state(session)
-
-
 @dataclass(frozen=True)
 class SessionContent:
     state: dict
