@@ -293,3 +293,28 @@ def restore_sqlite_settings(db_path):
         cursor.execute("PRAGMA secure_delete=ON")
         cursor.execute("PRAGMA journal_mode=DELETE")
         cursor.execute("VACUUM")
+
+
+@pytest.fixture
+def gemini(monkeypatch):
+    """The API's Runner on ADK's Gemini class, talking HTTP to a local double of the Gemini REST
+    API (tests/gemini_double.py); yields the double. (The server tests have their own: the double
+    alone, for the servers they start.)"""
+    from google.adk.models.google_llm import Gemini
+    from google.adk.runners import Runner
+
+    from agent import APP_NAME, build_agent
+    from sessions_app import turns
+    from sessions_app.store import DjangoSessionService
+
+    from .gemini_double import GeminiDouble
+
+    double = GeminiDouble().start()
+    monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", double.url)
+    runner = Runner(
+        app_name=APP_NAME, agent=build_agent(Gemini(model="gemini-2.5-flash")), session_service=DjangoSessionService()
+    )
+    monkeypatch.setattr(turns, "get_runner", lambda: runner)
+    yield double
+    double.stop()

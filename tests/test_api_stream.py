@@ -6,15 +6,9 @@ under the real servers.)
 import json
 
 import pytest
-from google.adk.models.google_llm import Gemini
-from google.adk.runners import Runner
 
-from agent import APP_NAME, build_agent
-from sessions_app import repository, turns
+from sessions_app import repository
 from sessions_app.models import AgentSession, SessionEvent
-from sessions_app.store import DjangoSessionService
-
-from .gemini_double import GeminiDouble
 
 pytestmark = pytest.mark.django_db
 
@@ -35,19 +29,6 @@ def parse(chunks) -> list[tuple[str, dict]]:
         if fields:
             events.append((fields["event"], json.loads(fields["data"])))
     return events
-
-
-@pytest.fixture
-def gemini(monkeypatch):
-    double = GeminiDouble().start()
-    monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", double.url)
-    runner = Runner(
-        app_name=APP_NAME, agent=build_agent(Gemini(model="gemini-2.5-flash")), session_service=DjangoSessionService()
-    )
-    monkeypatch.setattr(turns, "get_runner", lambda: runner)
-    yield double
-    double.stop()
 
 
 def test_a_streamed_turn_shows_its_stages_then_the_stored_reply(api, new_session):

@@ -13,7 +13,6 @@ import logging
 import time
 
 import pytest
-from google.adk.models.google_llm import Gemini
 from google.adk.runners import Runner
 
 from agent import APP_NAME, build_agent
@@ -39,19 +38,6 @@ NO_ANSWER = {
         "model_empty",
     ),
 }
-
-
-@pytest.fixture
-def gemini(monkeypatch):
-    """The API's Runner on ADK's Gemini class, talking HTTP to a local double."""
-    double = GeminiDouble().start()
-    monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", double.url)
-    agent = build_agent(Gemini(model="gemini-2.5-flash"))
-    runner = Runner(app_name=APP_NAME, agent=agent, session_service=DjangoSessionService())
-    monkeypatch.setattr(turns, "get_runner", lambda: runner)
-    yield double
-    double.stop()
 
 
 def _say(api, session_id, token, message, **headers):
