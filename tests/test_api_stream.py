@@ -94,3 +94,37 @@ def test_a_model_failure_mid_stream_is_an_error_event_and_nothing_is_kept(api, n
     assert error["detail"]
     assert SessionEvent.objects.count() == 0
     assert _post(api, session_id, token).status_code == 200  # the lock was freed
+
+
+def test_a_session_deleted_while_its_turn_streams_ends_with_the_one_404(api, new_session):
+    """The error event carries the status and body of the answer the API gives without a stream:
+    here the uniform 404 (an answer built outside DRF's Response), for a session erased mid-turn."""
+    session_id, token = new_session()
+    events = iter(_post(api, session_id, token, HTTP_ACCEPT_LANGUAGE="en", **STREAM).streaming_content)
+    assert parse([next(events)])[0][0] == "progress"  # the turn has begun
+    assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 204
+    name, error = parse(list(events))[-1]
+    not_found = api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token, HTTP_ACCEPT_LANGUAGE="en")
+    assert name == "error" and error == {"status": 404, **not_found.json()}
+    assert not SessionEvent.objects.exists()
+
+
+def test_under_debug_an_unexpected_failure_mid_stream_is_still_the_json_500(api, new_session, settings, monkeypatch):
+    """Under DEBUG the API shows Django's debug page, which a stream cannot: the event then
+    carries the same 500 answer as without DEBUG."""
+    from sessions_app import turns
+
+    def broken(self, result):
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(turns.StartedTurn, "keep", broken)
+    session_id, token = new_session()
+    answers = {}
+    for debug in (False, True):
+        settings.DEBUG = debug
+        answers[debug] = parse(_post(api, session_id, token, HTTP_ACCEPT_LANGUAGE="en", **STREAM).streaming_content)[-1]
+    assert answers[True] == answers[False]
+    assert answers[True] == (
+        "error",
+        {"status": 500, "detail": "Something went wrong on the server. No data was lost; please try again later."},
+    )

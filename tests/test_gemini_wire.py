@@ -137,7 +137,7 @@ def test_a_blocked_turn_answers_in_the_clients_language(api, new_session, gemini
     assert not chinese.json()["detail"].isascii()
 
 
-def test_each_tool_call_says_whether_it_ran(api, new_session, gemini):
+def test_each_tool_call_says_whether_it_ran(api, new_session, gemini, captured_logs):
     """A tool the model made up is listed as unknown, not as done: ADK told the model so, nothing ran."""
     session_id, token = new_session()
     gemini.answer(
@@ -156,6 +156,9 @@ def test_each_tool_call_says_whether_it_ran(api, new_session, gemini):
     assert api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).json()["plan_versions"] == 1
     # Counted for the operators (the retention page's integrity table), without the made-up name.
     assert list(IntegrityFailure.objects.values_list("kind", flat=True)) == ["unknown_tool_call"]
+    logged = captured_logs[0].getvalue()
+    assert "WARNING sessions_app.integrity: model called 1 tool(s) that do not exist" in logged
+    assert "delete_all_sessions" not in logged
 
 
 UNAVAILABLE = (503, {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}})

@@ -305,6 +305,20 @@ def test_erase_all_with_yes_asks_nothing(monkeypatch):
     assert not AgentSession.objects.exists()
 
 
+def test_erase_all_goes_in_the_batches_asked_and_reports_each():
+    """Incident response on a large store: batches of the size asked, each reported as it ends
+    (the command prints every tenth), and an erasure unless a dry run is asked for."""
+    from sessions_app.retention import erase_all_sessions
+
+    for number in range(5):
+        make_session(f"anon-{number}", events=1)
+    reports = []
+    result = erase_all_sessions(batch_size=2, progress=lambda so_far: reports.append((so_far.batches, so_far.sessions)))
+    assert reports == [(1, 2), (2, 4), (3, 5)]
+    assert (result.sessions, result.batches, result.dry_run) == (5, 3, False)
+    assert not AgentSession.objects.exists()
+
+
 def test_the_command_speaks_the_shells_language(monkeypatch):
     make_session("anon-old", last_activity=timezone.now() - 30 * 24 * HOUR)
     monkeypatch.setenv("LANG", "zh_TW.UTF-8")
