@@ -185,7 +185,6 @@ def ensure_headroom() -> None:
 class SpaceReport:
     """What the operator sees: free space against the headroom, and the reserve."""
 
-    path: Path | None
     free_bytes: int | None
     headroom_bytes: int
     reserve_wanted: int
@@ -203,7 +202,6 @@ class SpaceReport:
 def space_report() -> SpaceReport:
     path = volume_path()
     return SpaceReport(
-        path=path,
         free_bytes=free_bytes(path) if path else None,
         headroom_bytes=settings.STORAGE_HEADROOM_BYTES,
         reserve_wanted=reserve_wanted(),

@@ -82,9 +82,9 @@ def purge_expired(
 
     expired = AgentSession.objects.filter(expired_q(now or timezone.now(), ttl_hours))
     if dry_run:
-        return _erase_in_batches(expired, batch_size=batch_size, dry_run=True, trigger=trigger, progress=progress)
+        return _what_would_be_erased(expired)
     try:
-        result = _erase_in_batches(expired, batch_size=batch_size, dry_run=False, trigger=trigger, progress=progress)
+        result = _erase_in_batches(expired, batch_size=batch_size, trigger=trigger, progress=progress)
     except Exception as exc:
         _record_outcome(trigger, "disk_full" if disk_space.is_disk_full(exc) else "failed", error=type(exc).__name__)
         raise
@@ -120,26 +120,27 @@ def erase_all_sessions(
     expired ones: in batches, overwriting the bytes, audited as an erasure of everything."""
     from .models import AgentSession, DeletionAudit
 
+    if dry_run:
+        return _what_would_be_erased(AgentSession.objects.all())
     return _erase_in_batches(
-        AgentSession.objects.all(),
-        batch_size=batch_size,
-        dry_run=dry_run,
-        trigger=DeletionAudit.Trigger.ERASE_ALL,
-        progress=progress,
+        AgentSession.objects.all(), batch_size=batch_size, trigger=DeletionAudit.Trigger.ERASE_ALL, progress=progress
     )
 
 
-def _erase_in_batches(selection: QuerySet, *, batch_size, dry_run, trigger, progress) -> PurgeResult:
+def _what_would_be_erased(selection: QuerySet) -> PurgeResult:
+    from . import repository
+
+    started = time.monotonic()
+    would = repository.count(selection)
+    return PurgeResult(sessions=would.sessions, events=would.events, seconds=time.monotonic() - started, dry_run=True)
+
+
+def _erase_in_batches(selection: QuerySet, *, batch_size, trigger, progress) -> PurgeResult:
     from . import repository
     from .models import AgentSession
 
     batch_size = batch_size or settings.PURGE_BATCH_SIZE
     started = time.monotonic()
-    if dry_run:
-        would = repository.count(selection)
-        return PurgeResult(
-            sessions=would.sessions, events=would.events, seconds=time.monotonic() - started, dry_run=True
-        )
     result, total = PurgeResult(), repository.Erased()
 
     def erase_batch() -> repository.Erased | None:

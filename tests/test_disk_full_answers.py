@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 
+import psycopg
 import pytest
 from django.db import DatabaseError, connection, transaction
 from django.test import RequestFactory
@@ -86,6 +88,41 @@ def test_the_database_error_is_told_apart_from_others(refuse_writes):
     with pytest.raises(DatabaseError) as other, connection.cursor() as cursor:
         cursor.execute("SELECT * FROM no_such_table")
     assert not disk_space.is_disk_full(other.value)
+
+
+def _raised_from(error: Exception, cause: BaseException) -> Exception:
+    error.__cause__ = cause
+    return error
+
+
+@pytest.mark.parametrize(
+    "error, full",
+    [
+        (_raised_from(DatabaseError("could not extend file"), psycopg.errors.DiskFull("no space")), True),
+        (_raised_from(DatabaseError("deadlock"), psycopg.errors.DeadlockDetected("deadlock")), False),
+        (sqlite3.OperationalError("an error without a code"), False),
+        (_raised_from(DatabaseError("disk I/O error"), sqlite3.OperationalError("disk I/O error")), False),
+    ],
+    ids=["PostgreSQL disk full", "PostgreSQL other", "SQLite without a code", "SQLite other"],
+)
+def test_disk_full_is_told_apart_by_the_databases_own_code(error, full):
+    """SQLITE_FULL (in any extended code) from SQLite, SQLSTATE 53100 from PostgreSQL, wherever
+    in the chain of causes; any other error, with or without a code, is not a full disk."""
+    if isinstance(error.__cause__, sqlite3.Error):
+        error.__cause__.sqlite_errorcode = sqlite3.SQLITE_IOERR
+    assert disk_space.is_disk_full(error) is full
+
+
+def test_a_full_disk_under_an_extended_sqlite_code_is_a_full_disk():
+    full = sqlite3.OperationalError("database or disk is full")
+    full.sqlite_errorcode = sqlite3.SQLITE_FULL | (3 << 8)
+    assert disk_space.is_disk_full(_raised_from(DatabaseError("database or disk is full"), full))
+
+
+def test_a_chain_of_causes_that_loops_ends():
+    first, second = DatabaseError("one"), DatabaseError("two")
+    first.__context__, second.__context__ = second, first
+    assert disk_space.is_disk_full(first) is False
 
 
 def test_create_on_a_database_that_refuses_writes_answers_507(api, refuse_writes, captured_logs):
@@ -184,11 +221,7 @@ def disk_full_purge(monkeypatch, refuse_writes):
     error = _disk_full_error()
     refuse_writes.allow()
 
-    real = retention._erase_in_batches
-
     def erase_in_batches(selection, **kwargs):
-        if kwargs["dry_run"]:
-            return real(selection, **kwargs)
         raise error
 
     monkeypatch.setattr(retention, "_erase_in_batches", erase_in_batches)
@@ -220,14 +253,23 @@ def test_the_admin_shows_storage_and_the_purge_that_could_not_run(admin_client, 
     assert "無法執行：磁碟已滿" in zh.content.decode()
 
 
-def test_the_admin_purge_on_a_full_disk_says_so(admin_client, disk_full_purge):
-    answer = admin_client.post(reverse("admin:sessions_app_agentsession_purge"), HTTP_ACCEPT_LANGUAGE="en", follow=True)
+@pytest.mark.parametrize(
+    "language, said",
+    [
+        ("en", "The purge could not run: the database&#x27;s disk is full, even with the erasure reserve given back."),
+        ("zh-hant", "清除無法執行：資料庫所在的磁碟已滿，即使釋出了刪除用的保留空間也不夠。"),
+    ],
+)
+def test_the_admin_purge_on_a_full_disk_says_so_as_an_error(admin_client, disk_full_purge, language, said):
+    answer = admin_client.post(
+        reverse("admin:sessions_app_agentsession_purge"), HTTP_ACCEPT_LANGUAGE=language, follow=True
+    )
     assert answer.status_code == 200
-    assert "could not run: the database" in answer.content.decode()
+    assert f'<li class="error">{said}</li>' in answer.content.decode()
 
 
 @pytest.mark.sqlite_only
-def test_an_erasure_that_meets_a_full_disk_gives_the_reserve_back_retries_and_makes_it_again(settings):
+def test_an_erasure_that_meets_a_full_disk_gives_the_reserve_back_retries_and_makes_it_again(settings, captured_logs):
     """In-process, the steps `tests/test_disk_full.py` shows on a real full filesystem: the first
     attempt finds the disk full, the retry runs with the reserve's blocks given back, and the
     reserve is made whole again afterwards."""
@@ -252,3 +294,42 @@ def test_an_erasure_that_meets_a_full_disk_gives_the_reserve_back_retries_and_ma
     assert reserve_during_attempts[0] >= settings.ERASURE_RESERVE_BYTES
     assert reserve_during_attempts[1:] == [0]  # the retry ran with the reserve given back
     assert disk_space.reserve_size(path) >= settings.ERASURE_RESERVE_BYTES  # and it is back
+    lines = [line for line in captured_logs[0].getvalue().splitlines() if "reserve" in line]
+    assert lines == [
+        "WARNING sessions_app.disk_space: disk full during an erasure: released the erasure reserve"
+        f" ({reserve_during_attempts[0]} bytes) and retrying"
+    ]
+
+
+@pytest.mark.sqlite_only
+def test_a_reserve_that_cannot_be_made_again_after_an_erasure_is_one_log_line(settings, captured_logs, monkeypatch):
+    import errno
+    import os
+    import sqlite3
+
+    from django.db import OperationalError
+
+    attempts = []
+
+    def erasure():
+        attempts.append(1)
+        if len(attempts) == 1:
+            full = sqlite3.OperationalError("database or disk is full")
+            full.sqlite_errorcode = sqlite3.SQLITE_FULL
+            raise OperationalError("database or disk is full") from full
+        return "erased"
+
+    def still_full(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    assert disk_space.restore_reserve()
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "posix_fallocate", still_full)
+        assert disk_space.run_erasure(erasure) == "erased"  # the erasure is done all the same
+    assert disk_space.reserve_size() == 0
+    lines = [line for line in captured_logs[0].getvalue().splitlines() if "made again" in line]
+    assert lines == [
+        "WARNING sessions_app.disk_space: disk full: the erasure reserve could not be made again"
+        f" ({settings.ERASURE_RESERVE_BYTES} bytes wanted)"
+    ]
+    assert disk_space.restore_reserve()  # room again: the reserve as the service keeps it

@@ -325,3 +325,125 @@ def test_the_command_speaks_the_shells_language(monkeypatch):
     out = io.StringIO()
     call_command("purge_sessions", "--dry-run", stdout=out)
     assert "會刪除 1 個 session、2 個事件" in out.getvalue()
+
+
+def _disk_full() -> Exception:
+    """The error Django raises when SQLite finds the disk full (SQLITE_FULL)."""
+    import sqlite3
+
+    from django.db import OperationalError
+
+    full = sqlite3.OperationalError("database or disk is full")
+    full.sqlite_errorcode = sqlite3.SQLITE_FULL
+    error = OperationalError("database or disk is full")
+    error.__cause__ = full
+    return error
+
+
+@pytest.fixture
+def erasures_that_fit(monkeypatch, settings):
+    """Batches the disk has room for: an erasure of more than `fits` sessions finds the disk full
+    (even after the reserve is given back), as SQLite's journal would; the attempts are counted."""
+    from sessions_app import repository
+
+    settings.PURGE_BATCH_PAUSE_SECONDS = 0
+    real, attempts, room = repository.erase_rows, [], {"fits": 1}
+
+    def erase_rows(selection):
+        attempts.append(selection.count())
+        if len(attempts) > 40:
+            pytest.fail("the purge does not give up")
+        if selection.count() > room["fits"]:
+            raise _disk_full()
+        return real(selection)
+
+    monkeypatch.setattr(repository, "erase_rows", erase_rows)
+    return room, attempts
+
+
+@pytest.mark.parametrize("fits, batches", [(2, 3), (1, 5)])
+def test_on_a_full_disk_the_purge_halves_its_batches_until_they_fit(erasures_that_fit, captured_logs, fits, batches):
+    room, attempts = erasures_that_fit
+    room["fits"] = fits
+    for number in range(5):
+        make_session(f"anon-{number}", last_activity=timezone.now() - 48 * HOUR)
+    result = purge_expired(batch_size=4, trigger="ttl")
+    assert (result.sessions, result.batches) == (5, batches)
+    assert not AgentSession.objects.exists()
+    halved = [line for line in captured_logs[0].getvalue().splitlines() if "purge batches of" in line]
+    assert halved == [
+        f"WARNING sessions_app.retention: disk full: purge batches of {size} sessions from now on"
+        for size in (2, 1)[: 3 - fits]
+    ]
+
+
+def test_a_disk_too_full_for_one_session_fails_the_purge_and_records_it(erasures_that_fit, in_english):
+    from django.db import DatabaseError
+
+    from sessions_app import selectors
+
+    room, attempts = erasures_that_fit
+    room["fits"] = 0
+    make_session("anon-old", last_activity=timezone.now() - 48 * HOUR)
+    with pytest.raises(DatabaseError):
+        purge_expired(batch_size=2, trigger="ttl")
+    assert attempts == [1, 1]  # the one session, once more with the reserve given back; no more
+    assert AgentSession.objects.count() == 1
+    last = selectors.last_purge()
+    assert (last.outcome, last.error, last.trigger) == ("disk_full", "OperationalError", "TTL purge (scheduled)")
+
+
+def test_a_purge_that_fails_otherwise_stops_at_once_and_records_the_failures_type_only(monkeypatch, in_english):
+    from django.db import OperationalError
+
+    from sessions_app import repository, selectors
+
+    attempts = []
+
+    def locked(selection):
+        attempts.append(selection.count())
+        raise OperationalError("database is locked (holding 林語晴's resume)")
+
+    monkeypatch.setattr(repository, "erase_rows", locked)
+    make_session("anon-old", last_activity=timezone.now() - 48 * HOUR)
+    with pytest.raises(OperationalError):
+        purge_expired(batch_size=4, trigger="command")
+    assert attempts == [1]
+    last = selectors.last_purge()
+    assert (last.outcome, last.error, last.trigger) == ("failed", "OperationalError", "Management command")
+    assert (last.sessions, last.events) == (0, 0)
+
+
+def test_the_last_purge_is_kept_with_who_ran_it_and_what_it_erased(in_english):
+    from sessions_app import selectors
+
+    assert selectors.last_purge() is None
+    make_session("anon-old", last_activity=timezone.now() - 48 * HOUR, events=2)
+    before = timezone.now()
+    purge_expired(trigger="ttl")
+    last = selectors.last_purge()
+    assert before <= last.at <= timezone.now()
+    assert (last.trigger, last.outcome, last.sessions, last.events, last.error) == (
+        "TTL purge (scheduled)",
+        "ok",
+        1,
+        2,
+        "",
+    )
+    purge_expired(trigger="ttl", dry_run=True)  # a dry run erases nothing and is not a purge
+    assert selectors.last_purge() == last
+    with time_machine.travel(timezone.now() + 30 * 24 * HOUR):
+        assert selectors.last_purge() == last  # kept until the next purge, however long that takes
+
+
+def test_a_last_purge_the_cache_cannot_keep_is_one_log_line(monkeypatch, captured_logs):
+    from django.core.cache import cache
+
+    def cache_full(*args, **kwargs):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(cache, "set", cache_full)
+    make_session("anon-old", last_activity=timezone.now() - 48 * HOUR)
+    assert purge_expired(trigger="ttl").sessions == 1  # the purge itself is done
+    lines = [line for line in captured_logs[0].getvalue().splitlines() if "outcome" in line]
+    assert lines == ["WARNING sessions_app.retention: the purge's outcome could not be recorded (OSError)"]

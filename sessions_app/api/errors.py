@@ -123,7 +123,7 @@ _NOT_FOUND = (SessionNotFound, SessionMissing, Http404, exceptions.NotFound, Dec
 
 
 def _view_name(context) -> str:
-    view = context.get("view") if context else None
+    view = context.get("view")  # DRF's context, or {} for a streamed turn's error
     return type(view).__name__ if view is not None else "?"
 
 
