@@ -67,8 +67,15 @@ def _taken_within(session_pk: int, seconds: float) -> bool:
 
 def test_a_lock_held_by_a_running_process_is_not_taken(holder):
     session = make_session()
-    holder(session.pk)
+    process = holder(session.pk)
     assert not _taken_within(session.pk, 1)
+    assert process.poll() is None  # asking whether the holder runs leaves it running
+
+
+def _a_dead_process_id() -> int:
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    return ended.pid
 
 
 def test_a_lock_whose_holder_was_killed_is_free_at_once(holder):
@@ -81,9 +88,23 @@ def test_a_lock_whose_holder_was_killed_is_free_at_once(holder):
     assert _taken_within(session.pk, 5)
 
 
-@pytest.mark.parametrize("holder_written", ["", "other-kind:1"])
-def test_a_lock_whose_holder_cannot_be_checked_waits_for_the_timeout(holder_written):
-    """As a lock of an older server (no holder written) or a holder this backend cannot check."""
+@pytest.mark.parametrize("holder_kind", ["", "other-kind:", "other-kind:dead"])
+def test_a_lock_whose_holder_cannot_be_checked_waits_for_the_timeout(holder_kind):
+    """As a lock of an older server (no holder written) or a holder this backend cannot check,
+    even one whose identity reads like the number of a process that has ended."""
+    holder_written = holder_kind.replace("dead", str(_a_dead_process_id()))
     session = make_session()
     AgentSession.objects.filter(pk=session.pk).update(turn_started_at=timezone.now(), turn_holder=holder_written)
     assert not repository.lock_turn(session.pk, TURN_TIMEOUT)
+
+
+@pytest.mark.sqlite_only  # a holder's process is checked on SQLite; PostgreSQL checks its connection
+def test_a_holder_of_another_user_counts_as_running(monkeypatch):
+    """Signalling another user's process is refused (EPERM): it exists, so its lock is kept."""
+    import os
+
+    def not_ours(pid, signal_number):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "kill", not_ours)
+    assert repository.holder_is_alive("pid:4242") is True
