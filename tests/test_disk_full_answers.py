@@ -125,6 +125,22 @@ def test_a_chain_of_causes_that_loops_ends():
     assert disk_space.is_disk_full(first) is False
 
 
+def test_any_other_database_error_is_the_logged_500_not_507(api, new_session, monkeypatch, captured_logs):
+    from django.db import OperationalError
+
+    session_id, token = new_session()
+
+    def locked(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(selectors, "owned_live_session", locked)
+    answer = api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token, HTTP_ACCEPT_LANGUAGE="en")
+    assert answer.status_code == 500
+    assert answer.json() == {"detail": "Something went wrong on the server. No data was lost; please try again later."}
+    assert "unhandled OperationalError in API view" in captured_logs[0].getvalue()
+    assert "disk full" not in captured_logs[0].getvalue()
+
+
 def test_create_on_a_database_that_refuses_writes_answers_507(api, refuse_writes, captured_logs):
     refuse_writes()
     resume = {"resume_text": (fixture_resume() + "\n") * 30}  # more than the file's pages have room for

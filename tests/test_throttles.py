@@ -225,3 +225,41 @@ def test_a_counter_expires_one_second_after_its_window(rates, settings):
         assert cache.get(key) == 1  # within the extra second
         traveller.shift(1.0)
         assert cache.get(key) is None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "at, language, said",
+    [
+        ("10:59:00", "en", "Too many requests. Try again in 60 seconds."),
+        ("10:59:59", "en", "Too many requests. Try again in 1 second."),
+        ("10:59:00", "zh-Hant", "請求太多次，請在 60 秒後再試。"),
+    ],
+)
+def test_a_throttled_answer_says_when_to_try_again_in_the_clients_language(rates, at, language, said):
+    rates(session_create="1/hour")
+    with time_machine.travel(f"2030-01-01 {at}+00:00", tick=False):
+        assert _create() == 201
+        refused = APIClient().post(
+            "/agent/sessions", {"resume_text": "Lin"}, format="json", HTTP_ACCEPT_LANGUAGE=language
+        )
+    assert refused.status_code == 429
+    assert refused.json() == {"detail": said}
+    assert refused["Retry-After"] == ("60" if at == "10:59:00" else "1")
+
+
+def test_a_throttled_answer_with_no_wait_known_says_one_second():
+    """DRF raises Throttled without a wait when no throttle can tell one: the answer still
+    says when to come back, and Retry-After agrees."""
+    from django.utils import translation
+    from rest_framework import exceptions
+
+    from sessions_app.api.errors import api_exception_handler
+
+    with translation.override("en"):
+        answer = api_exception_handler(exceptions.Throttled(), {})
+    assert (answer.status_code, answer.data, answer["Retry-After"]) == (
+        429,
+        {"detail": "Too many requests. Try again in 1 second."},
+        "1",
+    )
