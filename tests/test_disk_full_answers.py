@@ -125,6 +125,18 @@ def test_a_chain_of_causes_that_loops_ends():
     assert disk_space.is_disk_full(first) is False
 
 
+def test_a_streamed_turn_that_meets_a_full_disk_gets_the_507_as_its_error_event(refuse_writes, captured_logs):
+    """After the stream has begun the answer is an event (errors.error_answer), with the status and
+    body the API gives; its log line names no view, there being none."""
+    from sessions_app.api.errors import error_answer
+
+    refuse_writes()
+    status, body = error_answer(_disk_full_error())
+    assert (status, body["code"]) == (507, "storage_full")
+    lines = [line for line in captured_logs[0].getvalue().splitlines() if "refused a write" in line]
+    assert lines == ["ERROR sessions_app.api.errors: database refused a write: disk full (OperationalError in ?)"]
+
+
 def test_any_other_database_error_is_the_logged_500_not_507(api, new_session, monkeypatch, captured_logs):
     from django.db import OperationalError
 
