@@ -55,9 +55,10 @@ _DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"), 
 _CJK_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _ITEM_RES = (
     re.compile(r"https?://[^\s\"'<>)）」』]+|www\.[^\s\"'<>)）」』]+"),  # links
-    re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),  # e-mail addresses
-    re.compile(r"\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|net|org|io|ai|app|dev|xyz|info|test)\b"),  # domains
-    re.compile(r"\b(?=[a-z0-9_-]*\d)(?=[a-z0-9_-]*[a-z])[a-z0-9][a-z0-9_-]{4,}\b"),  # codes: letters and digits
+    # As in agent/screening.py, each starts only where a run of letters starts: linear in the text.
+    re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),  # e-mail addresses
+    re.compile(r"(?<![a-z0-9.-])-*+((?:[a-z0-9-]+\.)+(?:com|net|org|io|ai|app|dev|xyz|info|test))\b"),  # domains
+    re.compile(r"(?<![a-z0-9_-])[_-]*+((?=[a-z0-9_-]*\d)(?=[a-z0-9_-]*[a-z])[a-z0-9][a-z0-9_-]{4,})\b"),  # codes
 )
 # Sentence ends: . ! ? before a space (not inside a link), or a Chinese terminator.
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")

@@ -50,8 +50,13 @@ SOURCE = "screen"
 MODEL_FLAG_KIND = "model"  # the kind of a flag the model raised (flag_suspicious_text)
 
 _BULLET_RE = re.compile(r"^\s*(?:[-*•·▪‣●○■□◆◇▸►✓✔・–—]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
-_URL_RE = re.compile(r"https?://\S+|www\.\S+|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|net|org|io|ai|app|dev|xyz|info)\b")
-_EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# Each pattern that scans a run of letters starts only where the run starts (a lookbehind, not
+# \b): from every position inside a run, `a-a-a-…` or `a.a.a.…` took time quadratic in its length
+# (50 s for a 50,000-character line).
+_URL_RE = re.compile(
+    r"https?://\S+|www\.\S+|(?<![a-z0-9.-])-*+(?:[a-z0-9-]+\.)+(?:com|net|org|io|ai|app|dev|xyz|info)\b"
+)
+_EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 # --- the patterns (matched against folded text) --------------------------------------------
 
