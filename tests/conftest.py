@@ -29,15 +29,27 @@ def db_path():
 def pytest_collection_modifyitems(config, items):
     """`sqlite_only` tests are about SQLite's files (secure_delete, journals, file modes, the
     write gate), `postgres_only` ones about the scale-out setup (PostgreSQL + Redis): each is
-    skipped, saying why, in the other leg of `make test` (tests/backends.py), which runs both."""
+    skipped, saying why, in the other leg of `make test` (tests/backends.py), which runs both.
+    `backend_independent` ones (the agent, the screen, the evals) and `browser` ones run in the
+    SQLite leg only."""
     if not settings.configured:
         return
     on_sqlite = settings.DATABASES["default"]["ENGINE"] == "sessions_app.sqlite_backend"
-    skipped, reason = ("postgres_only", "needs PostgreSQL + Redis") if on_sqlite else ("sqlite_only", "about SQLite")
-    skip = pytest.mark.skip(reason=f"{reason}: the other leg of `make test` runs it")
+    skipped = (
+        {"postgres_only": "needs PostgreSQL + Redis"}
+        if on_sqlite
+        else {
+            "sqlite_only": "about SQLite",
+            # The same test on either leg (no database or cache of the leg's): run once.
+            "backend_independent": "uses no database or cache",
+            # What a browser shows is the same page on either backend; its API runs on both legs.
+            "browser": "the page in a browser",
+        }
+    )
     for item in items:
-        if item.get_closest_marker(skipped):
-            item.add_marker(skip)
+        for marker, reason in skipped.items():
+            if item.get_closest_marker(marker):
+                item.add_marker(pytest.mark.skip(reason=f"{reason}: the other leg of `make test` runs it"))
     if _under_mutmut():
         _fastest_first(items)
 

@@ -63,7 +63,8 @@ class GeminiDouble:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # Polled every 10 ms for shutdown (the default, 0.5 s, is what stop() would wait, per test).
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
 
     @property
     def url(self) -> str:

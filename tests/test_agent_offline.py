@@ -14,6 +14,8 @@ from agent.verification import verify_reply
 from sessions_app import turns
 from tests.scripted_llm import Harness, final_text, function_calls
 
+pytestmark = pytest.mark.backend_independent
+
 FIXTURES = Path(__file__).parent / "fixtures"
 RESUME = (FIXTURES / "resume_lin.txt").read_text(encoding="utf-8")
 # Mixed Chinese and English; English with unbulleted role lines; Traditional Chinese, full-width.

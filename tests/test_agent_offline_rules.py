@@ -7,6 +7,8 @@ import pytest
 from agent.offline_intents import classify_message, reply_language
 from agent.resume_lines import ResumeFacts, label_resume_lines, role_title
 
+pytestmark = pytest.mark.backend_independent
+
 FIXTURES = Path(__file__).parent / "fixtures"
 LIN = (FIXTURES / "resume_lin.txt").read_text(encoding="utf-8")  # mixed Chinese and English
 ELLERY = (FIXTURES / "resume_ellery_en.txt").read_text(encoding="utf-8")  # English, roles unbulleted

@@ -11,6 +11,8 @@ from agent.prompt import extract_resume
 from agent.verification import verify_reply
 from tests.scripted_llm import Harness, ScriptedLlm, call_response, final_text, function_calls, text_response
 
+pytestmark = pytest.mark.backend_independent
+
 RESUME = (Path(__file__).parent / "fixtures" / "resume_lin.txt").read_text(encoding="utf-8")
 
 

@@ -2,7 +2,11 @@
 
 from pathlib import Path
 
+import pytest
+
 from agent.verification import check_claim, resume_name, split_sentences, suspicious_lines, verify_reply
+
+pytestmark = pytest.mark.backend_independent
 
 RESUME = (Path(__file__).parent / "fixtures" / "resume_lin.txt").read_text(encoding="utf-8")
 MIGRATION_LINE = "Led the migration of the billing service from a monolith to 12 Python services on Kubernetes."

@@ -10,6 +10,8 @@ import pytest
 
 from benchmarks.loadgen import LoadResult, Op, check_history, percentile, summarize_ms
 
+pytestmark = pytest.mark.backend_independent
+
 
 def test_percentile_interpolates_between_closest_ranks():
     values = [15, 20, 35, 40, 50]  # unsorted input is sorted first

@@ -8,6 +8,8 @@ import pytest
 from sessions_app.crypto import DecryptionFailed, KeyUnavailable, Sealer, derive_key, token_context
 from sessions_app.ownership import new_token, owner_id_for
 
+pytestmark = pytest.mark.backend_independent
+
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuvwxyz"
 SCOPE = "resume_agent/anon-0123/4f5e6d7c-0000-4000-8000-000000000001"
 

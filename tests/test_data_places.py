@@ -1,9 +1,12 @@
 """Places a resume could go that this project keeps closed (docs/DATA_INVENTORY.md)."""
 
+import pytest
 from django.apps import apps
 from django.conf import settings
 
 from sessions_app import turns
+
+pytestmark = pytest.mark.backend_independent
 
 
 def test_runner_has_no_memory_or_artifact_service():

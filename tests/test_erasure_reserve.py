@@ -84,10 +84,61 @@ def test_other_failures_making_the_reserve_are_not_hidden(reserve, monkeypatch):
         disk_space.restore_reserve()
 
 
-def test_a_database_with_no_file_has_no_reserve(reserve, monkeypatch):
+@pytest.mark.parametrize("name", [":memory:", ""], ids=["in memory", "temporary"])
+def test_a_database_with_no_file_has_no_reserve(reserve, monkeypatch, name):
     from django.db import connection
 
-    monkeypatch.setitem(connection.settings_dict, "NAME", ":memory:")
+    monkeypatch.setitem(connection.settings_dict, "NAME", name)
     assert disk_space.reserve_path() is None
     assert disk_space.restore_reserve()  # nothing to make
     assert disk_space.release_reserve() == 0
+
+
+@pytest.fixture
+def volume(reserve, monkeypatch, settings):
+    """The database's volume with the free space a test sets (`volume["free"]`), less what the
+    reserve takes once made; the headroom is 1 MiB."""
+    settings.STORAGE_HEADROOM_BYTES = 1024 * 1024
+    space = {"free": 0}
+    folder = disk_space.volume_path()
+
+    def free_bytes(path):
+        assert path == folder  # the volume of the database, not another
+        return space["free"] - disk_space.reserve_size()
+
+    monkeypatch.setattr(disk_space, "free_bytes", free_bytes)
+    return space
+
+
+def test_new_content_remakes_a_missing_reserve_where_that_leaves_the_headroom(volume):
+    volume["free"] = 1024 * 1024 + 64 * 1024  # the headroom and the reserve, exactly
+    disk_space.ensure_headroom()
+    assert disk_space.reserve_size() == 64 * 1024
+
+
+def test_a_missing_reserve_is_not_remade_from_the_headroom(volume):
+    volume["free"] = 1024 * 1024 + 64 * 1024 - 1
+    disk_space.ensure_headroom()  # the headroom is there: content is taken in
+    assert disk_space.reserve_size() == 0  # but the reserve would eat into it
+
+
+def test_a_whole_reserve_is_left_alone(volume, monkeypatch):
+    assert disk_space.restore_reserve()
+    volume["free"] = 10 * 1024 * 1024
+    with monkeypatch.context() as patched:
+        patched.setattr(disk_space, "restore_reserve", lambda: pytest.fail("remade a whole reserve"))
+        disk_space.ensure_headroom()
+
+
+def test_content_is_refused_under_the_headroom_with_one_log_line(volume, captured_logs):
+    assert disk_space.restore_reserve()
+    volume["free"] = 1024 * 1024 + 64 * 1024  # exactly the headroom left beside the reserve
+    disk_space.ensure_headroom()
+    volume["free"] -= 1
+    with pytest.raises(disk_space.InsufficientStorage):
+        disk_space.ensure_headroom()
+    lines = [line for line in captured_logs[0].getvalue().splitlines() if "refused" in line]
+    assert lines == [
+        "WARNING sessions_app.disk_space: new content refused: 1048575 bytes free on the database's volume,"
+        " headroom 1048576"
+    ]

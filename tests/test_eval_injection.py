@@ -24,6 +24,8 @@ from evals import injection
 from evals.injection import DECOY_SECRETS, DECOY_USER_ID, USER_ID, CaseResult, judge, load_cases, main, run_eval
 from tests.scripted_llm import ScriptedLlm, call_response, text_response
 
+pytestmark = pytest.mark.backend_independent
+
 ROOT = Path(__file__).resolve().parent.parent
 CASES = load_cases()
 CASE_BY_ID = {case.id: case for case in CASES}

@@ -8,6 +8,8 @@ import pytest
 
 from sessions_app import event_loop
 
+pytestmark = pytest.mark.backend_independent
+
 _caller_value = contextvars.ContextVar("caller_value", default=None)
 
 

@@ -19,6 +19,8 @@ from agent.prompt import extract_resume
 from evals.injection import load_cases
 from tests.scripted_llm import Harness, ScriptedLlm, call_response, final_text, function_calls, text_response
 
+pytestmark = pytest.mark.backend_independent
+
 ATTACKS = [case for case in load_cases() if case.is_attack]
 CONTROLS = [case for case in load_cases() if not case.is_attack]
 

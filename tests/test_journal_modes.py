@@ -10,6 +10,8 @@ import pytest
 
 from benchmarks.journal_modes import CHOSEN, MARKERS, Config, Sizes, measure, measure_temp_store
 
+pytestmark = pytest.mark.sqlite_only
+
 QUICK = Sizes.quick()
 
 

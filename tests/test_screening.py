@@ -12,6 +12,8 @@ from agent.plans import initial_state
 from agent.prompt import build_instruction, extract_resume
 from agent.screening import KINDS, flagged_lines, screen
 
+pytestmark = pytest.mark.backend_independent
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Fictional lines, none of them from evals/cases (the screen is judged there).

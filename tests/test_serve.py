@@ -16,6 +16,8 @@ import pytest
 from .privacy import fixture_resume
 from .test_servers import ROOT, _free_port, start_server
 
+pytestmark = pytest.mark.sqlite_only
+
 SCHEDULE = "purge expired sessions"
 
 

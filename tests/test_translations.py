@@ -23,7 +23,10 @@ CATALOGUE = ROOT / "locale" / "zh_Hant" / "LC_MESSAGES"
 # What holds our strings: the code and templates of these packages.
 SOURCES = ["manage.py", "config", "sessions_app", "agent"]
 
-pytestmark = pytest.mark.skipif(shutil.which("xgettext") is None, reason="GNU gettext is not installed")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("xgettext") is None, reason="GNU gettext is not installed"),
+    pytest.mark.backend_independent,
+]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from django.db import OperationalError
 from sessions_app.sqlite_backend import base as gate_module
 from sessions_app.sqlite_backend.base import WriteGate
 
-pytestmark = pytest.mark.skipif(gate_module.fcntl is None, reason="flock is POSIX")
+pytestmark = [pytest.mark.skipif(gate_module.fcntl is None, reason="flock is POSIX"), pytest.mark.sqlite_only]
 fcntl = gate_module.fcntl
 
 WAIT = 10  # seconds a step may take on a loaded machine before the test gives up
