@@ -57,13 +57,23 @@ def _equivalent(note: str) -> bool:
     return note.lower().startswith("equivalent")
 
 
+def _killed_by_hand(note: str) -> bool:
+    """A survivor of mutmut's run that a test kills when run by hand: on the PostgreSQL leg (mutmut
+    runs the SQLite one), or a test mutmut's incremental stats did not link to a new function."""
+    return note.lower().startswith("killed")
+
+
 def render(root: Path, notes: dict[str, str], baseline: dict | None = None) -> str:
     """`baseline`: counts per module of an earlier run (`--save-counts`), shown as "score before"."""
     rows, survivors, totals, per_module = [], [], Counter(), {}
     for module in tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"]["only_mutate"]:
         by_mutant = results(root, module)
         counts = Counter(
-            "equivalent" if code == 0 and _equivalent(notes.get(name, "")) else COLUMNS.get(code, "other")
+            "equivalent"
+            if code == 0 and _equivalent(notes.get(name, ""))
+            else "killed"
+            if code in (0, -1) and _killed_by_hand(notes.get(name, ""))
+            else COLUMNS.get(code, "other")
             for name, code in by_mutant.items()
         ) + Counter(mutants=len(by_mutant))
         totals.update(counts)
@@ -82,7 +92,8 @@ def render(root: Path, notes: dict[str, str], baseline: dict | None = None) -> s
         "`pyproject.toml` `[tool.mutmut]`). A mutant is one small change to the code; a test",
         "that fails on it kills it. A survivor is either a missing test or an equivalent change.",
         "",
-        "Score: killed or timed out, of the mutants run less the equivalent ones"
+        "Score: killed or timed out, of the mutants run less the equivalent ones. A survivor whose note"
+        ' starts with "killed" is counted as killed: its test, run by hand with the mutant active, fails'
         + (" (before: the same run before its survivors were handled)." if baseline is not None else "."),
         "",
         *_common.md_table(

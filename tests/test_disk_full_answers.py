@@ -277,6 +277,8 @@ def test_the_admin_shows_storage_and_the_purge_that_could_not_run(admin_client, 
         assert "could not run: disk full" in page
         if connection.vendor == "sqlite":
             assert "in place:" in page  # the reserve beside the file
+        else:
+            assert "none (PostgreSQL, or ERASURE_RESERVE_BYTES is 0)" in page
     zh = admin_client.get(reverse("admin:sessions_app_agentsession_policy"), HTTP_ACCEPT_LANGUAGE="zh-hant")
     assert "無法執行：磁碟已滿" in zh.content.decode()
 

@@ -142,3 +142,10 @@ def test_content_is_refused_under_the_headroom_with_one_log_line(volume, capture
         "WARNING sessions_app.disk_space: new content refused: 1048575 bytes free on the database's volume,"
         " headroom 1048576"
     ]
+
+
+def test_a_reserve_short_by_a_single_byte_is_remade(volume, settings):
+    settings.ERASURE_RESERVE_BYTES = 1
+    volume["free"] = 10 * 1024 * 1024
+    disk_space.ensure_headroom()
+    assert disk_space.reserve_size() >= 1

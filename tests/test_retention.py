@@ -447,3 +447,10 @@ def test_a_last_purge_the_cache_cannot_keep_is_one_log_line(monkeypatch, capture
     assert purge_expired(trigger="ttl").sessions == 1  # the purge itself is done
     lines = [line for line in captured_logs[0].getvalue().splitlines() if "outcome" in line]
     assert lines == ["WARNING sessions_app.retention: the purge's outcome could not be recorded (OSError)"]
+
+
+def test_the_last_purge_of_a_caller_without_a_label_shows_its_own_name():
+    from sessions_app import selectors
+
+    purge_expired(trigger="nightly-job")
+    assert selectors.last_purge().trigger == "nightly-job"
