@@ -348,6 +348,10 @@ Q_CLUSTER = {
     "ack_failures": True,
     "catch_up": False,
     "sync": TESTING,
+    # How often the cluster checks its workers. Its scheduler runs once 30 s of these
+    # cycles have passed (django-q2's guard loop), so with 30 or more the first schedule
+    # check comes at start-up instead of 30 s later (tests/test_serve.py uses that).
+    "guard_cycle": float(os.environ.get("Q_GUARD_CYCLE_SECONDS", "0.5")),
     # More clusters on the same database: any number may share this name (and its queue;
     # the schedule fires once, whichever runs it); one started with Q_CLUSTER_NAME=<other>
     # takes only tasks queued for that name (django-q2's ALT_CLUSTERS, none configured).

@@ -59,11 +59,18 @@ def service_env(tmp_path: Path, **extra: str) -> dict:
 
 def start_server(command: list[str], env: dict, log_path: Path, port: int) -> tuple[subprocess.Popen, str]:
     """Starts `command` and waits until it answers HTTP on `port`; fails the test if it doesn't."""
+    return wait_until_serving(launch(command, env, log_path), command, log_path, port)
+
+
+def launch(command: list[str], env: dict, log_path: Path) -> subprocess.Popen:
     with open(log_path, "wb") as log:
         # A process group of its own, so a test can kill the server with its workers.
-        process = subprocess.Popen(
+        return subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
+
+
+def wait_until_serving(process: subprocess.Popen, command: list[str], log_path: Path, port: int):
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

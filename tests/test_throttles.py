@@ -90,20 +90,23 @@ def test_throttled_answer_is_json_with_retry_after_and_the_window_resets(rates):
 
 # --- several processes, one counter ----------------------------------------------------
 _PROCESS_SCRIPT = """
-import sys, threading, time
+import sys, threading
 import django
 django.setup()
 from rest_framework.test import APIRequestFactory
 from sessions_app.api.throttles import SessionCreateThrottle
-start_at, threads = float(sys.argv[1]), int(sys.argv[2])
+threads = int(sys.argv[1])
+go = threading.Event()
 allowed = []
 def one():
     request = APIRequestFactory().post("/agent/sessions", REMOTE_ADDR="198.51.100.9")
-    while time.time() < start_at:
-        time.sleep(0.001)
+    go.wait()
     allowed.append(SessionCreateThrottle().allow_request(request, None))
 workers = [threading.Thread(target=one) for _ in range(threads)]
 [w.start() for w in workers]
+print("ready", flush=True)
+sys.stdin.readline()  # the test's go, once every process is ready
+go.set()
 [w.join() for w in workers]
 print(sum(allowed))
 """
@@ -120,20 +123,23 @@ def test_processes_sharing_the_cache_let_exactly_the_limit_through(tmp_path):
         "SESSION_CREATE_RATE": "30/hour",
         "PYTHONPATH": str(ROOT),
     }
-    import time
-
-    start_at = str(time.time() + 8)  # after every process has started up
     processes = [
         subprocess.Popen(
-            [sys.executable, "-c", _PROCESS_SCRIPT, start_at, "15"],
+            [sys.executable, "-c", _PROCESS_SCRIPT, "15"],
             cwd=ROOT,
             env=env,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for _ in range(4)
     ]
+    # All 60 requests at once: each process reports ready, then all are let go together.
+    assert [process.stdout.readline() for process in processes] == ["ready\n"] * 4
+    for process in processes:
+        process.stdin.write("go\n")
+        process.stdin.flush()
     outputs = [process.communicate(timeout=120) for process in processes]
     assert all(process.returncode == 0 for process in processes), [err for _, err in outputs]
     assert sum(int(out.strip().splitlines()[-1]) for out, _ in outputs) == 30

@@ -30,7 +30,7 @@ from sessions_app.selectors import PURGE_TASK
 from .factories import make_session
 from .gemini_double import GeminiDouble
 from .privacy import fixture_resume
-from .test_servers import BIN, ROOT, _free_port, service_env, start_server
+from .test_servers import BIN, ROOT, _free_port, launch, service_env, wait_until_serving
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
 CREATES_ALLOWED = 3
@@ -67,18 +67,22 @@ def scale_out_env(tmp_path, gemini):
 
 @pytest.fixture
 def two_servers(tmp_path, scale_out_env):
-    servers = []
-    for name in ("a", "b"):
+    launched = []
+    for name in ("a", "b"):  # started together, then waited for
         port = _free_port()
         command = [str(BIN / "gunicorn"), "config.wsgi", "--workers", "1", "--threads", "4", "--bind"]
-        servers.append(
-            start_server([*command, f"127.0.0.1:{port}"], scale_out_env(name), tmp_path / f"{name}.log", port)
-        )
+        command = [*command, f"127.0.0.1:{port}"]
+        launched.append((launch(command, scale_out_env(name), tmp_path / f"{name}.log"), command, port, name))
+    servers = [
+        wait_until_serving(process, command, tmp_path / f"{name}.log", port)
+        for process, command, port, name in launched
+    ]
     yield servers
-    for process, _ in servers:
-        if process.poll() is None:
-            process.terminate()
-            process.wait(timeout=30)
+    running = [process for process, _ in servers if process.poll() is None]
+    for process in running:
+        process.terminate()
+    for process in running:
+        process.wait(timeout=30)
 
 
 @pytest.fixture
@@ -114,8 +118,13 @@ def clusters(tmp_path, scale_out_env):
             process.wait()
 
 
-def _clients(servers) -> list[httpx.Client]:
-    return [httpx.Client(base_url=base, timeout=60) for _, base in servers]
+@pytest.fixture
+def two_clients(two_servers):
+    """A client of each server, closed before the servers stop (gunicorn waits out open keep-alives)."""
+    clients = [httpx.Client(base_url=base, timeout=60) for _, base in two_servers]
+    yield clients
+    for client in clients:
+        client.close()
 
 
 def _new_session(client: httpx.Client) -> tuple[str, dict]:
@@ -138,8 +147,8 @@ def _call_or_error(call):
         return exc
 
 
-def test_a_session_made_on_one_server_is_used_and_deleted_through_the_other(two_servers):
-    a, b = _clients(two_servers)
+def test_a_session_made_on_one_server_is_used_and_deleted_through_the_other(two_clients):
+    a, b = two_clients
     url, headers = _new_session(a)
 
     turn = b.post(f"{url}/messages", json=MESSAGE, headers=headers)
@@ -154,8 +163,8 @@ def test_a_session_made_on_one_server_is_used_and_deleted_through_the_other(two_
     assert gone_on_b.content == a.get(url, headers=headers).content  # the one uniform 404
 
 
-def test_the_create_limit_counts_requests_to_both_servers(two_servers):
-    a, b = _clients(two_servers)
+def test_the_create_limit_counts_requests_to_both_servers(two_clients):
+    a, b = two_clients
     body = {"resume_text": "Chen Mei-Ling\nData Analyst"}
     statuses = [(a if i % 2 else b).post("/agent/sessions", json=body).status_code for i in range(CREATES_ALLOWED)]
     assert statuses == [201] * CREATES_ALLOWED
@@ -164,8 +173,8 @@ def test_the_create_limit_counts_requests_to_both_servers(two_servers):
     assert all(r.headers.get("Retry-After") for r in refused)
 
 
-def test_two_turns_sent_to_both_servers_at_once_give_one_200_and_one_409(two_servers, gemini):
-    a, b = _clients(two_servers)
+def test_two_turns_sent_to_both_servers_at_once_give_one_200_and_one_409(two_clients, gemini):
+    a, b = two_clients
     url, headers = _new_session(a)
     with gemini.hold() as held:
         thread, first = _in_thread(lambda: a.post(f"{url}/messages", json=MESSAGE, headers=headers))
@@ -180,9 +189,11 @@ def test_two_turns_sent_to_both_servers_at_once_give_one_200_and_one_409(two_ser
     assert conversation["messages"][0]["text"] == MESSAGE["message"]
 
 
-def test_a_server_killed_mid_turn_loses_nothing_and_the_other_serves_the_next_turn_at_once(two_servers, gemini):
+def test_a_server_killed_mid_turn_loses_nothing_and_the_other_serves_the_next_turn_at_once(
+    two_clients, two_servers, gemini
+):
     (server_a, _), _ = two_servers
-    a, b = _clients(two_servers)
+    a, b = two_clients
     url, headers = _new_session(b)
     assert b.post(f"{url}/messages", json=MESSAGE, headers=headers).status_code == 200  # stored by B
     with gemini.hold() as held:
@@ -214,8 +225,8 @@ def _wait_for_purges(count: int, timeout: float = 120) -> list[Task]:
     pytest.fail(f"{count} purge task(s) did not finish in {timeout} s")
 
 
-def test_a_purge_in_the_cluster_while_both_servers_serve_gives_no_error(two_servers, clusters):
-    a, b = _clients(two_servers)
+def test_a_purge_in_the_cluster_while_both_servers_serve_gives_no_error(two_clients, clusters):
+    a, b = two_clients
     url, headers = _new_session(a)
     expired = _expired_sessions(150)
     clusters("cluster")
