@@ -79,6 +79,7 @@ bench: dev-venv
 	$(PY) benchmarks/service_bench.py
 	$(PY) benchmarks/turn_profile.py
 	$(PY) benchmarks/gemini_path_bench.py
+	$(PY) benchmarks/screen_bench.py
 	$(PY) benchmarks/purge_bench.py
 	$(PY) benchmarks/journal_modes.py
 	$(PY) benchmarks/session_limits_bench.py

@@ -16,6 +16,7 @@ SECTIONS = [
     "service",
     "turn_profile",
     "gemini_path",
+    "screen",
     "purge",
     "session_limits",
     "erasure_space",
