@@ -79,7 +79,11 @@ def render(root: Path, notes: dict[str, str], baseline: dict | None = None) -> s
         totals.update(counts)
         per_module[module] = dict(counts)
         rows.append(_row(f"`{module}`", counts, (baseline or {}).get(module, {}) if baseline is not None else None))
-        unkilled = (name for name, code in by_mutant.items() if COLUMNS.get(code) in ("survived", "no tests"))
+        # Every mutant without a verdict of killed, timeout or not run needs a note (an exit code
+        # mutmut does not name, -1 for one, included).
+        unkilled = (
+            name for name, code in by_mutant.items() if COLUMNS.get(code, "other") in ("survived", "no tests", "other")
+        )
         survivors += sorted(unkilled, key=_mutant_order)
     before_all = Counter()
     for counts in (baseline or {}).values():

@@ -100,6 +100,15 @@ def test_a_body_of_exactly_the_limit_parses_and_one_byte_more_does_not(settings)
     assert over.asked == limit + 1  # never more than one byte past the limit, whatever is sent
 
 
+def test_a_body_is_read_in_the_charset_its_content_type_declares(api):
+    """DRF passes the declared charset on in the parser's context: a Latin-1 body keeps its ë."""
+    body = json.dumps({"resume_text": "Zoë Lin, data analyst"}, ensure_ascii=False).encode("latin-1")
+    response = api.post("/agent/sessions", body, content_type="application/json; charset=iso-8859-1")
+    assert response.status_code == 201, response.content
+    context = {"request": SimpleNamespace(META={}), "encoding": "iso-8859-1"}
+    assert LimitedJSONParser().parse(io.BytesIO(body), None, context) == {"resume_text": "Zoë Lin, data analyst"}
+
+
 def test_no_body_at_all_is_a_parse_error_not_a_crash():
     with pytest.raises(ParseError):
         LimitedJSONParser().parse(None, None, {"request": SimpleNamespace(META={})})

@@ -207,7 +207,9 @@ def test_turn_inside_a_running_event_loop_raises_no_synchronous_only_error():
 
     worker = threading.Thread(target=in_thread)
     worker.start()
-    worker.join(timeout=20)  # a turn takes about a second; a hung one fails here, not at a time limit
+    # A turn takes well under a second; a hung one fails here, not at a time limit (and under
+    # mutmut, where a mutant of the write gate hangs it, this wait is what such a kill costs).
+    worker.join(timeout=8)
 
     assert not worker.is_alive(), "the turn did not finish"
     if "error" in outcome:
