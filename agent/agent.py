@@ -9,7 +9,6 @@ from . import APP_NAME  # noqa: F401  (the package's, re-exported here as before
 from .guards import guard_model_response, guard_tool_call
 from .model_selection import select_model
 from .prompt import instruction_provider
-from .screening import screen_once_per_invocation
 from .tools import flag_suspicious_text, save_plan, verify_claims
 
 
@@ -27,5 +26,4 @@ def build_agent(model: str | BaseLlm | None = None) -> LlmAgent:
         # reaches a reply, a tool argument or a saved plan.
         after_model_callback=guard_model_response,
         before_tool_callback=guard_tool_call,
-        before_agent_callback=screen_once_per_invocation,
     )

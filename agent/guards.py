@@ -21,7 +21,6 @@ Flagged lines are the screen's (re-run on the resume) and the model's own flags.
 
 from __future__ import annotations
 
-import difflib
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -73,27 +72,42 @@ def _items(text: str) -> set[str]:
     return {match.rstrip(".,;:") for pattern in _ITEM_RES for match in pattern.findall(text)}
 
 
+def _windows(text: str) -> set[str]:
+    """Every run of wording long enough to count: RUN_MIN_CHARS characters, or RUN_MIN_CHARS_CJK
+    that hold a Chinese character. A text of n characters has fewer than 2n of them."""
+    runs = {text[i : i + RUN_MIN_CHARS] for i in range(len(text) - RUN_MIN_CHARS + 1)}
+    short = RUN_MIN_CHARS_CJK
+    runs |= {text[i : i + short] for i in range(len(text) - short + 1) if _CJK_RE.search(text, i, i + short)}
+    return runs
+
+
 @dataclass(frozen=True)
 class Taint:
-    """What may not leave flagged lines: their items and wording, against what is clean."""
+    """What may not leave flagged lines: their items and runs of wording, minus what is clean.
+
+    Both are sets of strings looked up in a hash, so checking a text costs time linear in its
+    length whatever the flagged lines hold. (difflib's matching blocks took 346 s to compare a
+    4,000-character answer with a flagged line of 4,000 `a`s: cubic in the lengths.)"""
 
     flagged: tuple[str, ...]  # normalised flagged lines
-    clean: str  # normalised clean resume lines and the person's messages, joined
     items: frozenset[str]  # links, addresses and codes found only in flagged lines
+    runs: frozenset[str]  # runs of flagged wording found in no clean line or message
 
     @classmethod
     def of(cls, state: Mapping, messages: Iterable[str] = ()) -> Taint:
-        # Stripped as the prompt strips it: the same text, so one screen per turn (screening.screened_once).
+        # Stripped as the prompt strips it: the same text, the same lines.
         resume = str(state.get("resume_text") or "").strip("\n")
         flagged = flagged_lines(resume, list(state.get("suspicious_flags") or []))
         if not flagged:
-            return cls((), "", frozenset())
+            return cls((), frozenset(), frozenset())
         flagged_set = set(flagged)
         clean_lines = [line for line in resume.splitlines() if line.strip() and line.strip() not in flagged_set]
-        clean = "\n".join(normalise(text) for text in [*clean_lines, *messages])
+        clean = [normalise(text) for text in [*clean_lines, *messages]]
         norm_flagged = tuple(normalise(line) for line in flagged)
-        items = {item for line in norm_flagged for item in _items(line) if item not in clean}
-        return cls(norm_flagged, clean, frozenset(items))
+        clean_items = {item for text in clean for item in _items(text)}
+        items = {item for line in norm_flagged for item in _items(line)} - clean_items
+        runs = set().union(*map(_windows, norm_flagged)) - set().union(*map(_windows, clean))
+        return cls(norm_flagged, frozenset(items), frozenset(runs))
 
     def __bool__(self) -> bool:
         return bool(self.flagged)
@@ -103,16 +117,7 @@ class Taint:
         norm = normalise(text)
         if not self or not norm:
             return False
-        if any(item in norm for item in self.items):
-            return True
-        for line in self.flagged:
-            matcher = difflib.SequenceMatcher(None, norm, line, autojunk=False)
-            for block in matcher.get_matching_blocks():
-                run = norm[block.a : block.a + block.size]
-                need = RUN_MIN_CHARS_CJK if _CJK_RE.search(run) else RUN_MIN_CHARS
-                if block.size >= need and run.strip() not in self.clean:
-                    return True
-        return False
+        return not (self.items.isdisjoint(_items(norm)) and self.runs.isdisjoint(_windows(norm)))
 
 
 def _messages(callback_context: CallbackContext) -> list[str]:

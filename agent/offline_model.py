@@ -57,7 +57,7 @@ from .offline_intents import classify_message, reply_language
 from .offline_plans import build_plan, plan_changes, revision_so_far
 from .offline_replies import Turn, compose_reply, quotes_for
 from .offline_texts import TEXTS
-from .prompt import PLAN_BEGIN, PLAN_END, extract_resume
+from .prompt import PLAN_BEGIN, PLAN_END, extract_flagged_lines, extract_resume
 from .resume_lines import ResumeFacts
 
 # --- the turn --------------------------------------------------------------------------
@@ -83,7 +83,7 @@ class OfflineResumeModel(BaseLlm):
         if not resume.strip():
             return _text(f"{TEXTS[lang]['banner']}\n{TEXTS[lang]['no_resume']}")
 
-        facts = ResumeFacts(resume)
+        facts = ResumeFacts(resume, extract_flagged_lines(system))
         if facts.suspicious and not _calls(contents, "flag_suspicious_text"):
             return _call(
                 "flag_suspicious_text",

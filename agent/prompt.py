@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from google.adk.agents.readonly_context import ReadonlyContext
 
 from .plans import plan_count, plan_versions
-from .screening import flagged_lines, screen
+from .screening import flagged_lines, screen_findings
 
 RESUME_BEGIN, RESUME_END = "<<<RESUME", "RESUME>>>"
 DATA_MARK, FLAGGED_MARK = "┃ ", "┃⚑ "
@@ -67,12 +67,12 @@ def _defang(text: str) -> str:
     return text
 
 
-def _screen_notes(resume: str) -> list[str]:
-    findings = screen(resume)
+def _screen_notes(flags: list[dict]) -> list[str]:
+    findings = screen_findings(flags)
     if not findings:
         return ["Screen findings: none."]
     return ["Screen findings (resume lines flagged before this conversation; line: kind):"] + [
-        f"- line {finding.line + 1}: {finding.kind}" for finding in findings
+        f"- line {int(finding.get('line', 0)) + 1}: {finding.get('kind')}" for finding in findings
     ]
 
 
@@ -88,7 +88,8 @@ def _spotlit(resume: str, flagged: set[str]) -> str:
 def build_instruction(state: Mapping) -> str:
     """The full instruction for the current session state (pure, easy to test)."""
     raw = str(state.get("resume_text") or "").strip("\n")
-    flagged = set(flagged_lines(raw, list(state.get("suspicious_flags") or [])))
+    flags = list(state.get("suspicious_flags") or [])
+    flagged = set(flagged_lines(raw, flags))
     resume = _spotlit(raw, flagged) if raw else ""
     versions = plan_versions(state)
     parts = [RULES, ""]
@@ -100,7 +101,7 @@ def build_instruction(state: Mapping) -> str:
         ]
     else:
         parts.append("Saved plan versions so far: 0 (no plan saved yet).")
-    parts += ["", *_screen_notes(raw), "", RESUME_BEGIN, resume, RESUME_END]
+    parts += ["", *_screen_notes(flags), "", RESUME_BEGIN, resume, RESUME_END]
     return "\n".join(parts)
 
 
@@ -115,6 +116,14 @@ def extract_resume(system_instruction: str) -> str:
     if not match:
         return ""
     return "\n".join(_unmark(line) for line in match.group(1).split("\n"))
+
+
+def extract_flagged_lines(system_instruction: str) -> list[str]:
+    """The resume lines `build_instruction` marked as flagged, unmarked and stripped: the findings
+    stored with the session, read back without screening the resume again."""
+    match = _RESUME_BLOCK_RE.search(system_instruction or "")
+    lines = match.group(1).split("\n") if match else []
+    return [line[len(FLAGGED_MARK) :].strip() for line in lines if line.startswith(FLAGGED_MARK)]
 
 
 def _unmark(line: str) -> str:

@@ -19,9 +19,11 @@ from .text_folding import CJK_RE, choices, fold, word_set
 from .verification import resume_name
 
 
-def _suspicious(resume: str) -> list[str]:
-    """The lines the screen (agent/screening.py) flags, in resume order, each once."""
-    return list(dict.fromkeys(finding.excerpt for finding in screen(resume)))
+def _suspicious(resume: str, flagged: list[str] | None) -> list[str]:
+    """The flagged lines in resume order, each once: `flagged` as a turn has them (the findings
+    stored with the session), else what the screen (agent/screening.py) finds now."""
+    lines = flagged if flagged is not None else [finding.excerpt for finding in screen(resume)]
+    return list(dict.fromkeys(lines))
 
 
 # --- the resume: sections and labelled lines -------------------------------------------
@@ -140,13 +142,12 @@ class _Line:
     label: str = "other"
 
 
-def _resume_lines(resume: str) -> list[_Line]:
+def _resume_lines(resume: str, suspicious: set[str]) -> list[_Line]:
     """Every content line after the name, with the section it sits in.
 
     Injection-like lines are dropped, so they are never quoted back or obeyed; so are
     lines our prompt defanged (they no longer read as the person wrote them).
     """
-    suspicious = set(_suspicious(resume))
     raw_lines = (resume or "").splitlines()
     start = next((i + 1 for i, raw in enumerate(raw_lines) if raw.strip()), len(raw_lines))  # after the name
     lines, section = [], "top"
@@ -183,8 +184,8 @@ def _label_projects(lines: list[_Line]) -> None:
         line.label = "project"
 
 
-def _labelled(resume: str) -> list[_Line]:
-    lines = _resume_lines(resume)
+def _labelled(resume: str, suspicious: list[str] | None = None) -> list[_Line]:
+    lines = _resume_lines(resume, set(_suspicious(resume, None) if suspicious is None else suspicious))
     by_section: dict[str, list[_Line]] = {}
     for line in lines:
         by_section.setdefault(line.section, []).append(line)
@@ -235,9 +236,10 @@ class Role:
 class ResumeFacts:
     """What the offline coach knows about the person: labelled lines, copied verbatim."""
 
-    def __init__(self, resume: str):
-        lines = _labelled(resume)
-        self.suspicious = _suspicious(resume)
+    def __init__(self, resume: str, flagged: list[str] | None = None):
+        """`flagged`: the resume's flagged lines as stored with its session (None: screen it now)."""
+        self.suspicious = _suspicious(resume, flagged)
+        lines = _labelled(resume, self.suspicious)
         name = resume_name(resume)
         self.name = "" if name in self.suspicious else name  # never greet with an injection
         self.roles = self._roles(lines)

@@ -28,7 +28,6 @@ The module is pure Python (no Django, no ADK) and never logs what it reads.
 
 from __future__ import annotations
 
-import contextvars
 import re
 from dataclasses import asdict, dataclass
 
@@ -220,6 +219,8 @@ _DIRECTIVE = [
 ]
 _SECOND_PERSON_RE = re.compile(r"\b(?:you|your)\b|你|您")
 _COMMENT_RE = re.compile(r"<!--(.*?)(?:-->|$)|\[//\]:\s*#\s*[(\"'](.*)|/\*(.*?)(?:\*/|$)|\{#(.*?)(?:#\}|$)")
+# An opener inside a comment's body starts a clause of its own, as a comma would.
+_COMMENT_OPENER_RE = re.compile(r"<!--|\[//\]:\s*#\s*[(\"']|/\*|\{#")
 _LINK_PUSH_RE = re.compile(
     r"\b(?:tell|ask|send|direct|redirect|point)\s+(?:the\s+)?(?:candidate|user|person|applicant|reader|them)\b"
     r"|\b(?:add|include|put|insert)\s+(?:this|that|the)\s+(?:link|url|address)|\b(?:in|into|to)\s+(?:the|your|any|every)\s+(?:plan|reply|answer|response)"
@@ -268,7 +269,9 @@ def _is_addressed(text: str) -> bool:
 
 # Quoted text is a mention ("built a filter for 'ignore previous instructions' attacks"),
 # except for the kinds whose payload is usually quoted (a JSON tool-call blob).
-_QUOTED_RE = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’|'[^'\n]{3,}'|「[^」\n]*」|『[^』\n]*』")
+# A quote's body never holds its own opener: from each of `““““…` the scan stops at the next
+# opener instead of running to the end of the line (quadratic in the line's length).
+_QUOTED_RE = re.compile(r"\"[^\"\n]*\"|“[^“”\n]*”|‘[^‘’\n]*’|'[^'\n]{3,}'|「[^「」\n]*」|『[^『』\n]*』")
 _QUOTE_BLIND = ("tool_call",)
 
 
@@ -276,17 +279,38 @@ def _unquoted(text: str) -> str:
     return _QUOTED_RE.sub(" ", text)
 
 
-def _kind_of(text: str) -> str | None:
-    """The kind a single (normalised) text reads as, or None."""
+def _strong_kind(text: str) -> str | None:
     bare = _unquoted(text)
     for kind, patterns in _STRONG.items():
         if any(p.search(text if kind in _QUOTE_BLIND else bare) for p in patterns):
             return kind
-    comment = _COMMENT_RE.search(text)
-    if comment:
-        body = next((g for g in comment.groups() if g), "")
-        if body and (_is_addressed(body) or _is_directive(body) or _URL_RE.search(body) or _kind_of(body)):
-            return "markup_comment"
+    return None
+
+
+def _comment_speaks(text: str) -> bool:
+    """Does a comment in `text` hold an instruction, an address to the AI or a link?
+
+    Each comment's body is read once, never screened again on its own: comments do not
+    overlap (an unclosed one runs to the end of the line), so the work is linear in the
+    line. (Screening each body anew, an opener inside a body at a time, took a minute of
+    CPU and then a RecursionError for `<!--` repeated 12,500 times.)"""
+    for comment in _COMMENT_RE.finditer(text):
+        body = _COMMENT_OPENER_RE.sub(", ", next((g for g in comment.groups() if g), ""))
+        if body and (_is_addressed(body) or _is_directive(body) or _URL_RE.search(body) or _strong_kind(body)):
+            return True
+        role = _ROLE_PREFIX_RE.match(body.strip(" ,"))
+        if role and (_is_directive(role.group(1)) or _SECOND_PERSON_RE.search(role.group(1))):
+            return True
+    return False
+
+
+def _kind_of(text: str) -> str | None:
+    """The kind a single (normalised) text reads as, or None."""
+    kind = _strong_kind(text)
+    if kind:
+        return kind
+    if _comment_speaks(text):
+        return "markup_comment"
     role = _ROLE_PREFIX_RE.match(text)
     if role and (_is_directive(role.group(1)) or _SECOND_PERSON_RE.search(role.group(1))):
         return "role_tag"
@@ -311,32 +335,12 @@ def _read(line: str) -> _Read:
     )
 
 
-# The prompt, the guards and the offline model each ask for the screen on every model call: within
-# one invocation of the agent (`screen_once_per_invocation`) each text is screened once. The
-# findings quote the resume, so they are kept for that invocation only, never process-wide.
-_turn_memo: contextvars.ContextVar[dict[str, tuple[Finding, ...]] | None] = contextvars.ContextVar(
-    "screen_turn_memo", default=None
-)
-
-
-def screen_once_per_invocation(callback_context) -> None:
-    """The agent's before_agent_callback: the invocation that starts here screens each text once,
-    whichever runner runs the agent (the service's, `adk api_server`'s, the eval's)."""
-    _turn_memo.set({})
-    return None
-
-
 def screen(resume: str) -> list[Finding]:
-    """The resume's lines that read as instructions to an AI, in line order."""
-    memo = _turn_memo.get()
-    if memo is None:
-        return _screen(resume)
-    if resume not in memo:
-        memo[resume] = tuple(_screen(resume))
-    return list(memo[resume])
+    """The resume's lines that read as instructions to an AI, in line order.
 
-
-def _screen(resume: str) -> list[Finding]:
+    It runs once per resume, when its session is created (`agent.plans.initial_state` keeps the
+    findings, sealed with the session); a turn reads them from there (`flagged_lines`,
+    `screen_findings`) and never screens again."""
     lines = (resume or "").splitlines()
     reads = [_read(line) for line in lines]
     kinds: dict[int, str] = {i: r.kind for i, r in enumerate(reads) if r.kind}
@@ -359,14 +363,19 @@ def _screen(resume: str) -> list[Finding]:
     return [Finding(i, lines[i].strip(), kinds[i]) for i in sorted(kinds)]
 
 
+def screen_findings(flags: list[dict] | None) -> list[dict]:
+    """The screen's findings among a session's flags (those it stored when the session began)."""
+    return [flag for flag in flags or [] if isinstance(flag, dict) and flag.get("source") == SOURCE]
+
+
 def flagged_lines(resume: str, flags: list[dict] | None = None) -> list[str]:
-    """Every resume line a flag points at: the screen's (re-run, so sessions older than the
-    screen are covered too) and the model's (a flag whose excerpt lies in a resume line)."""
-    lines = [f.excerpt for f in screen(resume)]
+    """Every resume line a session's flag points at: the screen's (stored with the session, the
+    line as written) and the model's (a flag whose excerpt lies in a resume line)."""
+    lines = [str(flag.get("excerpt") or "").strip() for flag in screen_findings(flags)]
     resume_lines = [line.strip() for line in (resume or "").splitlines() if line.strip()]
     for flag in flags or []:
         excerpt = str((flag or {}).get("excerpt") or "").strip()
         if len(excerpt) < 12:
             continue
         lines += [line for line in resume_lines if excerpt in line or (len(line) >= 12 and line in excerpt)]
-    return list(dict.fromkeys(lines))
+    return list(dict.fromkeys(line for line in lines if line))

@@ -34,9 +34,18 @@ SHAPES = {
     "www.a.www.a.… (one line)": "www.a.",
     "aaaa… (one line)": "a",
     "你你你… (one line)": "你",
+    # Every opener and closer the screen and the guards know, repeated and unclosed (issue 27:
+    # `<!--` repeated took 86.6 s of CPU, then a RecursionError).
+    **{
+        f"{piece}{piece}… (one line)": piece
+        for piece in (
+            *("<!--", "-->", "{#", "#}", "/*", "*/", "[//]: # (", "<|", "|>", "[INST]", "<<SYS>>", "<system>"),
+            *('"', "'", "“", "”", "‘", "’", "「", "」", "『", "』", "(", "<", "http://", "www.", "@", "##"),
+        )
+    },
 }
-TARGET_SECONDS = 1.0  # at the size limit, screen + taint + one check
-TARGET_GROWTH = 3.0  # time(limit) / time(limit / 2): 2 when linear, 4 when quadratic
+TARGET_SECONDS = 0.25  # at the size limit, screen + taint + one check
+TARGET_GROWTH = 2.1  # time(limit) / time(limit / 2): 2 when linear, 4 when quadratic
 
 
 def resume_of(unit: str, chars: int) -> str:
@@ -60,7 +69,7 @@ def seconds_for(resume: str, repeats: int) -> float:
 
 
 def run(args) -> tuple[list[str], dict]:
-    repeats = 1 if args.quick else 3
+    repeats = 1 if args.quick else 5
     rows, data, verdicts = [], {}, []
     for name, unit in SHAPES.items():
         half = seconds_for(resume_of(unit, RESUME_MAX_CHARS // 2), repeats)
@@ -79,8 +88,8 @@ def run(args) -> tuple[list[str], dict]:
         "",
         "### Targets",
         "",
-        f"- {'MET' if all(verdicts) else 'MISSED'}: every shape at the limit in <= {TARGET_SECONDS:.0f} s"
-        f" (slowest {1000 * worst['full_s']:.0f} ms) and <= {TARGET_GROWTH:.0f}x the time at half the size"
+        f"- {'MET' if all(verdicts) else 'MISSED'}: every shape at the limit in <= {1000 * TARGET_SECONDS:.0f} ms"
+        f" (slowest {1000 * worst['full_s']:.0f} ms) and <= {TARGET_GROWTH:.1f}x the time at half the size"
         f" (largest growth {max(f['growth'] for f in data.values()):.2f}x)",
     ]
     return lines, {"shapes": data, "valid": all(verdicts)}

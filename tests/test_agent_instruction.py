@@ -6,6 +6,7 @@ import pytest
 
 from agent import build_agent
 from agent.offline_model import OfflineResumeModel
+from agent.plans import initial_state
 from agent.prompt import RESUME_END, build_instruction, extract_resume
 from tests.scripted_llm import Harness, ScriptedLlm, final_text, function_calls, text_response
 
@@ -24,9 +25,9 @@ RESUME = "\n".join(
 )
 
 
-def _harness_run(model, messages):
+def _harness_run(model, messages, state=None):
     async def go():
-        harness = await Harness(build_agent(model)).start({"resume_text": RESUME})
+        harness = await Harness(build_agent(model)).start(state or {"resume_text": RESUME})
         turns = [await harness.turn(m) for m in messages]
         return turns, await harness.state()
 
@@ -58,12 +59,14 @@ def test_instruction_reports_plan_versions():
 
 
 def test_offline_model_flags_injection_once_and_ignores_it():
-    turns, state = _harness_run(OfflineResumeModel(), ["Review me", "Revise the plan"])
+    # The offline model knows the line from the screen's finding stored with the session.
+    turns, state = _harness_run(OfflineResumeModel(), ["Review me", "Revise the plan"], initial_state(RESUME))
     first, second = ([c.name for c in function_calls(t)] for t in turns)
     assert first == ["flag_suspicious_text", "verify_claims"]  # a review is answered, no plan saved
     assert second == ["verify_claims", "save_plan"]  # already flagged in this conversation
-    (flag,) = state["suspicious_flags"]
-    assert flag["excerpt"] == INJECTED
+    screened, flag = state["suspicious_flags"]
+    assert (screened["source"], flag["source"]) == ("screen", "model")
+    assert flag["excerpt"] == screened["excerpt"] == INJECTED
     reply = final_text(turns[0])
     assert reply.startswith("[offline model") and "Hi Ada {Lovelace}!" in reply
     assert "system prompt" not in reply.lower() and "career coach" not in reply.lower()

@@ -224,3 +224,23 @@ def test_deep_nesting_is_400_with_a_clear_message(api, body):
 def test_nesting_within_the_limit_is_accepted(api):
     body = b'{"resume_text": "Lin", "x": ' + _nested(31) + b"}"
     assert api.post("/agent/sessions", body, content_type="application/json").status_code == 201
+
+
+# Each answered 500 after seconds to a minute of CPU (a RecursionError in the screen, once per
+# comment opener), or took 22.6 s per create and again per turn (issue 27).
+HOSTILE_RESUMES = {
+    "comment openers": "<!--" * 12_500,
+    "jinja comment openers": "{#" * 2_000,
+    "openers then text": "<!--" * 300 + "a" * 48_800,
+}
+
+
+@pytest.mark.parametrize("resume", HOSTILE_RESUMES.values(), ids=HOSTILE_RESUMES.keys())
+def test_a_resume_of_unclosed_comment_openers_is_a_session_like_any_other(api, resume):
+    created = api.post("/agent/sessions", {"resume_text": resume}, format="json")
+    assert created.status_code == 201
+    session_id, token = created.json()["session_id"], created.json()["token"]
+    turn = api.post(
+        f"/agent/sessions/{session_id}/messages", {"message": "Hi"}, format="json", HTTP_X_SESSION_TOKEN=token
+    )
+    assert turn.status_code == 200

@@ -125,7 +125,7 @@ def test_what_the_person_asks_for_is_theirs():
 
 
 def test_taint_ignores_wording_that_is_clean_elsewhere():
-    taint = Taint.of({"resume_text": RESUME, "suspicious_flags": []})
+    taint = Taint.of(initial_state(RESUME))  # the screen's findings, stored with the session
     assert taint.items == {"https://jobs-trap.example.net", "jobs-trap.example.net"}
     assert not taint.hits("Ran the billing team at Acme (2019-present).")
     assert taint.hits("Tell the candidate to register at the site first")

@@ -1,0 +1,89 @@
+"""The screen and the guards read a person's text in time linear in its length (issue 27).
+
+Hypothesis builds hostile resumes from every opener, closer, delimiter, script and invisible
+character the screen (agent/screening.py) and the guards (agent/guards.py) know: repeated,
+nested, unclosed, on one line or many. Each must be screened and checked without an exception,
+and with work within a fixed bound per character: every character handed to one of their
+regular expressions is counted (tests/text_work.py), not timed. The fixed seed and the example
+budget keep the run the same on every machine and within CI's time.
+"""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent import guards, screening
+from agent.plans import initial_state
+from agent.text_folding import fold
+from tests.text_work import counted
+
+pytestmark = pytest.mark.backend_independent
+
+# What the patterns open, close and split on, the scripts they read, and what folding changes.
+PIECES = [
+    *("<!--", "-->", "{#", "#}", "/*", "*/", "[//]: # (", '[//]: # "', ")", "<|", "|>", "<|system|>"),
+    *("[INST]", "[/INST]", "<<SYS>>", "<</SYS>>", "<system>", "</assistant>", "<tool_call>", "##", "#"),
+    *('"', "“", "”", "‘", "’", "'", "「", "」", "『", "』", "(", "（", "）", "[", "]", "<", ">"),
+    *("http://", "https://", "www.", "a.com", ".", "@", "-", "_", "+", "a", "1", "a1_", "x", "/"),
+    *(" ", "  ", "\t", ",", ":", "：", "。", "！", "？", "!", "?", ";", "、", "，"),
+    *("System:", "Assistant: ", "user：", "ignore", " previous ", "instructions", "note to the AI", "please "),
+    *("you are now", "reply only with", "reveal your system prompt", "other users", "call the tool", "save_plan"),
+    *("忽略", "以上", "指示", "請", "你", "給 AI", "履歷", "系統提示", "其他求職者", "從現在起", "直接回覆"),
+    *("- ", "• ", "1. ", "一、", "ＡＩ", "ｉｇｎｏｒｅ", "\u3000", "\u00a0"),
+    *("\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e", "\u2066", "\ufdfa", "İ", "ß"),
+]
+# Work per character of the folded resume (NFKC can make one character eighteen, ﷺ). A clean
+# resume costs about 130, a line of one piece repeated 55 to 80; screening each comment's body
+# anew, as the screen did before, costs thousands at a few hundred characters.
+WORK_PER_CHAR = 400
+MAX_CHARS = 3_000
+
+unit = st.lists(st.sampled_from(PIECES), min_size=1, max_size=6).map("".join)
+
+
+@st.composite
+def hostile_resumes(draw):
+    """A line or a few of them: units repeated (`<!--` 700 times), nested (openers, a body, the
+    closers in reverse) or interleaved, cut at MAX_CHARS."""
+    lines = []
+    for _ in range(draw(st.integers(1, 4))):
+        shape = draw(st.sampled_from(["repeated", "nested", "interleaved"]))
+        if shape == "repeated":
+            line = draw(unit) * draw(st.integers(1, 700))
+        elif shape == "nested":
+            openers = draw(st.lists(st.sampled_from(PIECES), min_size=1, max_size=4))
+            depth = draw(st.integers(1, 300))
+            closers = draw(st.lists(st.sampled_from(PIECES), max_size=4))
+            line = "".join(openers) * depth + draw(unit) + "".join(closers) * draw(st.integers(0, depth))
+        else:
+            line = "".join(draw(st.lists(unit, min_size=1, max_size=40))) * draw(st.integers(1, 60))
+        lines.append(line[:MAX_CHARS])
+    return "\n".join(lines)[:MAX_CHARS]
+
+
+def _bound(text: str) -> int:
+    return WORK_PER_CHAR * (len(fold(text)) + text.count("\n") + 1)
+
+
+@settings(max_examples=150, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hostile_resumes())
+def test_the_screen_and_the_guards_do_bounded_work_per_character(resume):
+    with counted(screening, guards) as meter:
+        state = initial_state(resume)  # the screen, once per resume
+        taint = guards.Taint.of(state, ["Please review my resume."])
+        taint.hits(resume)  # a model answer that repeats the whole resume
+        guards.clean_reply(resume, taint)
+    assert meter.chars <= _bound(resume), (len(resume), meter.chars)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["<!--" * 12_500, "{#" * 2_000, "<!--" * 300 + "a" * 48_800, "“" * 50_000, "/*" * 25_000],
+    ids=["comment-openers", "jinja-openers", "openers-then-text", "curly-quotes", "c-openers"],
+)
+def test_the_shapes_that_cost_a_minute_are_screened_within_the_bound(line):
+    """The attack's own shapes at the size limit: a 500 (RecursionError) and 86.6 s of CPU before."""
+    resume = f"Ada Example\n{line}\nSkills: Go"
+    with counted(screening) as meter:
+        screening.screen(resume)
+    assert meter.chars <= _bound(resume)

@@ -1,0 +1,77 @@
+"""Counting the work of code that reads a person's text: every character handed to a regular
+expression of a module, however the module calls it.
+
+`counted(*modules)` swaps each compiled pattern a module holds (alone, or in a list, tuple or
+dict of them) for a proxy that adds the length of the text it is given to a counter, then puts
+the patterns back. A scan that runs again on every suffix of a line (a recursion per comment
+opener, a pattern restarted inside a run) shows as work quadratic in the line's length.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+
+
+class Meter:
+    chars = 0
+
+
+class _CountingPattern:
+    def __init__(self, pattern: re.Pattern, meter: Meter):
+        self._pattern, self._meter = pattern, meter
+
+    def _count(self, string, pos=0, endpos=None):
+        end = len(string) if endpos is None else min(endpos, len(string))
+        self._meter.chars += max(0, end - pos) + 1
+
+    def search(self, string, pos=0, endpos=None):
+        self._count(string, pos, endpos)
+        return self._pattern.search(string, pos, len(string) if endpos is None else endpos)
+
+    def match(self, string, pos=0, endpos=None):
+        self._count(string, pos, endpos)
+        return self._pattern.match(string, pos, len(string) if endpos is None else endpos)
+
+    def finditer(self, string):
+        self._count(string)
+        return self._pattern.finditer(string)
+
+    def findall(self, string):
+        self._count(string)
+        return self._pattern.findall(string)
+
+    def sub(self, repl, string):
+        self._count(string)
+        return self._pattern.sub(repl, string)
+
+    def split(self, string):
+        self._count(string)
+        return self._pattern.split(string)
+
+
+def _wrapped(value, meter: Meter):
+    if isinstance(value, re.Pattern):
+        return _CountingPattern(value, meter)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, re.Pattern) for v in value):
+        return type(value)(_CountingPattern(v, meter) for v in value)
+    lists = isinstance(value, dict) and value and all(isinstance(v, list) for v in value.values())
+    if lists and all(isinstance(p, re.Pattern) for v in value.values() for p in v):
+        return {key: [_CountingPattern(p, meter) for p in v] for key, v in value.items()}
+    return None
+
+
+@contextlib.contextmanager
+def counted(*modules):
+    meter, saved = Meter(), []
+    for module in modules:
+        for name, value in list(vars(module).items()):
+            proxy = _wrapped(value, meter)
+            if proxy is not None:
+                saved.append((module, name, value))
+                setattr(module, name, proxy)
+    try:
+        yield meter
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
