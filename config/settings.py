@@ -398,11 +398,16 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "sessions_app.api.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Fixed windows counted atomically in the cache (sessions_app.api.throttles);
-    # client addresses are IPv4 addresses or IPv6 /64 networks.
+    # client addresses are IPv4 addresses or IPv6 /64 networks. An IPv6 client is also
+    # counted per /56 (a home's delegation: 256 /64s) and per /48 (a site's: 65,536).
     "DEFAULT_THROTTLE_RATES": {
         "session_create": os.environ.get("SESSION_CREATE_RATE", "30/hour"),  # per client address
+        "session_create_ipv6_56": os.environ.get("SESSION_CREATE_RATE_IPV6_56", "120/hour"),
+        "session_create_ipv6_48": os.environ.get("SESSION_CREATE_RATE_IPV6_48", "480/hour"),
         "session_message": os.environ.get("SESSION_MESSAGE_RATE", "30/min"),  # per session token
         "client_message": os.environ.get("CLIENT_MESSAGE_RATE", "120/min"),  # per client address
+        "client_message_ipv6_56": os.environ.get("CLIENT_MESSAGE_RATE_IPV6_56", "480/min"),
+        "client_message_ipv6_48": os.environ.get("CLIENT_MESSAGE_RATE_IPV6_48", "1920/min"),
     },
     # Number of reverse proxies in front of the service, so throttling sees the
     # client's address; 0 (default) trusts only REMOTE_ADDR.

@@ -20,6 +20,10 @@ import time
 
 DEFAULT_WORKERS = 2
 THREADS = 4
+# gunicorn's access line without the query string (%(U)s is the path alone, where %(r)s is the
+# request line) and without the Referer: a token sent as `?token=` must not reach a log
+# (the API refuses it, 401, but the line was written first).
+ACCESS_LOG_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
 STOP_SIGNALS = {"web": signal.SIGTERM, "scheduler": signal.SIGINT}
 
 
@@ -39,6 +43,8 @@ def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS) -> 
         "--preload",
         "--access-logfile",
         "-",
+        "--access-logformat",
+        ACCESS_LOG_FORMAT,
     ]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .privacy import fixture_resume
+from .privacy import encodings, fixture_resume
 from .test_servers import ROOT, _free_port, launch, wait_until_serving
 
 pytestmark = pytest.mark.sqlite_only
@@ -152,6 +152,13 @@ def test_web_and_scheduler_share_sqlite_and_stop_together(served):
             url = f"/agent/sessions/{body['session_id']}"
             statuses.append(client.post(f"{url}/messages", json={"message": "hi"}, headers=headers).status_code)
             statuses.append(client.delete(url, headers=headers).status_code)
+        # A token sent where the API never reads it, the query string: refused, and in no log.
+        query_token = client.post("/agent/sessions", json={"resume_text": fixture_resume()}).json()["token"]
+        refused = [
+            client.get(path, params={"token": query_token, "x": query_token}).status_code
+            for path in ("/agent/sessions/anon-x", "/agent/sessions/anon-x/messages")
+        ]
+        assert refused == [401, 401]
     log = log_path.read_text(errors="replace")
     assert _purge_runs(db) >= 1, log
     assert _old_left(db) == 0
@@ -169,3 +176,6 @@ def test_web_and_scheduler_share_sqlite_and_stop_together(served):
     while any(_alive(child) for child in children) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not any(_alive(child) for child in children)
+    everything = log_path.read_bytes()
+    assert [form for form, data in encodings(query_token).items() if data in everything] == []
+    assert b"GET /agent/sessions/anon-x " in everything  # the access log is there, path only

@@ -76,6 +76,36 @@ def test_addresses_in_one_ipv6_slash_64_share_one_counter(rates):
 
 
 @pytest.mark.django_db
+def test_an_ipv6_slash_56_and_slash_48_each_share_one_coarser_budget(rates):
+    """A holder of a /56 has 256 /64s, of a /48 65,536: each /64 has its own budget, and the
+    network around them one more (issue 27: a /48 got 65,536 budgets and nothing else)."""
+    rates(session_create="2/hour", session_create_ipv6_56="4/hour", session_create_ipv6_48="6/hour")
+    # /64s of one /56 (2001:db8:7:100::/56): two each, four in all.
+    assert [_create(f"2001:db8:7:1{index:02x}::1") for index in range(3)] == [201, 201, 201]
+    assert _create("2001:db8:7:103::1") == 201
+    assert _create("2001:db8:7:104::1") == 429  # a fresh /64, but the /56 has spent its four
+    # Another /56 of the same /48: its sixth request (a refused one counts too), then no more.
+    assert [_create(f"2001:db8:7:2{index:02x}::1") for index in range(2)] == [201, 429]
+    assert _create("2001:db8:8:100::1") == 201  # another /48
+    # IPv4 clients (and IPv4-mapped addresses) are counted per address only.
+    assert [_create("198.51.100.40"), _create("198.51.100.40"), _create("::ffff:198.51.100.41")] == [201] * 3
+
+
+@pytest.mark.django_db
+def test_messages_from_one_ipv6_slash_56_share_a_budget(api, new_session, rates):
+    rates(session_create="100/hour", client_message="2/min", client_message_ipv6_56="3/min")
+    sessions = [new_session() for _ in range(4)]
+    sent = [_send(api, *session, address=f"2001:db8:9:2{index:02x}::1") for index, session in enumerate(sessions)]
+    assert [response.status_code for response in sent] == [200, 200, 200, 429]
+
+
+def test_client_network_takes_a_coarser_ipv6_prefix():
+    assert client_network("2001:db8:1:2ff::1", 56) == client_network("2001:db8:1:200::9", 56) == "2001:db8:1:200::/56"
+    assert client_network("2001:db8:1:ffff::1", 48) == "2001:db8:1::/48"
+    assert client_network("203.0.113.7", 48) == "203.0.113.7"
+
+
+@pytest.mark.django_db
 def test_throttled_answer_is_json_with_retry_after_and_the_window_resets(rates):
     rates(session_create="2/hour")
     with time_machine.travel("2030-01-01 10:59:00+00:00", tick=False):

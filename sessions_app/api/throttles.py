@@ -24,16 +24,21 @@ from rest_framework.throttling import SimpleRateThrottle
 IPV6_CLIENT_PREFIX = 64  # one IPv6 client (a home, a host) gets a /64: count them as one
 
 
-def client_network(address: str) -> str:
-    """The client an address stands for: an IPv4 address, or the /64 of an IPv6 address."""
+def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
         ip = ipaddress.ip_address((address or "").strip().split("%", 1)[0])
     except ValueError:
+        return None
+    return ip.ipv4_mapped if ip.version == 6 and ip.ipv4_mapped is not None else ip
+
+
+def client_network(address: str, ipv6_prefix: int = IPV6_CLIENT_PREFIX) -> str:
+    """The client an address stands for: an IPv4 address, or the /64 (`ipv6_prefix`) of an IPv6 one."""
+    ip = _ip(address)
+    if ip is None:
         return str(address)  # not an address (a proxy's header gone wrong): counted as given
-    if ip.version == 6 and ip.ipv4_mapped is not None:
-        return str(ip.ipv4_mapped)
     if ip.version == 6:
-        return str(ipaddress.ip_network(f"{ip}/{IPV6_CLIENT_PREFIX}", strict=False))
+        return str(ipaddress.ip_network(f"{ip}/{ipv6_prefix}", strict=False))
     return str(ip)
 
 
@@ -86,6 +91,21 @@ class ClientAddressThrottle(FixedWindowThrottle):
         return self.cache_format % {"scope": self.scope, "ident": client_network(self.get_ident(request))}
 
 
+class IPv6NetworkThrottle(FixedWindowThrottle):
+    """Counts per IPv6 network of `prefix` bits; IPv4 clients are not counted here.
+
+    One holder of a /56 (a home's usual delegation) or a /48 (a site's) has 256 or 65,536 /64s,
+    each with a budget of its own under ClientAddressThrottle: this coarser budget is shared."""
+
+    prefix = 56
+
+    def get_cache_key(self, request, view):
+        ip = _ip(self.get_ident(request))
+        if ip is None or ip.version != 6:
+            return None
+        return self.cache_format % {"scope": self.scope, "ident": client_network(str(ip), self.prefix)}
+
+
 class SessionCreateThrottle(ClientAddressThrottle):
     """Session creations per client address."""
 
@@ -108,3 +128,27 @@ class SessionMessageThrottle(FixedWindowThrottle):
         if owner_id is None:
             return None  # no token: the request is answered 401 anyway
         return self.cache_format % {"scope": self.scope, "ident": owner_id}
+
+
+class SessionCreatePer56Throttle(IPv6NetworkThrottle):
+    """Session creations per IPv6 /56."""
+
+    scope, prefix = "session_create_ipv6_56", 56
+
+
+class SessionCreatePer48Throttle(IPv6NetworkThrottle):
+    """Session creations per IPv6 /48."""
+
+    scope, prefix = "session_create_ipv6_48", 48
+
+
+class ClientMessagePer56Throttle(IPv6NetworkThrottle):
+    """Messages per IPv6 /56."""
+
+    scope, prefix = "client_message_ipv6_56", 56
+
+
+class ClientMessagePer48Throttle(IPv6NetworkThrottle):
+    """Messages per IPv6 /48."""
+
+    scope, prefix = "client_message_ipv6_48", 48

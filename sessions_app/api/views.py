@@ -43,7 +43,15 @@ from .serializers import (
     SessionMetadata,
     SessionPlan,
 )
-from .throttles import ClientMessageThrottle, SessionCreateThrottle, SessionMessageThrottle
+from .throttles import (
+    ClientMessagePer48Throttle,
+    ClientMessagePer56Throttle,
+    ClientMessageThrottle,
+    SessionCreatePer48Throttle,
+    SessionCreatePer56Throttle,
+    SessionCreateThrottle,
+    SessionMessageThrottle,
+)
 
 # Debug error pages must not show what people send us: posted fields, and the
 # local variables of every frame that holds a resume, a message or a token.
@@ -55,7 +63,7 @@ hide_locals = sensitive_variables()
 class SessionCreateView(APIView):
     authentication_classes = []
     permission_classes = []
-    throttle_classes = [SessionCreateThrottle]
+    throttle_classes = [SessionCreateThrottle, SessionCreatePer56Throttle, SessionCreatePer48Throttle]
 
     @extend_schema(
         request=CreateSessionRequest,
@@ -161,7 +169,12 @@ MESSAGE_ANSWERS = {
 
 @hide_posted_text
 class SessionMessagesView(OwnedSessionView):
-    throttle_classes = [ClientMessageThrottle, SessionMessageThrottle]
+    throttle_classes = [
+        ClientMessageThrottle,
+        ClientMessagePer56Throttle,
+        ClientMessagePer48Throttle,
+        SessionMessageThrottle,
+    ]
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     def get_throttles(self):
