@@ -45,8 +45,9 @@ run: migrate
 
 # What the tests need from Debian: Chromium for the browser tests (they drive Debian's
 # Chromium, not a browser Playwright downloads), a CJK font so that Traditional Chinese
-# pages are text and not boxes in their screenshots, and GNU gettext (makemessages,
-# tests/test_translations.py). Installed only where missing and we are root; elsewhere
+# pages are text and not boxes in their screenshots, GNU gettext (makemessages,
+# tests/test_translations.py) and nginx (tests/test_proxy.py starts config/nginx/ in front
+# of the service; its package's own server is not started). Installed only where missing and we are root; elsewhere
 # the tests that need them skip themselves, saying why.
 .PHONY: browser system-packages
 browser: system-packages
@@ -55,6 +56,7 @@ system-packages:
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || missing="$$missing fonts-noto-cjk"; \
 	command -v xgettext >/dev/null || missing="$$missing gettext"; \
+	[ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
 	if [ -z "$$missing" ]; then \
 		true; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
