@@ -4,8 +4,9 @@ Hypothesis builds hostile resumes from every opener, closer, delimiter, script a
 character the screen (agent/screening.py) and the guards (agent/guards.py) know: repeated,
 nested, unclosed, on one line or many. Each must be screened and checked without an exception,
 and with work within a fixed bound per character: every character handed to one of their
-regular expressions is counted (tests/text_work.py), not timed. The fixed seed and the example
-budget keep the run the same on every machine and within CI's time.
+regular expressions and every function called are counted (tests/text_work.py), not timed.
+The fixed seed and the example budget keep the run the same on every machine and within CI's
+time.
 """
 
 import pytest
@@ -33,9 +34,13 @@ PIECES = [
     *("\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e", "\u2066", "\ufdfa", "İ", "ß"),
 ]
 # Work per character of the folded resume (NFKC can make one character eighteen, ﷺ). A clean
-# resume costs about 130, a line of one piece repeated 55 to 80; screening each comment's body
-# anew, as the screen did before, costs thousands at a few hundred characters.
+# resume costs about 130 characters scanned, a line of one piece repeated 55 to 80; screening
+# each comment's body anew, as the screen did before, costs thousands at a few hundred
+# characters. Calls: 13 to 30 per character of a resume, 155 for `/*` repeated, about 750 per line (every pattern
+# is tried on every line); difflib's matching blocks, as the guards used before, made millions
+# for a 3,000-character answer.
 WORK_PER_CHAR = 400
+CALLS_PER_CHAR, CALLS_PER_LINE = 250, 1500
 MAX_CHARS = 3_000
 
 unit = st.lists(st.sampled_from(PIECES), min_size=1, max_size=6).map("".join)
@@ -61,8 +66,8 @@ def hostile_resumes(draw):
     return "\n".join(lines)[:MAX_CHARS]
 
 
-def _bound(text: str) -> int:
-    return WORK_PER_CHAR * (len(fold(text)) + text.count("\n") + 1)
+def _bound(text: str, per_char: int = WORK_PER_CHAR, per_line: int = WORK_PER_CHAR) -> int:
+    return per_char * len(fold(text)) + per_line * (text.count("\n") + 1)
 
 
 @settings(max_examples=150, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -74,6 +79,7 @@ def test_the_screen_and_the_guards_do_bounded_work_per_character(resume):
         taint.hits(resume)  # a model answer that repeats the whole resume
         guards.clean_reply(resume, taint)
     assert meter.chars <= _bound(resume), (len(resume), meter.chars)
+    assert meter.calls <= _bound(resume, CALLS_PER_CHAR, CALLS_PER_LINE), (len(resume), meter.calls)
 
 
 @pytest.mark.parametrize(
@@ -87,3 +93,4 @@ def test_the_shapes_that_cost_a_minute_are_screened_within_the_bound(line):
     with counted(screening) as meter:
         screening.screen(resume)
     assert meter.chars <= _bound(resume)
+    assert meter.calls <= _bound(resume, CALLS_PER_CHAR, CALLS_PER_LINE)

@@ -1,20 +1,28 @@
-"""Counting the work of code that reads a person's text: every character handed to a regular
-expression of a module, however the module calls it.
+"""Counting the work of code that reads a person's text, in two deterministic measures:
 
-`counted(*modules)` swaps each compiled pattern a module holds (alone, or in a list, tuple or
-dict of them) for a proxy that adds the length of the text it is given to a counter, then puts
-the patterns back. A scan that runs again on every suffix of a line (a recursion per comment
-opener, a pattern restarted inside a run) shows as work quadratic in the line's length.
+- `chars`: every character handed to a regular expression of the given modules, however they
+  call it. `counted(*modules)` swaps each compiled pattern a module holds (alone, or in a list,
+  tuple or dict of them) for a proxy that adds the length of its text, then puts them back. A
+  scan run again on every suffix of a line (a recursion per comment opener) shows here.
+- `calls`: every function called meanwhile, Python's and C's alike (`sys.setprofile`). An
+  algorithm quadratic in its inputs shows here (difflib's matching blocks call `dict.get` once
+  per pair of equal characters).
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import sys
 
 
 class Meter:
     chars = 0
+    calls = 0
+
+    def profile(self, frame, event, arg):
+        if event in ("call", "c_call"):
+            self.calls += 1
 
 
 class _CountingPattern:
@@ -70,8 +78,11 @@ def counted(*modules):
             if proxy is not None:
                 saved.append((module, name, value))
                 setattr(module, name, proxy)
+    previous = sys.getprofile()
+    sys.setprofile(meter.profile)
     try:
         yield meter
     finally:
+        sys.setprofile(previous)
         for module, name, value in saved:
             setattr(module, name, value)
