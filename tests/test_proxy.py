@@ -23,7 +23,7 @@ import pytest
 from sessions_app.supervisor import gunicorn_command
 
 from .privacy import encodings, fixture_resume
-from .test_servers import ROOT, _free_port, launch, wait_until_serving
+from .test_servers import ROOT, _free_port, launch, migrated_env, wait_until_serving
 
 SITE = ROOT / "config" / "nginx" / "resume-agent.conf"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -46,16 +46,7 @@ pytestmark = [
 def app(tmp_path_factory):
     """gunicorn as `make run` starts it (2 workers x 4 threads), told that one proxy stands in front."""
     tmp_path = tmp_path_factory.mktemp("app")
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST"))},
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'proxy.db'}",
-        "DJANGO_SECRET_KEY": "proxy-test-key",
-        "PYTHONPATH": str(ROOT),
-        "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
-        "NUM_PROXIES": "1",
-        "SESSION_CREATE_RATE": "10000/hour",
-    }
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    env = migrated_env(tmp_path, NUM_PROXIES="1")
     port = _free_port()
     log_path = tmp_path / "gunicorn.log"
     command = gunicorn_command(sys.executable, f"127.0.0.1:{port}")

@@ -84,18 +84,25 @@ def wait_until_serving(process: subprocess.Popen, command: list[str], log_path: 
     pytest.fail(f"{command[0]} did not start:\n{log_path.read_text()}")
 
 
-@pytest.fixture(params=sorted(SERVERS))
-def server(request, tmp_path):
+def migrated_env(tmp_path: Path, **settings: str) -> dict:
+    """The environment of a server process of the service on a fresh SQLite database under
+    `tmp_path`, migrated, offline model, creations unthrottled; `settings` added on top."""
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST"))},
         "DATABASE_URL": f"sqlite:///{tmp_path / 'server.db'}",
         "DJANGO_SECRET_KEY": "server-test-key",
-        "DJANGO_LOG_LEVEL": "DEBUG",
         "PYTHONPATH": str(ROOT),
         "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
         "SESSION_CREATE_RATE": "10000/hour",
+        **settings,
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    return env
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def server(request, tmp_path):
+    env = migrated_env(tmp_path, DJANGO_LOG_LEVEL="DEBUG")
     port = _free_port()
     command = SERVERS[request.param] + [f"127.0.0.1:{port}"]
     if request.param == "uvicorn-asgi":
