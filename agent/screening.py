@@ -298,10 +298,15 @@ def _comment_speaks(text: str) -> bool:
         body = _COMMENT_OPENER_RE.sub(", ", next((g for g in comment.groups() if g), ""))
         if body and (_is_addressed(body) or _is_directive(body) or _URL_RE.search(body) or _strong_kind(body)):
             return True
-        role = _ROLE_PREFIX_RE.match(body.strip(" ,"))
-        if role and (_is_directive(role.group(1)) or _SECOND_PERSON_RE.search(role.group(1))):
+        if _speaks_as_role(body.strip(" ,")):
             return True
     return False
+
+
+def _speaks_as_role(text: str) -> bool:
+    """A chat-transcript turn ("System: ...") that directs or addresses someone."""
+    role = _ROLE_PREFIX_RE.match(text)
+    return bool(role and (_is_directive(role.group(1)) or _SECOND_PERSON_RE.search(role.group(1))))
 
 
 def _kind_of(text: str) -> str | None:
@@ -311,8 +316,7 @@ def _kind_of(text: str) -> str | None:
         return kind
     if _comment_speaks(text):
         return "markup_comment"
-    role = _ROLE_PREFIX_RE.match(text)
-    if role and (_is_directive(role.group(1)) or _SECOND_PERSON_RE.search(role.group(1))):
+    if _speaks_as_role(text):
         return "role_tag"
     addressed, directive = _is_addressed(text), _is_directive(text)
     has_link = bool(_URL_RE.search(text) or _EMAIL_RE.search(text))
