@@ -9,13 +9,25 @@ from __future__ import annotations
 
 import os
 
+import httpx
 from google.adk.models.base_llm import BaseLlm
+from google.genai import types
 
 from .environment import is_truthy
 from .model_retries import RetryingGemini
 from .offline_model import OfflineResumeModel
 
 DEFAULT_MODEL = "gemini-2.5-flash"
+# A server process runs at most AGENT_MAX_TURNS_IN_FLIGHT turns at once (config/settings.py), each
+# waiting on one model call at a time: the model client keeps as many connections, so no turn
+# waits for a connection another holds (httpx's default is 100).
+DEFAULT_TURNS_IN_FLIGHT = 256
+
+
+def _connection_pool() -> types.HttpOptions:
+    size = int(os.environ.get("AGENT_MAX_TURNS_IN_FLIGHT", "").strip() or DEFAULT_TURNS_IN_FLIGHT)
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    return types.HttpOptions(async_client_args={"limits": limits})
 
 
 def _has_credentials() -> bool:
@@ -34,7 +46,12 @@ def select_model() -> BaseLlm:
         name = os.environ.get("AGENT_MODEL", "").strip() or DEFAULT_MODEL
         attempts = int(os.environ.get("AGENT_MODEL_ATTEMPTS", "").strip() or 3)
         delay = float(os.environ.get("AGENT_MODEL_RETRY_DELAY_SECONDS", "").strip() or 1)
-        return RetryingGemini(model=name, attempts=max(attempts, 1), initial_delay=delay)
+        return RetryingGemini(
+            model=name,
+            attempts=max(attempts, 1),
+            initial_delay=delay,
+            client_kwargs={"http_options": _connection_pool()},
+        )
     return OfflineResumeModel()
 
 

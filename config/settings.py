@@ -365,6 +365,11 @@ AGENT_TURN_TIMEOUT_SECONDS = float(os.environ.get("AGENT_TURN_TIMEOUT_SECONDS", 
 # Model calls within one turn (ADK's default is 500): a model that keeps
 # calling tools is stopped, the turn answers 502 and nothing is saved.
 AGENT_MAX_LLM_CALLS = int(os.environ.get("AGENT_MAX_LLM_CALLS", "10"))
+# Turns one server process runs at once. A turn waiting for the model holds no thread (the
+# view awaits it), only memory and a connection to the model; beyond this a turn is answered
+# 503 with Retry-After at once instead of queueing. The model client keeps as many connections
+# (agent.model_selection reads the same variable, with the same default).
+AGENT_MAX_TURNS_IN_FLIGHT = int(os.environ.get("AGENT_MAX_TURNS_IN_FLIGHT", "256"))
 # A streamed turn (Accept: text/event-stream) sends a comment line this often while the model
 # works: a client that went away is noticed when such a write fails, and its turn is stopped.
 STREAM_HEARTBEAT_SECONDS = float(os.environ.get("STREAM_HEARTBEAT_SECONDS", "1"))

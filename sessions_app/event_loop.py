@@ -8,6 +8,9 @@ loop is closed", logged by asyncio). Here the loop lives as long as the
 process, in one daemon thread, so clients and connections live across turns
 under runserver, gunicorn and the test server alike.
 
+A caller on another event loop (an ASGI server's) awaits a turn with `Running.finished()`,
+holding no thread while the model thinks.
+
 The coroutine runs with a copy of the caller's context variables (the token
 in `crypto.token_context`, say). It must not touch the database: that thread
 has no request's connection or transaction. A turn reads what it needs before
@@ -92,6 +95,15 @@ class Running:
     def add_done_callback(self, callback: Callable[[concurrent.futures.Future], None]) -> None:
         """`callback(future)` once it is done (at once if it is), in the thread that finished it."""
         self._future.add_done_callback(callback)
+
+    async def finished(self) -> None:
+        """Waits until it is done (result, exception or cancelled), on the caller's own event loop
+        and without a thread: an asynchronous view awaits the model this way."""
+        waited = asyncio.wrap_future(self._future)
+        # Its outcome is read from `result()`: marked as seen, or asyncio would log an exception
+        # "never retrieved" (with its text) when the copy is collected.
+        waited.add_done_callback(lambda future: future.cancelled() or future.exception())
+        await asyncio.wait([waited])
 
     def result(self, timeout: float | None = None) -> T:
         """Waits for the result (or raises its exception); TimeoutError if not done in `timeout`."""

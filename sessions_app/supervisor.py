@@ -19,7 +19,6 @@ import sys
 import time
 
 DEFAULT_WORKERS = 2
-THREADS = 4
 # gunicorn's access line without the query string (%(U)s is the path alone, where %(r)s is the
 # request line) and without the Referer: a token sent as `?token=` must not reach a log
 # (the API refuses it, 401, but the line was written first).
@@ -33,13 +32,16 @@ def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS) -> 
         python,
         "-m",
         "gunicorn",
-        "config.wsgi",
+        "config.asgi:application",
+        # gunicorn's own ASGI worker: one event loop per process, where a turn awaits the model
+        # without holding a thread (sessions_app/api/asynchronous.py); the other views run in
+        # Django's threads. Connections per worker: gunicorn's worker_connections (1,000).
+        "--worker-class",
+        "asgi",
         "--bind",
         bind,
         "--workers",
         str(workers),
-        "--threads",
-        str(THREADS),
         "--preload",
         "--access-logfile",
         "-",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import queue
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,6 +69,12 @@ class SessionLimitReached(Exception):
     def __init__(self, limit: str):
         super().__init__(limit)
         self.limit = limit
+
+
+class TurnsBusy(Exception):
+    """This process already runs AGENT_MAX_TURNS_IN_FLIGHT turns; `retry_after` seconds is worth waiting."""
+
+    retry_after = 1
 
 
 class ModelFailure(Exception):
@@ -232,7 +238,7 @@ class StartedTurn:
     `close()` stops a turn that was not kept (a client gone mid-turn) and frees the lock: nothing
     of it is stored. Build it with `start_turn`."""
 
-    def __init__(self, session: AgentSession, message: str, progress: queue.SimpleQueue | None):
+    def __init__(self, session: AgentSession, message: str, report: Callable[[dict], None] | None):
         self.session = session
         self.started = time.monotonic()
         self._released = False
@@ -248,7 +254,7 @@ class StartedTurn:
                 raise SessionMissing(session.session_id)
             self.resume_text = stored.state.get("resume_text", "")
             self.buffer, self.model_errors = TurnBuffer(base.session_service, stored), ModelErrors()
-            plugins = [self.model_errors] if progress is None else [self.model_errors, TurnProgress(progress.put)]
+            plugins = [self.model_errors] if report is None else [self.model_errors, TurnProgress(report)]
             runner = _turn_runner(base, self.buffer, plugins)
             self.running = event_loop.submit(_run_agent(runner, session.owner_id, session.session_id, message))
         except BaseException:
@@ -281,6 +287,7 @@ class StartedTurn:
             self.buffer.store_pending(base.app_name, session.owner_id, session.session_id)
             repository.release_turn(session.pk)
         self._released = True
+        turns_in_flight.release()
         unknown = sum(call["outcome"] == "unknown" for call in result.tool_calls)
         if unknown:
             record_unknown_tool_calls(unknown)
@@ -294,19 +301,52 @@ class StartedTurn:
         running = getattr(self, "running", None)
         if running is not None and not running.done():
             running.cancel()
-        repository.release_turn(self.session.pk)
-        self._released = True
+        try:
+            repository.release_turn(self.session.pk)
+        finally:
+            self._released = True
+            turns_in_flight.release()
 
 
-def start_turn(session: AgentSession, message: str, progress: queue.SimpleQueue | None = None) -> StartedTurn:
-    """Starts one turn of `session` with the user's `message`: TurnInProgress while another runs,
-    SessionLimitReached on a full session, disk_space's refusal under the storage headroom.
-    Stages go to `progress` (a streamed turn) as they happen."""
+class TurnsInFlight:
+    """How many turns this process runs at once, at most AGENT_MAX_TURNS_IN_FLIGHT: beyond it a
+    turn is refused at once (TurnsBusy, a 503) rather than queued without limit."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def take(self) -> None:
+        with self._lock:
+            if self.count >= settings.AGENT_MAX_TURNS_IN_FLIGHT:
+                raise TurnsBusy
+            self.count += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self.count -= 1
+
+
+turns_in_flight = TurnsInFlight()
+
+
+def start_turn(session: AgentSession, message: str, report: Callable[[dict], None] | None = None) -> StartedTurn:
+    """Starts one turn of `session` with the user's `message`: TurnsBusy when the process runs as
+    many turns as it may, TurnInProgress while another runs on this session, SessionLimitReached
+    on a full session, disk_space's refusal under the storage headroom. Each stage of the turn is
+    given to `report` (a streamed turn's) as it happens, on the turn's event loop."""
     # Before the turn lock (a write) and the model: under the headroom, nothing is written.
     disk_space.ensure_headroom()
-    if not repository.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS):
+    turns_in_flight.take()
+    try:
+        locked = repository.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS)
+    except BaseException:
+        turns_in_flight.release()
+        raise
+    if not locked:
+        turns_in_flight.release()
         raise TurnInProgress
-    return StartedTurn(session, message, progress)
+    return StartedTurn(session, message, report)
 
 
 @sensitive_variables()

@@ -51,6 +51,11 @@ class Hold:
         self.released.set()
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512  # connections waiting to be accepted (5 by default): many turns at once
+
+
 class GeminiDouble:
     def __init__(self):
         self.requests: list[dict] = []
@@ -61,8 +66,7 @@ class GeminiDouble:
         self._answers: deque = deque()
         self._hold: Hold | None = None
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         # Polled every 10 ms for shutdown (the default, 0.5 s, is what stop() would wait, per test).
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
 

@@ -1,15 +1,16 @@
 """nginx in front of the service (config/nginx/resume-agent.conf), as docs/PROXY.md sets it up.
 
-gunicorn gives a request a thread from its first byte to its last: 16 connections that each
-send a header line every 2 s held all 8 of `make run`'s threads, and every `GET /` timed out
-(issue 27). nginx reads each request whole, with timeouts, before the service sees it. This
-test starts gunicorn as `make run` does, first alone and then behind that nginx configuration,
-and opens 64 slow-header and 64 slow-body connections against each: alone, a normal request
-gets no answer; behind nginx, it is answered as quickly as on an idle server. A token sent in
-a query string reaches no log of either.
+gunicorn's threaded worker gives a request a thread from its first byte to its last: 16
+connections that each send a header line every 2 s held all 8 threads `make run` had, and every
+`GET /` timed out (issue 27). nginx reads each request whole, with timeouts, before the service
+sees it. These tests open 64 slow-header and 64 slow-body connections against such a server
+alone (a normal request gets no answer) and behind that nginx configuration (answered as on an
+idle server), and against `make run`'s server, whose ASGI worker holds no thread for a request
+being read (issue 28). A token sent in a query string reaches no log of nginx or gunicorn.
 """
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
@@ -42,16 +43,32 @@ pytestmark = [
 ]
 
 
+def _serve(tmp_path: Path, command_for):
+    """A server of the service on a fresh database, told that one proxy stands in front;
+    `command_for(bind)` is its command line."""
+    env = migrated_env(tmp_path, NUM_PROXIES="1")
+    port, log_path = _free_port(), tmp_path / "gunicorn.log"
+    command = command_for(f"127.0.0.1:{port}")
+    process, base = wait_until_serving(launch(command, env, log_path), command, log_path, port)
+    return process, (port, base, log_path)
+
+
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    """gunicorn as `make run` starts it (2 workers x 4 threads), told that one proxy stands in front."""
-    tmp_path = tmp_path_factory.mktemp("app")
-    env = migrated_env(tmp_path, NUM_PROXIES="1")
-    port = _free_port()
-    log_path = tmp_path / "gunicorn.log"
-    command = gunicorn_command(sys.executable, f"127.0.0.1:{port}")
-    process, base = wait_until_serving(launch(command, env, log_path), command, log_path, port)
-    yield port, base, log_path
+    """gunicorn as `make run` starts it (its ASGI worker, 2 processes)."""
+    process, served = _serve(tmp_path_factory.mktemp("app"), lambda bind: gunicorn_command(sys.executable, bind))
+    yield served
+    process.terminate()
+    process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def threaded_app(tmp_path_factory):
+    """gunicorn's threaded WSGI worker, 2 processes x 4 threads (what `make run` served before
+    issue 28): a thread per request from its first byte to its last."""
+    command = [sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", "2", "--threads", "4", "--bind"]
+    process, served = _serve(tmp_path_factory.mktemp("threaded"), lambda bind: [*command, bind])
+    yield served
     process.terminate()
     process.wait(timeout=15)
 
@@ -69,10 +86,10 @@ def _site(upstream_port: int, port: int, logs: Path) -> str:
     return text
 
 
-@pytest.fixture(scope="module")
-def nginx(tmp_path_factory, app):
-    upstream_port, _, _ = app
-    port, prefix = _free_port(), tmp_path_factory.mktemp("nginx")
+@contextlib.contextmanager
+def _nginx(prefix: Path, upstream_port: int):
+    """nginx with the shipped site file in front of the server at `upstream_port`."""
+    port = _free_port()
     (prefix / "site.conf").write_text(_site(upstream_port, port, prefix))
     temp_paths = "".join(
         f"{kind}_temp_path {prefix / kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
@@ -100,6 +117,18 @@ def nginx(tmp_path_factory, app):
     yield base, prefix
     process.terminate()
     process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def nginx(tmp_path_factory, app):
+    with _nginx(tmp_path_factory.mktemp("nginx"), app[0]) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def nginx_threaded(tmp_path_factory, threaded_app):
+    with _nginx(tmp_path_factory.mktemp("nginx-threaded"), threaded_app[0]) as served:
+        yield served
 
 
 async def _slow_header(port: int, stop: asyncio.Event) -> None:
@@ -146,11 +175,11 @@ async def _normal_requests_under_slow_clients(base: str, port: int, count: int, 
     return took
 
 
-def test_slow_clients_hold_the_server_alone_but_not_behind_nginx(app, nginx):
-    upstream_port, upstream_base, gunicorn_log = app
-    proxy_base, prefix = nginx
+def test_slow_clients_hold_a_threaded_server_alone_but_not_behind_nginx(threaded_app, nginx_threaded):
+    upstream_port, upstream_base, _ = threaded_app
+    proxy_base, _ = nginx_threaded
     alone = asyncio.run(_normal_requests_under_slow_clients(upstream_base, upstream_port, 1, timeout=3))
-    assert alone == [3], "gunicorn alone answered under slow clients: the test could not fail"
+    assert alone == [3], "the threaded server alone answered under slow clients: the test could not fail"
 
     proxy_port = int(proxy_base.rsplit(":", 1)[1])
     behind = asyncio.run(_normal_requests_under_slow_clients(proxy_base, proxy_port, 20, timeout=3))
@@ -158,6 +187,14 @@ def test_slow_clients_hold_the_server_alone_but_not_behind_nginx(app, nginx):
     # loaded machine, none may wait for a slow client (each sends every 2 s).
     assert sum(seconds <= NORMAL_REQUEST_SECONDS for seconds in behind) >= 19, behind
     assert max(behind) <= 1, behind
+
+
+def test_make_runs_server_alone_is_not_held_by_slow_clients_either(app):
+    """Its ASGI worker reads requests on its event loop, a thread for none of them (issue 28)."""
+    port, base, _ = app
+    took = asyncio.run(_normal_requests_under_slow_clients(base, port, 20, timeout=3))
+    assert sum(seconds <= NORMAL_REQUEST_SECONDS for seconds in took) >= 19, took
+    assert max(took) <= 1, took
 
 
 def test_a_token_in_the_query_string_reaches_no_log_of_nginx_or_gunicorn(app, nginx):

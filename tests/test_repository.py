@@ -151,6 +151,9 @@ def test_a_session_deleted_while_the_model_runs_is_the_uniform_404(api, new_sess
             )
             return events
 
+        async def finished(self):
+            await self.running.finished()
+
         def done(self):
             return self.running.done()
 

@@ -20,7 +20,7 @@ from ..disk_space import InsufficientStorage, is_disk_full
 from ..integrity import record_failure
 from ..repository import SessionMissing
 from ..sealing import IntegrityCheckFailed
-from ..turns import ModelFailure, SessionLimitReached, TurnInProgress
+from ..turns import ModelFailure, SessionLimitReached, TurnInProgress, TurnsBusy
 from .middleware import forbid_storing
 from .parsers import BodyTooLarge
 
@@ -147,6 +147,18 @@ def api_exception_handler(exc, context):
             },
             status=status.HTTP_409_CONFLICT,
         )
+    if isinstance(exc, TurnsBusy):
+        response = Response(
+            {
+                "detail": _(
+                    "The service is answering as many messages as it can right now. Please send it again soon."
+                ),
+                "code": "busy",
+            },
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        )
+        response["Retry-After"] = str(exc.retry_after)
+        return response
     if isinstance(exc, SessionLimitReached):
         code, message = _SESSION_LIMIT_ANSWERS[exc.limit]
         return Response({"detail": _(message), "code": code}, status=status.HTTP_409_CONFLICT)

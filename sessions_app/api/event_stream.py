@@ -16,7 +16,9 @@ and nothing of the turn is stored.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import functools
 import json
 import queue
 from collections.abc import AsyncIterator, Iterator
@@ -24,6 +26,7 @@ from collections.abc import AsyncIterator, Iterator
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import StreamingHttpResponse
+from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from rest_framework.renderers import BaseRenderer
@@ -101,35 +104,78 @@ def _turn_events(turn: StartedTurn, stages: queue.SimpleQueue) -> Iterator[bytes
         turn.close()  # a turn not kept (an error, a client gone) leaves nothing behind
 
 
-def _in_context(context: contextvars.Context, events: Iterator[bytes]) -> Iterator[bytes]:
-    """Iterates `events` in the request's context (its token, its language): a streamed body is
-    produced after the view has returned, outside the context the view ran in."""
+class RequestScope:
+    """The request's context variables (its token) and language, for the steps of a streamed
+    body: it is produced after the view has returned, outside the context the view ran in, and
+    maybe in another thread (Django's language is kept per thread, so it is carried by name)."""
+
+    def __init__(self):
+        self.context, self.language = contextvars.copy_context(), translation.get_language()
+
+    def run(self, step, *args):
+        return self.context.run(self._speaking, step, *args)
+
+    def _speaking(self, step, *args):
+        with translation.override(self.language):
+            return step(*args)
+
+
+def _in_scope(scope: RequestScope, events: Iterator[bytes]) -> Iterator[bytes]:
+    """Iterates `events` in the request's scope."""
     try:
         while True:
             try:
-                yield context.run(next, events)
+                yield scope.run(next, events)
             except StopIteration:
                 return
     finally:
-        context.run(events.close)
+        scope.run(events.close)
 
 
-async def _served_asynchronously(events: Iterator[bytes]) -> AsyncIterator[bytes]:
-    """The events for an ASGI server, which would otherwise read a sync iterator to its end
-    before sending anything. Each step runs in the request's thread (the database's)."""
-    step = sync_to_async(lambda: next(events, None), thread_sensitive=True)
+async def _turn_events_served(turn: StartedTurn, stages: asyncio.Queue, scope: RequestScope) -> AsyncIterator[bytes]:
+    """The events for an ASGI server, produced on its event loop: no thread waits while the model
+    thinks. The turn's stages arrive in `stages` (put there from the turn's loop); the steps that
+    reach the database (the answer, storing it, freeing the lock) run in the request's thread,
+    all in the request's context (its token, its language)."""
+
+    def in_thread(step):
+        return sync_to_async(scope.run, thread_sensitive=True)(step)
+
+    finished = asyncio.ensure_future(turn.running.finished())
     try:
-        while (event := await step()) is not None:
-            yield event
+        yield scope.run(_progress, {"stage": "reading"})
+        while True:
+            stage = asyncio.ensure_future(stages.get())
+            done, _ = await asyncio.wait(
+                {stage, finished}, timeout=settings.STREAM_HEARTBEAT_SECONDS, return_when=asyncio.FIRST_COMPLETED
+            )
+            if stage in done:
+                yield scope.run(_progress, stage.result())
+                continue
+            stage.cancel()
+            if finished in done and stages.empty():  # the stages come before the end: in order
+                break
+            if not done:
+                yield b": working\n\n"  # a write that fails tells us the client has gone
+        try:
+            yield scope.run(_progress, {"stage": "checking_reply"})
+            result = await in_thread(turn.answer)
+            yield scope.run(_progress, {"stage": "saving"})
+            kept = await in_thread(lambda: MessageResponse(turn.keep(result)).data)
+            yield _event("reply", kept)
+        except Exception as exc:  # the turn failed after the stream began: the error as an event
+            status, body = await in_thread(functools.partial(error_answer, exc))
+            yield _event("error", {"status": status, **body})
     finally:  # also when the client disconnects and the server cancels the response
-        await sync_to_async(events.close, thread_sensitive=True)()
+        finished.cancel()
+        await in_thread(turn.close)
 
 
-def turn_stream(turn: StartedTurn, stages: queue.SimpleQueue, asynchronous: bool) -> StreamingHttpResponse:
-    """The turn as a streamed answer; `asynchronous` for a request served over ASGI."""
-    events = _in_context(contextvars.copy_context(), _turn_events(turn, stages))
-    response = StreamingHttpResponse(
-        _served_asynchronously(events) if asynchronous else events, content_type=f"{MEDIA_TYPE}; charset=utf-8"
-    )
+def turn_stream(turn: StartedTurn, stages, asynchronous: bool) -> StreamingHttpResponse:
+    """The turn as a streamed answer: over ASGI read on the server's loop (`stages` an asyncio
+    queue), elsewhere (WSGI, the test client) a thread's iterator (`stages` a SimpleQueue)."""
+    scope = RequestScope()
+    events = _turn_events_served(turn, stages, scope) if asynchronous else _in_scope(scope, _turn_events(turn, stages))
+    response = StreamingHttpResponse(events, content_type=f"{MEDIA_TYPE}; charset=utf-8")
     response["X-Accel-Buffering"] = "no"  # a proxy in front must pass each event on at once
     return response

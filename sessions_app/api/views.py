@@ -1,7 +1,11 @@
 """The session API. Views only translate HTTP to service calls and back."""
 
+import asyncio
+import contextlib
+import functools
 import queue
 
+from asgiref.sync import sync_to_async
 from django.utils.cache import cc_delim_re
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
@@ -15,6 +19,7 @@ from .. import selectors, services, turns
 from ..crypto import token_context
 from ..models import AgentSession
 from ..ownership import TOKEN_HEADER
+from .asynchronous import AwaitingAPIView
 from .authentication import SessionTokenAuthentication
 from .errors import SessionNotFound
 from .event_stream import EventStreamRenderer, turn_stream
@@ -103,12 +108,15 @@ class OwnedSessionView(APIView):
     authentication_classes = [SessionTokenAuthentication]
     permission_classes = []
 
+    @staticmethod
+    def token_scope(request):
+        token = request.headers.get(TOKEN_HEADER)
+        # Without a token the authentication answers 401.
+        return contextlib.nullcontext() if token is None else token_context(token)
+
     @hide_locals
     def dispatch(self, request, *args, **kwargs):
-        token = request.headers.get(TOKEN_HEADER)
-        if token is None:  # the authentication answers 401
-            return super().dispatch(request, *args, **kwargs)
-        with token_context(token):
+        with self.token_scope(request):
             return super().dispatch(request, *args, **kwargs)
 
     def owned_session(self, session_id: str) -> AgentSession:
@@ -168,7 +176,10 @@ MESSAGE_ANSWERS = {
 
 
 @hide_posted_text
-class SessionMessagesView(OwnedSessionView):
+class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
+    """A turn awaits the model on the server's event loop: no thread is held while it thinks
+    (api/asynchronous.py), so a server process holds AGENT_MAX_TURNS_IN_FLIGHT turns at once."""
+
     throttle_classes = [
         ClientMessageThrottle,
         ClientMessagePer56Throttle,
@@ -176,6 +187,11 @@ class SessionMessagesView(OwnedSessionView):
         SessionMessageThrottle,
     ]
     renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    @hide_locals
+    async def dispatch(self, request, *args, **kwargs):
+        with self.token_scope(request):
+            return await super().dispatch(request, *args, **kwargs)
 
     def get_throttles(self):
         # Only sending a message runs the model; reading the conversation is not counted.
@@ -186,7 +202,10 @@ class SessionMessagesView(OwnedSessionView):
         responses=json_only({200: Conversation, **SESSION_ERRORS}),
         summary="The conversation so far",
     )
-    def get(self, request, session_id):
+    async def get(self, request, session_id):
+        return await sync_to_async(self.conversation)(session_id)
+
+    def conversation(self, session_id):
         session = self.owned_session(session_id)
         body = {"session_id": session.session_id, "messages": services.conversation(session)}
         return Response(Conversation(body).data)
@@ -199,17 +218,33 @@ class SessionMessagesView(OwnedSessionView):
         summary="Send a message; the agent answers (as one JSON answer, or streamed with Accept: text/event-stream)",
     )
     @hide_locals
-    def post(self, request, session_id):
-        session = self.owned_session(session_id)
-        payload = MessageRequest(data=request.data)
-        payload.is_valid(raise_exception=True)
-        if isinstance(request.accepted_renderer, EventStreamRenderer):
+    async def post(self, request, session_id):
+        streamed = isinstance(request.accepted_renderer, EventStreamRenderer)
+        # An ASGI request carries its scope: the stream is then read on the server's event loop.
+        asynchronous = getattr(request, "scope", None) is not None
+        stages, report = None, None
+        if streamed and asynchronous:
+            stages, loop = asyncio.Queue(), asyncio.get_running_loop()
+            report = functools.partial(loop.call_soon_threadsafe, stages.put_nowait)
+        elif streamed:
             stages = queue.SimpleQueue()
-            turn = turns.start_turn(session, payload.validated_data["message"], stages)
-            # An ASGI request carries its scope: that server needs an asynchronous stream.
-            return turn_stream(turn, stages, asynchronous=getattr(request, "scope", None) is not None)
-        result = turns.run_turn(session, payload.validated_data["message"])
+            report = stages.put
+        turn = await sync_to_async(self.start_turn)(session_id, report)
+        if streamed:
+            return turn_stream(turn, stages, asynchronous)
+        try:
+            await turn.running.finished()  # the model thinks: no thread waits for it
+            result = await sync_to_async(_kept)(turn)
+        finally:
+            await sync_to_async(turn.close)()
         return Response(MessageResponse(result).data)
+
+    @hide_locals
+    def start_turn(self, session_id, report) -> turns.StartedTurn:
+        session = self.owned_session(session_id)
+        payload = MessageRequest(data=self.request.data)
+        payload.is_valid(raise_exception=True)
+        return turns.start_turn(session, payload.validated_data["message"], report)
 
     def finalize_response(self, request, response, *args, **kwargs):
         if isinstance(response, Response) and isinstance(
@@ -228,6 +263,12 @@ class SessionMessagesView(OwnedSessionView):
             elif response.has_header("Vary"):
                 del response["Vary"]
         return response
+
+
+@hide_locals
+def _kept(turn: turns.StartedTurn) -> turns.TurnResult:
+    """The finished turn's verified answer, stored."""
+    return turn.keep(turn.answer())
 
 
 class SessionPlanView(OwnedSessionView):

@@ -1,0 +1,85 @@
+"""Many turns at once while the model thinks (issue 28): `make run`'s server awaits the model on its
+event loop, so one process holds AGENT_MAX_TURNS_IN_FLIGHT turns, and answers 503 beyond them.
+
+Deterministic, no timing: the Gemini double holds every model call until released, so the test
+knows that all turns are waiting on the model at once when the double has received them all.
+"""
+
+import asyncio
+import signal
+import sys
+import time
+
+import httpx
+import pytest
+
+from sessions_app.supervisor import gunicorn_command
+
+from .gemini_double import GeminiDouble
+from .privacy import fixture_resume
+from .test_servers import _free_port, launch, migrated_env, wait_until_serving
+
+pytestmark = pytest.mark.sqlite_only
+TURNS = 100
+
+
+@pytest.fixture
+def one_process(tmp_path):
+    """`make run`'s web server, one worker process, its model the double, at most TURNS turns."""
+    double = GeminiDouble().start()
+    env = migrated_env(
+        tmp_path,
+        GOOGLE_API_KEY="key-of-the-local-double",
+        GOOGLE_GEMINI_BASE_URL=double.url,
+        AGENT_MODEL_ATTEMPTS="1",
+        AGENT_MAX_TURNS_IN_FLIGHT=str(TURNS),
+        CLIENT_MESSAGE_RATE="100000/min",
+        SESSION_MESSAGE_RATE="100000/min",
+    )
+    port, log_path = _free_port(), tmp_path / "server.log"
+    command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1)
+    process, base = wait_until_serving(launch(command, env, log_path), command, log_path, port)
+    yield base, double, log_path
+    double.stop()
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=30)
+
+
+def _create(client: httpx.Client) -> tuple[str, dict]:
+    body = client.post("/agent/sessions", json={"resume_text": fixture_resume()}).json()
+    return f"/agent/sessions/{body['session_id']}/messages", {"X-Session-Token": body["token"]}
+
+
+def test_a_hundred_turns_wait_on_the_model_at_once_and_the_next_is_told_to_come_back(one_process):
+    base, double, log_path = one_process
+    with httpx.Client(base_url=base, timeout=30) as client:
+        sessions = [_create(client) for _ in range(TURNS + 1)]
+
+    async def run() -> tuple[list[int], httpx.Response, httpx.Response]:
+        limits = httpx.Limits(max_connections=TURNS + 10)
+        async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
+            with double.hold() as hold:
+                turns = [
+                    asyncio.ensure_future(client.post(url, json={"message": "Plan please"}, headers=headers))
+                    for url, headers in sessions[:TURNS]
+                ]
+                deadline = time.monotonic() + 60
+                while len(double.requests) < TURNS:  # every turn's first model call has arrived
+                    assert time.monotonic() < deadline, (len(double.requests), log_path.read_text())
+                    assert not any(turn.done() for turn in turns), [t.result().status_code for t in turns if t.done()]
+                    await asyncio.sleep(0.01)
+                page = await client.get("/", timeout=10)  # while all of them wait
+                url, headers = sessions[TURNS]
+                beyond = await client.post(url, json={"message": "Plan please"}, headers=headers, timeout=10)
+                hold.release()
+                answered = await asyncio.gather(*turns)
+        return [response.status_code for response in answered], page, beyond
+
+    statuses, page, beyond = asyncio.run(run())
+    assert len(double.requests) >= TURNS and page.status_code == 200
+    assert beyond.status_code == 503 and beyond.headers["Retry-After"] == "1"
+    assert beyond.json()["code"] == "busy"
+    assert statuses == [200] * TURNS
+    with httpx.Client(base_url=base, timeout=30) as client:  # the bound is free again
+        url, headers = sessions[TURNS]
+        assert client.post(url, json={"message": "Plan please"}, headers=headers).status_code == 200
