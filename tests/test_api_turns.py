@@ -199,3 +199,19 @@ def test_offline_model_end_to_end(api, new_session):
     assert api.delete(f"/agent/sessions/{session_id}", **headers).status_code == 204
     assert api.get(f"/agent/sessions/{session_id}", **headers).status_code == 404
     assert AgentSession.objects.count() == 0 and SessionEvent.objects.count() == 0
+
+
+def test_a_turn_beyond_the_processs_bound_is_503_busy_and_takes_nothing(api, new_session, settings):
+    """AGENT_MAX_TURNS_IN_FLIGHT turns at once per process (tests/test_turns_in_flight.py holds 100
+    at the model); one more is refused at once, not queued, and holds no lock and no slot."""
+    from sessions_app.turns import turns_in_flight
+
+    session_id, token = new_session()
+    settings.AGENT_MAX_TURNS_IN_FLIGHT = 0
+    refused = _say(api, session_id, token)
+    assert refused.status_code == 503 and refused["Retry-After"] == "1"
+    assert refused.json()["code"] == "busy" and refused.json()["detail"]
+    assert turns_in_flight.count == 0 and _history(api, session_id, token) == []
+    settings.AGENT_MAX_TURNS_IN_FLIGHT = 1
+    assert _say(api, session_id, token).status_code == 200  # the session's lock was never taken
+    assert turns_in_flight.count == 0  # the turn gave its place back

@@ -197,6 +197,14 @@ class ModelFailureResponse(ErrorResponse):
     )
 
 
+class TurnUnavailableResponse(ErrorResponse):
+    code = serializers.ChoiceField(
+        choices=["model_quota", "model_unavailable", "busy"],
+        help_text="The model is out of quota or unavailable, or this server already runs as many turns as it may"
+        " (`busy`, AGENT_MAX_TURNS_IN_FLIGHT): the same in every language.",
+    )
+
+
 class StorageFullResponse(ErrorResponse):
     code = serializers.ChoiceField(
         choices=["storage_low", "storage_full"],

@@ -47,6 +47,7 @@ from .serializers import (
     SessionFullResponse,
     SessionMetadata,
     SessionPlan,
+    TurnUnavailableResponse,
 )
 from .throttles import (
     ClientMessagePer48Throttle,
@@ -170,7 +171,10 @@ MESSAGE_ANSWERS = {
         ModelFailureResponse,
         description="The model gave a bad, cut-off or empty answer, or called tools too often: nothing saved",
     ),
-    503: OpenApiResponse(ModelFailureResponse, description="The model is unavailable (see Retry-After)"),
+    503: OpenApiResponse(
+        TurnUnavailableResponse,
+        description="The model is unavailable, or this server runs as many turns as it may (`busy`); see Retry-After",
+    ),
     504: OpenApiResponse(ModelFailureResponse, description="The model timed out"),
 }
 
