@@ -10,11 +10,16 @@ import math
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
+
+import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import _common, loadgen  # noqa: E402
+from benchmarks.memory_bench import pss_kb  # noqa: E402
 
 PACKAGES = "Django djangorestframework django-q2 google-adk google-genai gunicorn uvicorn fastapi aiosqlite httpx"
 PY = sys.executable
@@ -31,25 +36,29 @@ from agent.offline_model import OfflineResumeModel
 
 root_agent = build_agent(OfflineResumeModel())
 """
+# With a slow model: the agent with the model the environment names (the Gemini double), as ours.
+PEER_GEMINI_AGENT = PEER_AGENT.replace("build_agent(OfflineResumeModel())", "build_agent()")
+SLOW_LATENCIES, SLOW_CLIENTS = (0, 0.5, 2, 10), (8, 32, 128)
 
 
-def start_ours(tmp: Path):
-    env = loadgen.ours_env(tmp / "ours.db", tmp)
+def start_ours(tmp: Path, model_env: dict | None = None):
+    env = loadgen.ours_env(tmp / "ours.db", tmp) | (model_env or {})
     migrate = [PY, "manage.py", "migrate", "--noinput", "-v0"]
     subprocess.run(migrate, cwd=_common.ROOT_DIR, env=env, check=True, timeout=120)
     bind = f"{loadgen.LOOPBACK}:{loadgen.free_port()}"
     return loadgen.start_ours([PY, "manage.py", "serve", "--bind", bind], bind, env, tmp / "server.log")
 
 
-def start_peer(tmp: Path):
+def start_peer(tmp: Path, model_env: dict | None = None):
     (tmp / "agents" / APP_NAME).mkdir(parents=True)
     (tmp / "agents" / APP_NAME / "__init__.py").write_text("from . import agent\n")
-    (tmp / "agents" / APP_NAME / "agent.py").write_text(PEER_AGENT)
+    (tmp / "agents" / APP_NAME / "agent.py").write_text(PEER_GEMINI_AGENT if model_env else PEER_AGENT)
     port = loadgen.free_port()
     command = [str(Path(PY).parent / "adk"), "api_server", "--host", loadgen.LOOPBACK, "--port", str(port)]
     command += ["--no-reload", "--session_service_uri", f"sqlite:///{tmp / 'peer.db'}", str(tmp / "agents")]
     base = f"http://{loadgen.LOOPBACK}:{port}"
-    process = loadgen.start_server(command, tmp / "server.log", f"{base}/list-apps", cwd=tmp, env=loadgen.clean_env())
+    env = loadgen.clean_env(**(model_env or {}))
+    process = loadgen.start_server(command, tmp / "server.log", f"{base}/list-apps", cwd=tmp, env=env)
     return process, loadgen.AdkTarget(base, APP_NAME)
 
 
@@ -141,6 +150,147 @@ def judge(results: dict) -> list[str]:
     ]
 
 
+def start_double(tmp: Path) -> tuple[subprocess.Popen, str]:
+    """The Gemini double (tests/gemini_double.py) in a process of its own; its latency is set per run."""
+    log = open(tmp / "double.log", "w+b")  # noqa: SIM115 (the process's output, read once)
+    process = subprocess.Popen(
+        [PY, "-m", "tests.gemini_double"], cwd=_common.ROOT_DIR, stdout=subprocess.PIPE, stderr=log
+    )
+    return process, process.stdout.readline().decode().strip()
+
+
+class Sampler(threading.Thread):
+    """While a run lasts: a GET of `page_url` every 0.1 s (its latency, 10 s when it got no answer)
+    and the PSS of the server's process tree every 0.5 s (its peak)."""
+
+    def __init__(self, page_url: str, pid: int):
+        super().__init__(daemon=True)
+        self.page_url, self.pid, self.stop = page_url, pid, threading.Event()
+        self.page_s, self.peak_pss_kb = [], 0
+
+    def run(self):
+        with httpx.Client(timeout=10) as client:
+            while not self.stop.wait(0.1):
+                started = time.monotonic()
+                try:
+                    client.get(self.page_url).raise_for_status()
+                    self.page_s.append(time.monotonic() - started)
+                except httpx.HTTPError:
+                    self.page_s.append(10.0)
+                if len(self.page_s) % 5 == 0:
+                    self.peak_pss_kb = max(self.peak_pss_kb, tree_pss_kb(self.pid))
+
+
+def tree_pss_kb(pid: int) -> int:
+    return sum(pss_kb(p) for p in loadgen.process_tree(pid))
+
+
+def slow_runs(pid: int, target, page_url: str, double_url: str, params: dict) -> list[dict]:
+    runs = []
+    for latency in params["latencies"]:
+        httpx.put(f"{double_url}/latency", content=str(latency), timeout=10).raise_for_status()
+        duration = max(params["duration"], 6 * latency)
+        for clients in params["clients"]:
+            idle_pss, cpu = tree_pss_kb(pid), loadgen.tree_cpu_seconds(pid)
+            sampler = Sampler(page_url, pid)
+            sampler.start()
+            result = loadgen.run_load(target, clients, params["warmup"] + latency, duration, timeout=120)
+            sampler.stop.set()
+            sampler.join()
+            cpu = loadgen.tree_cpu_seconds(pid) - cpu
+            summary = result.summary()
+            turns = sum(1 for op in result.ops if op.kind == "turn" and op.ok)
+            runs.append(
+                {
+                    "latency_s": latency,
+                    "clients": clients,
+                    "turns_per_s": summary["turns_per_s"],
+                    "turn_ms": summary["latency_ms"]["turn"],
+                    "errors": summary["errors_all_phases"],
+                    "cpu_ms_per_turn": 1000 * cpu / turns if turns else math.nan,
+                    "page_ms": loadgen.summarize_ms(sampler.page_s),
+                    "kb_per_client": (sampler.peak_pss_kb - idle_pss) / clients,
+                }
+            )
+            print(f"  {target.name} {latency} s {clients} clients: {summary['turns_per_s']:.1f} turns/s", flush=True)
+    return runs
+
+
+def slow_model(args) -> dict:
+    """Both servers on the Gemini path, the model a local double answering each call after a latency."""
+    params = {
+        "latencies": (0, 2) if args.quick else SLOW_LATENCIES,
+        "clients": (8, 32) if args.quick else SLOW_CLIENTS,
+        "warmup": 2 if args.quick else 5,
+        "duration": 8 if args.quick else 20,
+    }
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="slow-model-bench-") as tmp:
+        double, double_url = start_double(Path(tmp))
+        model_env = {
+            "GOOGLE_API_KEY": "key-of-the-local-double",
+            "GOOGLE_GEMINI_BASE_URL": double_url,
+            "AGENT_MODEL_ATTEMPTS": "1",
+        }
+        try:
+            for label, start, page in (("ours", start_ours, "/"), ("adk api_server", start_peer, "/list-apps")):
+                folder = Path(tmp) / f"slow-{label.replace(' ', '-')}"
+                folder.mkdir()
+                print(f"starting {label} on the Gemini double ...", flush=True)
+                process, target = start(folder, model_env)
+                try:
+                    results[label] = slow_runs(process.pid, target, target.base_url + page, double_url, params)
+                finally:
+                    loadgen.stop_server(process)
+        finally:
+            double.kill()
+            double.wait()
+    return {"params": params, "results": results}
+
+
+def render_slow(slow: dict) -> list[str]:
+    params = slow["params"]
+    lines = [
+        "### With a slow model",
+        "",
+        "Both servers on the real model path (ADK's Gemini class, google-genai over HTTP) to the local Gemini"
+        " double (tests/gemini_double.py, its own process), which answers each model call after the latency"
+        f" given; one model call per turn. Warm-up {params['warmup']} s plus the latency, then"
+        f" max({params['duration']} s, 6 x latency) measured. Page: a `GET /` (the peer: `GET /list-apps`)"
+        " every 0.1 s during the run (10 s when unanswered). Memory: the server tree's peak PSS during the run"
+        " less its PSS before, per client (each client has at most one turn in flight).",
+        "",
+    ]
+    rows = [
+        [name, run["latency_s"], run["clients"], _common.fmt(run["turns_per_s"])]
+        + ["/".join(_common.fmt(run["turn_ms"][p], 0) for p in ("p50", "p99"))]
+        + ["/".join(_common.fmt(run["page_ms"][p], 0) for p in ("p50", "p99", "max"))]
+        + [run["errors"], _common.fmt(run["cpu_ms_per_turn"], 0), _common.fmt(run["kb_per_client"], 0)]
+        for name, runs in slow["results"].items()
+        for run in runs
+    ]
+    header = "server | model latency s | clients | turns/s | turn p50/p99 ms | page p50/p99/max ms | errors"
+    return lines + _common.md_table(header + " | server CPU ms/turn | KiB per client", rows)
+
+
+def judge_slow(slow: dict) -> list[str]:
+    run = {(name, r["latency_s"], r["clients"]): r for name, runs in slow["results"].items() for r in runs}
+    if ("ours", 2, 128) not in run:
+        return []
+    o32, p32, o128, p128 = (run[(name, 2, n)] for n in (32, 128) for name in ("ours", "adk api_server"))
+    ratio = o128["turns_per_s"] / p128["turns_per_s"] if p128["turns_per_s"] else math.inf
+    return [
+        f"{'MET' if o32['turns_per_s'] >= p32['turns_per_s'] else 'MISSED'}: 2 s model, 32 clients, turns/s at"
+        f" least the peer's: {o32['turns_per_s']:.2f} vs {p32['turns_per_s']:.2f}",
+        f"{'MET' if o32['turn_ms']['p99'] <= p32['turn_ms']['p99'] else 'MISSED'}: 2 s model, 32 clients, turn p99"
+        f" no higher than the peer's: {o32['turn_ms']['p99']:.0f} ms vs {p32['turn_ms']['p99']:.0f} ms",
+        f"{'MET' if ratio >= 1.5 else 'MISSED'}: 2 s model, 128 clients, turns/s at least 1.5x the peer's:"
+        f" {o128['turns_per_s']:.2f} vs {p128['turns_per_s']:.2f} = {ratio:.2f}x",
+        f"{'MET' if o128['page_ms']['p99'] <= 100 else 'MISSED'}: 2 s model, 128 clients, page GET p99 <= 100 ms:"
+        f" {o128['page_ms']['p99']:.0f} ms",
+    ]
+
+
 def run(args) -> tuple[list[str], dict]:
     from sessions_app.supervisor import gunicorn_command
 
@@ -163,8 +313,10 @@ def run(args) -> tuple[list[str], dict]:
             finally:
                 loadgen.stop_server(process)
             results[label]["log"] = loadgen.log_counts(folder / "server.log")
-    verdicts = judge(results)
-    return render(params, results, verdicts), {"params": params, "results": results, "verdicts": verdicts}
+    slow = slow_model(args)
+    verdicts = judge(results) + judge_slow(slow)
+    lines = render(params, results, verdicts) + ["", *render_slow(slow)]
+    return lines, {"params": params, "results": results, "slow_model": slow, "verdicts": verdicts}
 
 
 if __name__ == "__main__":

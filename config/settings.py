@@ -75,7 +75,7 @@ MIDDLEWARE = [
     "sessions_app.api.middleware.NoStoreForSessionAPI",
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's static files under gunicorn/uvicorn, no web server needed.
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.static_files.AsyncCapableWhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # After the sessions, before CommonMiddleware (as Django's docs place it); it reads
     # Accept-Language (or a language cookie, which nothing of ours sets); no language prefix in URLs.

@@ -4,7 +4,11 @@ with it (and any `GOOGLE_API_KEY`) sends its model calls here, on 127.0.0.1.
 
 It answers `POST /v1beta/models/<model>:generateContent` with the next scripted answer, or with
 a short text reply when none is left, and keeps each request it was sent (in memory only).
-`hold()` keeps the next model calls waiting until released, to catch a turn mid-way.
+`hold()` keeps the next model calls waiting until released, to catch a turn mid-way; `latency`
+makes every call take that many seconds, as a real model does (also set over HTTP, `PUT /latency`
+with the seconds as the body, for a double in another process):
+
+    .venv/bin/python -m tests.gemini_double --latency 2    # prints its URL, serves until killed
 """
 
 from __future__ import annotations
@@ -57,7 +61,10 @@ class _Server(ThreadingHTTPServer):
 
 
 class GeminiDouble:
-    def __init__(self):
+    def __init__(self, latency: float = 0.0, keep_requests: bool = True):
+        self.latency = latency
+        self.keep_requests = keep_requests  # off for a benchmark's thousands of calls
+        self.calls = 0
         self.requests: list[dict] = []
         # The client port of each model call's connection: one client with a connection
         # pool reuses its connection (HTTP/1.1 keep-alive), a new client opens a new one.
@@ -102,14 +109,18 @@ class GeminiDouble:
 
     def _next(self, model: str, request: dict, client_port: int) -> tuple:
         with self._lock:
-            self.requests.append({"model": model, **request})
-            self.client_ports.append(client_port)
-            self.arrival_times.append(time.monotonic())
+            self.calls += 1
+            if self.keep_requests:
+                self.requests.append({"model": model, **request})
+                self.client_ports.append(client_port)
+                self.arrival_times.append(time.monotonic())
             scripted = self._answers.popleft() if self._answers else text_answer(DEFAULT_REPLY, model)
             hold = self._hold
         if hold is not None:
             hold.arrived.set()
             hold.released.wait(timeout=120)
+        if self.latency:
+            time.sleep(self.latency)  # this call's own thread: calls overlap as a real model's do
         return scripted if isinstance(scripted, tuple) else (200, scripted)
 
     def _handler(self):
@@ -128,6 +139,12 @@ class GeminiDouble:
                     return self._send(404, {"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}})
                 return self._send(*double._next(match["model"], json.loads(body), self.client_address[1]))
 
+            def do_PUT(self):
+                if self.path != "/latency":
+                    return self._send(404, {"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}})
+                double.latency = float(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                return self._send(200, {"latency": double.latency})
+
             def _send(self, status: int, body: dict | str, headers: dict | None = None):
                 data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
                 self.send_response(status)
@@ -143,3 +160,13 @@ class GeminiDouble:
                 pass
 
         return Handler
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A local double of the Gemini REST API")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds each model call takes")
+    double = GeminiDouble(parser.parse_args().latency, keep_requests=False).start()
+    print(double.url, flush=True)
+    threading.Event().wait()

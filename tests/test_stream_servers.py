@@ -1,16 +1,19 @@
-"""A streamed turn under the real servers (gunicorn as `make run` serves, and uvicorn over ASGI),
+"""A streamed turn under the real servers (gunicorn's ASGI worker as `make run` serves, its threaded
+WSGI worker, and uvicorn over ASGI),
 on this test's database, with the model on the local Gemini double: curl sees each event as it
 happens, and a client that hangs up mid-turn leaves the session exactly as it was."""
 
 import http.client
 import json
 import subprocess
+import sys
 import time
 
 import httpx
 import pytest
 
 from sessions_app.models import AgentSession, SessionEvent
+from sessions_app.supervisor import gunicorn_command
 
 from .gemini_double import GeminiDouble, call_answer, text_answer
 from .test_servers import BIN, _free_port, service_env, start_server
@@ -18,6 +21,7 @@ from .test_servers import BIN, _free_port, service_env, start_server
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SERVERS = {
+    "make-run-gunicorn-asgi": lambda port: gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1),
     "gunicorn-wsgi": lambda port: [
         str(BIN / "gunicorn"), "config.wsgi", "--workers", "1", "--threads", "4", "--bind", f"127.0.0.1:{port}"
     ],

@@ -83,3 +83,13 @@ def test_a_hundred_turns_wait_on_the_model_at_once_and_the_next_is_told_to_come_
     with httpx.Client(base_url=base, timeout=30) as client:  # the bound is free again
         url, headers = sessions[TURNS]
         assert client.post(url, json={"message": "Plan please"}, headers=headers).status_code == 200
+
+
+def test_every_middleware_lets_an_awaited_turn_through_on_the_event_loop(settings):
+    """Under ASGI Django runs a sync-only middleware in a thread, which then waits for everything
+    inside it: each turn would hold a thread for as long as the model thinks (WhiteNoise 6.12's
+    middleware, and two of ours, were sync-only before issue 28)."""
+    from django.utils.module_loading import import_string
+
+    sync_only = [path for path in settings.MIDDLEWARE if not getattr(import_string(path), "async_capable", False)]
+    assert sync_only == []

@@ -15,6 +15,7 @@ import logging
 from django.db import DatabaseError
 from django.http import HttpResponse
 from django.utils.cache import patch_cache_control
+from django.utils.deprecation import MiddlewareMixin
 from django.utils.translation import gettext as _
 
 from ..disk_space import is_disk_full
@@ -29,27 +30,19 @@ def forbid_storing(response):
     return response
 
 
-class NoStoreForSessionAPI:
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        response = self.get_response(request)
+class NoStoreForSessionAPI(MiddlewareMixin):
+    # Django's MiddlewareMixin: asynchronous under ASGI, so an awaited turn passes through on the
+    # event loop (a middleware that is sync only would hold a thread for the whole turn).
+    def process_response(self, request, response):
         if request.path_info.startswith(API_PREFIX):
             forbid_storing(response)
         return response
 
 
-class DiskFullAnswers:
+class DiskFullAnswers(MiddlewareMixin):
     """A database that refuses a write for lack of space answers 507 on every page (the admin's,
     the schema's), never a 500 with a traceback; one log line, no content. The API's views answer
     it themselves (errors.api_exception_handler), in the same words."""
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        return self.get_response(request)
 
     def process_exception(self, request, exception):
         if not (isinstance(exception, DatabaseError) and is_disk_full(exception)):
