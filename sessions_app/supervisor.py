@@ -14,6 +14,7 @@ gunicorn's master.
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -42,6 +43,9 @@ def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS) -> 
         bind,
         "--workers",
         str(workers),
+        # A listening socket per worker (SO_REUSEPORT): the kernel shares connections out among
+        # the workers, where one shared socket let the first worker awake accept a burst whole.
+        "--reuse-port",
         "--preload",
         "--access-logfile",
         "-",
@@ -56,8 +60,25 @@ def scheduler_command(python: str) -> list[str]:
     return [python, "manage.py", "qcluster", "--skip-checks"]
 
 
+def address_taken(bind: str) -> bool:
+    """Does something listen on `bind` (host:port) already? With --reuse-port gunicorn would not
+    say so: a second `make run` would share the port with the first."""
+    host, _, port = bind.rpartition(":")
+    host = host.strip("[]")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed server's TIME_WAIT is no listener
+        try:
+            probe.bind((host, int(port)))
+        except OSError:
+            return True
+    return False
+
+
 def supervise(python: str, bind: str, workers: int) -> int:
     """Runs both until Ctrl-C (0) or until one of them ends on its own (1)."""
+    if address_taken(bind):
+        print(f"{bind} is in use already (another `make run`?): not starting", file=sys.stderr, flush=True)
+        return 1
     children = {
         "web": subprocess.Popen(gunicorn_command(python, bind, workers), start_new_session=True),
         "scheduler": subprocess.Popen(scheduler_command(python), start_new_session=True),

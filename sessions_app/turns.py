@@ -350,16 +350,6 @@ def start_turn(session: AgentSession, message: str, report: Callable[[dict], Non
 
 
 @sensitive_variables()
-def run_turn(session: AgentSession, message: str) -> TurnResult:
-    """Runs one turn of `session` with the user's `message` (a sync entry point for views)."""
-    turn = start_turn(session, message)
-    try:
-        return turn.keep(turn.answer())
-    finally:
-        turn.close()
-
-
-@sensitive_variables()
 async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str) -> list:
     content = types.Content(role="user", parts=[types.Part(text=message)])
     run_config = RunConfig(

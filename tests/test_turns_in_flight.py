@@ -93,3 +93,18 @@ def test_every_middleware_lets_an_awaited_turn_through_on_the_event_loop(setting
 
     sync_only = [path for path in settings.MIDDLEWARE if not getattr(import_string(path), "async_capable", False)]
     assert sync_only == []
+
+
+def test_serve_sees_a_port_in_use_that_reuse_port_would_share():
+    """make run's gunicorn binds with SO_REUSEPORT; a second `make run` must not share the port."""
+    import socket
+
+    from sessions_app.supervisor import address_taken
+
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        bind = f"127.0.0.1:{listener.getsockname()[1]}"
+        assert address_taken(bind)
+    assert not address_taken(bind)
