@@ -242,6 +242,7 @@ class StartedTurn:
         self.session = session
         self.started = time.monotonic()
         self._released = False
+        self._release_lock = threading.Lock()  # keep() and close() may meet: a hang-up at the end
         try:
             # Checked under the turn lock, so no turn of this session runs between
             # the check and the model.
@@ -286,8 +287,8 @@ class StartedTurn:
         with transaction.atomic():
             self.buffer.store_pending(base.app_name, session.owner_id, session.session_id)
             repository.release_turn(session.pk)
-        self._released = True
-        turns_in_flight.release()
+        if self._mark_released():
+            turns_in_flight.release()
         unknown = sum(call["outcome"] == "unknown" for call in result.tool_calls)
         if unknown:
             record_unknown_tool_calls(unknown)
@@ -295,8 +296,9 @@ class StartedTurn:
         return result
 
     def close(self) -> None:
-        """Stops the model if it still runs and frees the lock, unless the turn was stored."""
-        if self._released:
+        """Stops the model if it still runs and frees the lock, unless the turn was stored. Called
+        again, or from another thread meanwhile, it does nothing."""
+        if not self._mark_released():
             return
         running = getattr(self, "running", None)
         if running is not None and not running.done():
@@ -304,8 +306,13 @@ class StartedTurn:
         try:
             repository.release_turn(self.session.pk)
         finally:
-            self._released = True
             turns_in_flight.release()
+
+    def _mark_released(self) -> bool:
+        """True the first time only: the lock and the turn's place are freed once."""
+        with self._release_lock:
+            first, self._released = not self._released, True
+            return first
 
 
 class TurnsInFlight:

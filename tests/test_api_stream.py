@@ -128,3 +128,25 @@ def test_under_debug_an_unexpected_failure_mid_stream_is_still_the_json_500(api,
         "error",
         {"status": 500, "detail": "Something went wrong on the server. No data was lost; please try again later."},
     )
+
+
+def test_a_stream_closed_before_its_first_event_frees_the_turn(api, new_session):
+    """A client that hangs up before reading anything: the server closes the answer, and with it
+    the turn: its lock and its place among the turns in flight are free again."""
+    from django.core import signals
+    from django.db import close_old_connections
+
+    from sessions_app.turns import turns_in_flight
+
+    session_id, token = new_session()
+    response = _post(api, session_id, token, **STREAM)
+    assert response.status_code == 200 and turns_in_flight.count == 1
+    # What the server does once the client is gone; the test's database connection is kept open
+    # meanwhile, as Django's test client keeps it through its own requests.
+    signals.request_finished.disconnect(close_old_connections)
+    try:
+        response.close()
+    finally:
+        signals.request_finished.connect(close_old_connections)
+    assert turns_in_flight.count == 0
+    assert _post(api, session_id, token).status_code == 200  # no 409: the lock was freed

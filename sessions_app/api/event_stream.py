@@ -176,6 +176,22 @@ def turn_stream(turn: StartedTurn, stages, asynchronous: bool) -> StreamingHttpR
     queue), elsewhere (WSGI, the test client) a thread's iterator (`stages` a SimpleQueue)."""
     scope = RequestScope()
     events = _turn_events_served(turn, stages, scope) if asynchronous else _in_scope(scope, _turn_events(turn, stages))
-    response = StreamingHttpResponse(events, content_type=f"{MEDIA_TYPE}; charset=utf-8")
+    response = TurnStreamResponse(turn, events, content_type=f"{MEDIA_TYPE}; charset=utf-8")
     response["X-Accel-Buffering"] = "no"  # a proxy in front must pass each event on at once
     return response
+
+
+class TurnStreamResponse(StreamingHttpResponse):
+    """Closing the answer closes its turn too: a client that hangs up before the first event
+    leaves no lock and no place among the turns in flight (the events' own `finally` never runs
+    for a stream that never started). The server closes every answer it was given."""
+
+    def __init__(self, turn: StartedTurn, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.turn = turn
+
+    def close(self):
+        try:
+            self.turn.close()
+        finally:
+            super().close()
