@@ -210,7 +210,17 @@ def test_a_turn_beyond_the_processs_bound_is_503_busy_and_takes_nothing(api, new
     settings.AGENT_MAX_TURNS_IN_FLIGHT = 0
     refused = _say(api, session_id, token)
     assert refused.status_code == 503 and refused["Retry-After"] == "1"
-    assert refused.json()["code"] == "busy" and refused.json()["detail"]
+    assert refused.json() == {"detail": "服務目前正在回覆的訊息已達上限，請稍後再傳送一次。", "code": "busy"}
+    in_english = api.post(
+        f"/agent/sessions/{session_id}/messages",
+        {"message": "Hi"},
+        format="json",
+        HTTP_X_SESSION_TOKEN=token,
+        HTTP_ACCEPT_LANGUAGE="en",
+    )
+    assert in_english.json()["detail"] == (
+        "The service is answering as many messages as it can right now. Please send it again soon."
+    )
     assert turns_in_flight.count == 0 and _history(api, session_id, token) == []
     settings.AGENT_MAX_TURNS_IN_FLIGHT = 1
     assert _say(api, session_id, token).status_code == 200  # the session's lock was never taken
