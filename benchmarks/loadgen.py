@@ -61,7 +61,7 @@ class Handle:  # one session as a client knows it
 
 
 class OursTarget:
-    """This service's API (README: The API)."""
+    """This service's API (docs/API.md)."""
 
     name = "ours"
     expected = {"create": 201, "turn": 200, "read": 200, "delete": 204}

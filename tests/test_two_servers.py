@@ -1,4 +1,4 @@
-"""Two web servers on one PostgreSQL and one Redis, as the README's "several servers" section
+"""Two web servers on one PostgreSQL and one Redis, as docs/OPERATIONS.md ("several servers")
 starts them: each gunicorn with a var/ of its own, so all they share is the database and the
 cache. What one server stores or deletes, the other sees at once; a rate limit counts requests
 to both; two turns of one session sent to both at once give one 200 and one 409; a server
