@@ -279,7 +279,7 @@ PURGE_BATCH_PAUSE_SECONDS = float(os.environ.get("PURGE_BATCH_PAUSE_SECONDS", "0
 # Used by the migration that creates the django-q2 schedule (changed on the admin's policy page afterwards).
 PURGE_INTERVAL_MINUTES = int(os.environ.get("PURGE_INTERVAL_MINUTES", "15"))
 
-# --- Disk space (sessions_app/disk_space.py; README, "When the disk is full") -------
+# --- Disk space (sessions_app/disk_space.py; docs/RETENTION.md, "When the disk is full") -------
 # New content (a create, a message) is refused with 507 while the volume holding the
 # database and its journal has less free space than STORAGE_HEADROOM_BYTES; deleting and
 # purging never are. Under secure_delete a delete first copies every page it changes into the
@@ -377,7 +377,7 @@ STREAM_HEARTBEAT_SECONDS = float(os.environ.get("STREAM_HEARTBEAT_SECONDS", "1")
 # --- Abuse limits -------------------------------------------------------------------
 # A full session refuses new turns (409) before the model runs; counted from
 # clear metadata (user events, sealed sizes), so no key is needed. These
-# bound what a session stores and what its export sends (README).
+# bound what a session stores and what its export sends (docs/API.md, "Limits").
 SESSION_MAX_TURNS = int(os.environ.get("SESSION_MAX_TURNS", "50"))
 SESSION_MAX_BYTES = int(os.environ.get("SESSION_MAX_BYTES", str(5 * 1024 * 1024)))
 # PLAN_MAX_VERSIONS (saved plan versions kept in state, default 20) is read

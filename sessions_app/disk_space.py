@@ -16,7 +16,7 @@ Two protections, so that "delete it now" and "gone after the TTL" hold when stor
 `is_disk_full` tells a database's "disk full" apart from its other errors: SQLITE_FULL from
 SQLite, SQLSTATE 53100 (disk_full) from PostgreSQL. Nothing here knows HTTP; the API maps the
 exceptions (sessions_app/api/errors.py). On PostgreSQL there is no file of ours beside the
-database and no local volume unless STORAGE_VOLUME_PATH names one (README, "When the disk is full").
+database and no local volume unless STORAGE_VOLUME_PATH names one (docs/RETENTION.md, "When the disk is full").
 """
 
 from __future__ import annotations

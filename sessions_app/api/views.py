@@ -286,7 +286,7 @@ class SessionPlanView(OwnedSessionView):
         return Response(SessionPlan(selectors.session_plan(session)).data)
 
 
-# The export's size follows from the session limits (README, "Limits").
+# The export's size follows from the session limits (docs/API.md, "Limits").
 EXPORT_BOUND = (
     "Everything stored about the session, as a JSON attachment. Its size is bounded: a session takes at most"
     " SESSION_MAX_TURNS turns (default 50), and no turn starts once the session stores SESSION_MAX_BYTES"
