@@ -79,11 +79,11 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     # After the sessions, before CommonMiddleware (as Django's docs place it); it reads
     # Accept-Language (or a language cookie, which nothing of ours sets); no language prefix in URLs.
-    "django.middleware.locale.LocaleMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "config.loop_middleware.LocaleMiddleware",
+    "config.loop_middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "config.loop_middleware.AuthenticationMiddleware",
+    "config.loop_middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # A database refusing a write for lack of space: 507, not a 500 (the admin's pages too).
     "sessions_app.api.middleware.DiskFullAnswers",

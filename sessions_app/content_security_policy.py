@@ -11,13 +11,15 @@ settings (CONTENT_SECURITY_POLICY, the last block).
 from csp.constants import HEADER, HEADER_REPORT_ONLY
 from csp.middleware import CSPMiddleware
 
+from config.loop_middleware import HooksOnTheLoop
+
 
 def in_fixed_order(policy: str) -> str:
     directives = [part.strip() for part in policy.split(";") if part.strip()]
     return "; ".join(sorted(directives, key=lambda directive: directive.split()[0].lower()))
 
 
-class FixedOrderCSPMiddleware(CSPMiddleware):
+class FixedOrderCSPMiddleware(HooksOnTheLoop, CSPMiddleware):
     def process_response(self, request, response):
         response = super().process_response(request, response)
         for header in (HEADER, HEADER_REPORT_ONLY):

@@ -18,6 +18,8 @@ from django.utils.cache import patch_cache_control
 from django.utils.deprecation import MiddlewareMixin
 from django.utils.translation import gettext as _
 
+from config.loop_middleware import HooksOnTheLoop
+
 from ..disk_space import is_disk_full
 
 logger = logging.getLogger(__name__)
@@ -30,16 +32,14 @@ def forbid_storing(response):
     return response
 
 
-class NoStoreForSessionAPI(MiddlewareMixin):
-    # Django's MiddlewareMixin: asynchronous under ASGI, so an awaited turn passes through on the
-    # event loop (a middleware that is sync only would hold a thread for the whole turn).
+class NoStoreForSessionAPI(HooksOnTheLoop, MiddlewareMixin):
     def process_response(self, request, response):
         if request.path_info.startswith(API_PREFIX):
             forbid_storing(response)
         return response
 
 
-class DiskFullAnswers(MiddlewareMixin):
+class DiskFullAnswers(HooksOnTheLoop, MiddlewareMixin):
     """A database that refuses a write for lack of space answers 507 on every page (the admin's,
     the schema's), never a 500 with a traceback; one log line, no content. The API's views answer
     it themselves (errors.api_exception_handler), in the same words."""
