@@ -259,12 +259,23 @@ def _normalise(line: str) -> str:
     return " ".join(_BULLET_RE.sub("", fold(line)).split())
 
 
+def _any_of(patterns: list[re.Pattern]) -> re.Pattern:
+    """One pattern that matches where any of `patterns` does: the text is scanned once, not once
+    per pattern (a third of a resume's screening time)."""
+    assert all(p.flags == patterns[0].flags for p in patterns)
+    return re.compile("|".join(f"(?:{p.pattern})" for p in patterns), patterns[0].flags)
+
+
+_DIRECTIVE_RE, _ADDRESSEE_RE = _any_of(_DIRECTIVE), _any_of(_ADDRESSEE)
+_STRONG_RE = {kind: _any_of(patterns) for kind, patterns in _STRONG.items()}
+
+
 def _is_directive(text: str) -> bool:
-    return any(p.search(text) for p in _DIRECTIVE)
+    return bool(_DIRECTIVE_RE.search(text))
 
 
 def _is_addressed(text: str) -> bool:
-    return any(p.search(text) for p in _ADDRESSEE)
+    return bool(_ADDRESSEE_RE.search(text))
 
 
 # Quoted text is a mention ("built a filter for 'ignore previous instructions' attacks"),
@@ -281,8 +292,8 @@ def _unquoted(text: str) -> str:
 
 def _strong_kind(text: str) -> str | None:
     bare = _unquoted(text)
-    for kind, patterns in _STRONG.items():
-        if any(p.search(text if kind in _QUOTE_BLIND else bare) for p in patterns):
+    for kind, pattern in _STRONG_RE.items():
+        if pattern.search(text if kind in _QUOTE_BLIND else bare):
             return kind
     return None
 
