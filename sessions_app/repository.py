@@ -462,8 +462,9 @@ LOCK_SESSION = _Sql(
 # Stored events with the id of the one being appended (almost always none):
 # sealed values differ on every write, so an equal re-delivery is found by
 # opening them, not by comparing bytes in SQL.
-EVENTS_WITH_ID = _Sql(
-    "SELECT {e.seq}, {e.timestamp}, {e.event_data} FROM {e} WHERE {e.agent_session} = %s AND {e.event_id} = %s"
+EVENTS_WITH_IDS = _Sql(
+    "SELECT {e.event_id}, {e.seq}, {e.timestamp}, {e.event_data} FROM {e}"
+    " WHERE {e.agent_session} = %s AND {e.event_id} IN ({{keys}})"
 )
 LAST_EVENT_ID = _Sql("SELECT {e.event_id} FROM {e} WHERE {e.agent_session} = %s ORDER BY {e.seq} DESC")
 INSERT_EVENT = _Sql(
@@ -485,8 +486,10 @@ def append_events(
     IntegrityCheckFailed (an event numbered as the next one is already stored:
     the revision was put back).
     """
-    # Before the transaction: without a token nothing is written at all.
+    # Before the transaction: without a token nothing is written at all. On SQLite every
+    # writer waits for the one in the transaction, so what needs no row is done first.
     sealer = sealing.session_sealer(app_name, owner_id, session_id)
+    dumped = [(event, deltas, event.model_dump_json(exclude_none=True)) for event, deltas in events]
     connection = _connection()
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(LOCK_SESSION(connection), [app_name, owner_id, session_id])
@@ -494,12 +497,12 @@ def append_events(
         if row is None:
             raise SessionMissing(session_id)
         pk, revision, stored_last_activity_at, sealed_state = row
+        already = _stored_with_ids(cursor, connection, sealer, pk, [event.id for event, _, _ in dumped])
         state = None  # opened at the first event that is not a retry
         scoped: Deltas = {"app": {}, "user": {}}
         stored, last_activity_at = [], None
-        for event, deltas in events:
-            event_json = event.model_dump_json(exclude_none=True)
-            if _equal_event_stored(cursor, connection, sealer, pk, event.id, event_json):
+        for event, deltas, event_json in dumped:
+            if event_json in already.get(event.id, ()):
                 stored.append(False)
                 continue
             if state is None:
@@ -525,6 +528,7 @@ def append_events(
                 )
             except IntegrityError:
                 raise sealing.IntegrityCheckFailed(session_id, sealing.FailureKind.STATE_REPLAYED) from None
+            already.setdefault(event.id, set()).add(event_json)  # delivered twice in one call
             last_activity_at = _to_datetime(event.timestamp)
             stored.append(True)
         if state is not None:
@@ -540,12 +544,17 @@ def append_events(
     return Appended(revision=revision, last_activity_at=last_activity_at, stored=stored)
 
 
-def _equal_event_stored(cursor, connection, sealer, pk: int, event_id: str, event_json: str) -> bool:
-    cursor.execute(EVENTS_WITH_ID(connection), [pk, event_id])
-    return any(
-        sealing.open_event(sealer, seq, event_id, timestamp, sealed) == event_json
-        for seq, timestamp, sealed in cursor.fetchall()
-    )
+def _stored_with_ids(cursor, connection, sealer, pk: int, event_ids: list[str]) -> dict[str, set[str]]:
+    """The stored events of the session with these ids (almost always none), opened: event id ->
+    their JSON. One query for the whole append."""
+    ids = list(dict.fromkeys(event_ids))
+    if not ids:
+        return {}
+    cursor.execute(_with_keys(EVENTS_WITH_IDS(connection), len(ids)), [pk, *ids])
+    stored: dict[str, set[str]] = {}
+    for event_id, seq, timestamp, sealed in cursor.fetchall():
+        stored.setdefault(event_id, set()).add(sealing.open_event(sealer, seq, event_id, timestamp, sealed))
+    return stored
 
 
 def _check_not_stale(cursor, connection, seen: WriterView, pk: int, revision: int, stored_last_activity_at) -> None:
@@ -631,7 +640,8 @@ def lock_turn(session_pk: int, turn_timeout_seconds: float) -> bool:
 
 
 def release_turn(session_pk: int) -> None:
-    with transaction.atomic():
+    # One statement: inside a turn's transaction it needs no savepoint of its own.
+    with transaction.atomic(savepoint=False):
         AgentSession.objects.filter(pk=session_pk).update(turn_started_at=None, turn_holder="")
 
 
