@@ -71,6 +71,7 @@ system-packages:
 test: dev-venv system-packages
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m tests.backends
 
 # All benchmarks (about 12 minutes on 2 cores), then benchmarks/RESULTS.md.
@@ -79,6 +80,7 @@ test: dev-venv system-packages
 bench: dev-venv
 	$(PY) benchmarks/store_bench.py
 	$(PY) benchmarks/service_bench.py
+	$(PY) benchmarks/request_cost_bench.py
 	$(PY) benchmarks/turn_profile.py
 	$(PY) benchmarks/gemini_path_bench.py
 	$(PY) benchmarks/screen_bench.py

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Which SQLite settings leave no byte of a deleted session in any file of the database?
 
-The settings the product uses (CHOSEN, as sessions_app/sqlite.py sets them) beside the rows that rule
+The settings the product uses (CHOSEN, as sessions_app/infra/sqlite.py sets them) beside the rows that rule
 out the others (controls that must leak, so the scan is seen to fail, and WAL's checkpoint, clean only
 when no reader blocks it); docs/JOURNAL_MODES.md argues from them and records the other modes' rows.
 Standard library and sqlite3 only; tests/test_journal_modes.py runs the quick version.

@@ -131,8 +131,8 @@ def store_part(params: dict) -> dict:
     from django.db import connections
     from google.adk.sessions import DatabaseSessionService, InMemorySessionService
 
-    from sessions_app.crypto import token_context
-    from sessions_app.store import DjangoSessionService
+    from sessions_app.security.crypto import token_context
+    from sessions_app.storage.adk_service import DjangoSessionService
 
     # ADK's service stores text in clear, and PostgreSQL's WAL is shared by all its databases:
     # the tests scan that WAL for their fixture's markers (tests/conftest.py, stored_files), so
@@ -208,7 +208,7 @@ def start_cluster(env: dict, log_path: Path) -> subprocess.Popen:
 def start_deployment(servers: int, tmp: Path, stack: contextlib.ExitStack) -> tuple[list[int], list[str], list]:
     """`servers` gunicorns (each its own var/, one database, one Redis) and one qcluster, all stopped
     when `stack` closes: their pids, the servers' base URLs and their log files."""
-    from sessions_app.supervisor import gunicorn_command
+    from sessions_app.infra.supervisor import gunicorn_command
 
     envs = [server_env(DATABASES["service"], tmp / f"web{i}") for i in range(servers)]
     migrated_database(DATABASES["service"], envs[0], stack)
@@ -249,7 +249,7 @@ def load_run(pids: list[int], urls: list[str], clients: int, params: dict, pg_pi
 
 
 def service_part(params: dict, tmp: Path) -> dict:
-    from sessions_app.supervisor import gunicorn_command
+    from sessions_app.infra.supervisor import gunicorn_command
 
     params["server"] = " ".join(gunicorn_command("python", "127.0.0.1:PORT")[1:])
     pg_pid, runs, logs = postgres_pid(), [], {}

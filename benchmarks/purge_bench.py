@@ -66,8 +66,8 @@ def child_purge(db: str, secure_delete: str) -> None:
     from django.conf import settings
     from django.db import connection
 
-    from sessions_app import sqlite as project_sqlite
-    from sessions_app.retention import purge_expired
+    from sessions_app.infra import sqlite as project_sqlite
+    from sessions_app.purge import purge_expired
 
     if secure_delete == "off":
         # As tests/test_erasure_e2e.py: every new connection gets secure_delete=OFF and
@@ -113,7 +113,7 @@ def live_turns(env: dict, clients: int, warmup: float, baseline: float, budget: 
     """Turns served by gunicorn (environment `env`: its database) without a purge, then during
     `manage.py purge_sessions` on the same database. `opened(purge_pid)` tells when the purge has reached
     the database, `left()` counts the expired sessions (MARKER owners) left at the end."""
-    from sessions_app.supervisor import gunicorn_command
+    from sessions_app.infra.supervisor import gunicorn_command
 
     bind = f"{loadgen.LOOPBACK}:{loadgen.free_port()}"
     server, target = loadgen.start_ours(gunicorn_command(PY, bind), bind, env, tmp / "server.log")
@@ -262,7 +262,7 @@ def judge(on: dict, live: dict) -> list[str]:
 
 
 def run(args) -> tuple[list[str], dict]:
-    from sessions_app.supervisor import gunicorn_command
+    from sessions_app.infra.supervisor import gunicorn_command
 
     sessions = 1000 if args.quick else 10000
     baseline = 8 if args.quick else 20

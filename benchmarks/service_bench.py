@@ -292,7 +292,7 @@ def judge_slow(slow: dict) -> list[str]:
 
 
 def run(args) -> tuple[list[str], dict]:
-    from sessions_app.supervisor import gunicorn_command
+    from sessions_app.infra.supervisor import gunicorn_command
 
     params = {
         "duration": 8 if args.quick else 35,

@@ -119,7 +119,7 @@ def make_services(tmp: Path) -> dict:
     from google.adk.sessions import DatabaseSessionService, InMemorySessionService
     from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-    from sessions_app.store import DjangoSessionService
+    from sessions_app.storage.adk_service import DjangoSessionService
 
     return {
         "ours": DjangoSessionService(),
@@ -197,7 +197,7 @@ def run(args) -> tuple[list[str], dict]:
         _common.setup_django(Path(tmpdir) / "bench.db")
         from asgiref.sync import async_to_sync
 
-        from sessions_app.crypto import token_context
+        from sessions_app.security.crypto import token_context
 
         workload = Workload()
         services = make_services(Path(tmpdir))

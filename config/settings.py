@@ -12,12 +12,12 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from agent.environment import is_truthy
-from config.private_files import PrivateSQLiteConnection, private_directory, read_or_create_secret_key
-from sessions_app.redaction import CONTENT_LOGGING_LIBRARIES
+from sessions_app.infra.private_files import PrivateSQLiteConnection, private_directory, read_or_create_secret_key
+from sessions_app.infra.redaction import CONTENT_LOGGING_LIBRARIES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Databases, secret key, file cache: never committed, and readable by the
-# service's OS user only (0700; config.private_files). DJANGO_VAR_DIR must be
+# service's OS user only (0700; sessions_app.infra.private_files). DJANGO_VAR_DIR must be
 # a directory of the service's own.
 VAR_DIR = private_directory(Path(os.environ.get("DJANGO_VAR_DIR", BASE_DIR / "var")))
 (VAR_DIR / "static").mkdir(exist_ok=True)
@@ -75,19 +75,20 @@ MIDDLEWARE = [
     "sessions_app.api.middleware.NoStoreForSessionAPI",
     "django.middleware.security.SecurityMiddleware",
     # Serves the admin's static files under gunicorn/uvicorn, no web server needed.
-    "config.static_files.AsyncCapableWhiteNoiseMiddleware",
+    "sessions_app.infra.static_files.AsyncCapableWhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # After the sessions, before CommonMiddleware (as Django's docs place it); it reads
     # Accept-Language (or a language cookie, which nothing of ours sets); no language prefix in URLs.
-    "config.loop_middleware.LocaleMiddleware",
-    "config.loop_middleware.CommonMiddleware",
+    "sessions_app.infra.loop_middleware.LocaleMiddleware",
+    "sessions_app.infra.loop_middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "config.loop_middleware.AuthenticationMiddleware",
-    "config.loop_middleware.MessageMiddleware",
+    "sessions_app.infra.loop_middleware.AuthenticationMiddleware",
+    "sessions_app.infra.loop_middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # A database refusing a write for lack of space: 507, not a 500 (the admin's pages too).
     "sessions_app.api.middleware.DiskFullAnswers",
-    "sessions_app.content_security_policy.FixedOrderCSPMiddleware",  # django-csp's: the block at the end of this file
+    # django-csp's, its directives in a fixed order: the block at the end of this file.
+    "sessions_app.infra.content_security_policy.FixedOrderCSPMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -112,15 +113,15 @@ ASGI_APPLICATION = "config.asgi.application"
 
 # --- Database -----------------------------------------------------------------
 # Default: one embedded SQLite file under var/. The PRAGMAs every connection
-# gets (secure_delete, journal mode, ...) are set in sessions_app.sqlite.
+# gets (secure_delete, journal mode, ...) are set in sessions_app.infra.sqlite.
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'sessions.db'}", conn_max_age=0
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Django's SQLite backend with a write gate (sessions_app/sqlite_backend/base.py).
-    DATABASES["default"]["ENGINE"] = "sessions_app.sqlite_backend"
+    # Django's SQLite backend with a write gate (sessions_app/infra/sqlite_backend/base.py).
+    DATABASES["default"]["ENGINE"] = "sessions_app.infra.sqlite_backend"
     DATABASES["default"]["OPTIONS"] = {
         # The web server and the django-q2 cluster write to the same file.
         # IMMEDIATE takes the write lock at BEGIN, so a transaction that reads
@@ -210,7 +211,7 @@ STATIC_ROOT = VAR_DIR / "static"
 # --- Cache --------------------------------------------------------------------
 # Throttle counters live here. The cache must be shared by every worker
 # process and its add/incr atomic across them, or concurrent requests
-# overshoot a limit: an SQLite file on this machine (sessions_app.cache).
+# overshoot a limit: an SQLite file on this machine (sessions_app.infra.cache).
 # Django's file and database caches are not atomic (incr is get + set);
 # Redis (RedisCache) is, when one is deployed.
 # CACHE_URL (or REDIS_URL) names a Redis shared by several servers: Django's
@@ -227,7 +228,7 @@ if CACHE_URL:
 else:
     CACHES = {
         "default": {
-            "BACKEND": "sessions_app.cache.SQLiteCache",
+            "BACKEND": "sessions_app.infra.cache.SQLiteCache",
             "LOCATION": os.environ.get("DJANGO_CACHE_DIR", str(VAR_DIR / ("test_cache" if TESTING else "cache"))),
         }
     }
@@ -255,9 +256,9 @@ AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = True  # guessing on while locked keeps it locked
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
-AXES_LOCKOUT_CALLABLE = "sessions_app.admin.login_lockout_response"  # a 429 page
+AXES_LOCKOUT_CALLABLE = "sessions_app.admin.login_attempts.login_lockout_response"  # a 429 page
 # The client's address as DRF throttling sees it (NUM_PROXIES), not a proxy's.
-AXES_CLIENT_IP_CALLABLE = "sessions_app.admin.login_client_address"
+AXES_CLIENT_IP_CALLABLE = "sessions_app.admin.login_attempts.login_client_address"
 # Keep little, briefly: no row per successful login, no permanent failure log;
 # attempt rows expire with the cool-off (deleted at the next login, logout or
 # failed attempt). The stored form data masks the password, the username and the
@@ -265,28 +266,26 @@ AXES_CLIENT_IP_CALLABLE = "sessions_app.admin.login_client_address"
 AXES_DISABLE_ACCESS_LOG = True
 AXES_ENABLE_ACCESS_FAILURE_LOG = False
 AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "csrfmiddlewaretoken"]
-AXES_CLIENT_STR_CALLABLE = "sessions_app.admin.login_attempt_label"
+AXES_CLIENT_STR_CALLABLE = "sessions_app.admin.login_attempts.login_attempt_label"
 AXES_VERBOSE = False
 
 # --- Retention ----------------------------------------------------------------
 SESSION_TTL_HOURS = float(os.environ.get("SESSION_TTL_HOURS", "24"))
 SESSION_MAX_AGE_HOURS = float(os.environ.get("SESSION_MAX_AGE_HOURS", "168"))
 # The purge deletes in batches, each its own short transaction with a pause
-# after it, so API requests get the write lock in between. 100 and 0.05 s purge
-# about 1,500 sessions/s with turn p99 1.3x (benchmarks/results/purge.md).
+# after it, so API requests get the write lock in between (the defaults' figures:
+# benchmarks/results/purge.md).
 PURGE_BATCH_SIZE = int(os.environ.get("PURGE_BATCH_SIZE", "100"))
 PURGE_BATCH_PAUSE_SECONDS = float(os.environ.get("PURGE_BATCH_PAUSE_SECONDS", "0.05"))
 # Used by the migration that creates the django-q2 schedule (changed on the admin's policy page afterwards).
 PURGE_INTERVAL_MINUTES = int(os.environ.get("PURGE_INTERVAL_MINUTES", "15"))
 
-# --- Disk space (sessions_app/disk_space.py; docs/RETENTION.md, "When the disk is full") -------
+# --- Disk space (sessions_app/infra/disk_space.py; docs/RETENTION.md, "When the disk is full") -------
 # New content (a create, a message) is refused with 507 while the volume holding the
 # database and its journal has less free space than STORAGE_HEADROOM_BYTES; deleting and
 # purging never are. Under secure_delete a delete first copies every page it changes into the
-# rollback journal, 1.2-1.4x the session's stored bytes (benchmarks/results/erasure_space.md):
-# 1.3 MiB for the largest session 50 turns allow (CJK), about 7 MiB (1.4x) for one at SESSION_MAX_BYTES,
-# 5.8 MiB for a purge batch of 100 typical sessions (27,000-character resume, 3 turns). The
-# default holds both of the latter with a fourfold margin for everything else that writes.
+# rollback journal: the default holds the journal of deleting the largest session, and of one
+# purge batch, with a fourfold margin (the figures: benchmarks/results/erasure_space.md).
 STORAGE_HEADROOM_BYTES = int(os.environ.get("STORAGE_HEADROOM_BYTES", str(64 * 1024 * 1024)))
 # SQLite: a preallocated file of this size beside the database, given back when an erasure
 # meets a full disk anyway (another program filled it) and made again afterwards: twice the
@@ -304,15 +303,15 @@ STORAGE_VOLUME_PATH = os.environ.get("STORAGE_VOLUME_PATH", "")
 # and model errors (whose text may quote either) at ERROR: their loggers stay at
 # INFO whatever DJANGO_LOG_LEVEL says, and the handler's filter drops their DEBUG
 # records and reduces the others to name, level, exception type and status code
-# (sessions_app/redaction.py, docs/DATA_INVENTORY.md).
+# (sessions_app/infra/redaction.py, docs/DATA_INVENTORY.md).
 LOG_LEVEL = os.environ.get("DJANGO_LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "filters": {
-        "redact_library_records": {"()": "sessions_app.redaction.RedactLibraryRecords"},
-        "one_line_per_storage_refusal": {"()": "sessions_app.disk_space.OneLinePerRefusal"},
+        "redact_library_records": {"()": "sessions_app.infra.redaction.RedactLibraryRecords"},
+        "one_line_per_storage_refusal": {"()": "sessions_app.infra.disk_space.OneLinePerRefusal"},
     },
     "handlers": {
         "console": {
@@ -326,10 +325,10 @@ LOGGING = {
 }
 
 # Error pages hide what views and services mark as sensitive, DEBUG or not.
-DEFAULT_EXCEPTION_REPORTER_FILTER = "sessions_app.redaction.AlwaysSafeExceptionReporterFilter"
+DEFAULT_EXCEPTION_REPORTER_FILTER = "sessions_app.infra.redaction.AlwaysSafeExceptionReporterFilter"
 
 # ADK's tracing spans would carry prompt and response text by default; we
-# also pass a no-content TelemetryConfig with every run (sessions_app.turns).
+# also pass a no-content TelemetryConfig with every run (sessions_app.runtime.turns).
 os.environ["ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS"] = "false"
 os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "NO_CONTENT"
 
@@ -444,7 +443,7 @@ SPECTACULAR_SETTINGS = {
 
 # --- Content-Security-Policy (django-csp) -------------------------------------------
 # (one block: "csp" in INSTALLED_APPS and its middleware in MIDDLEWARE are the only lines
-# elsewhere; sessions_app.content_security_policy only sends the directives in a fixed order.)
+# elsewhere; sessions_app.infra.content_security_policy only sends the directives in a fixed order.)
 # The person's page at / (sessions_app/page) loads one script and one stylesheet from this
 # origin's /static/ and talks to this origin's API with fetch(): nothing inline (no <script>
 # with code, no on*= handlers, no style=), no other origin, no plugins, never framed, no

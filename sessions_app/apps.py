@@ -10,5 +10,5 @@ class SessionsAppConfig(AppConfig):
     def ready(self) -> None:
         # Importing registers the connection_created receiver, the system check
         # and the OpenAPI description of the token header.
-        from . import sqlite  # noqa: F401
-        from .api import schema  # noqa: F401
+        from sessions_app.api import schema  # noqa: F401
+        from sessions_app.infra import sqlite  # noqa: F401

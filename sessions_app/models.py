@@ -8,7 +8,7 @@ holding a stale copy of a session is detected exactly instead of by
 comparing rounded timestamps.
 
 Everything that can carry personal data is stored sealed (encryption at rest,
-keyed by the owner's session token; `sessions_app.sealing` says what goes
+keyed by the owner's session token; `sessions_app.security.sealing` says what goes
 where): the session state, each event, and the owner's `user:` state are
 binary columns holding ciphertext. The other columns stay in clear because
 retention and operations need them: ids, the derived owner id, times, an
@@ -21,7 +21,7 @@ import uuid
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from .sealing import FailureKind
+from sessions_app.choices import FailureKind
 
 
 def new_session_id() -> str:
@@ -49,7 +49,7 @@ class AgentSession(models.Model):
     # same session is refused (409) instead of interleaving its events.
     turn_started_at = models.DateTimeField(_("turn started at"), null=True, blank=True)
     # Who holds the turn lock: the holder's database connection on PostgreSQL,
-    # its process on SQLite (sessions_app.repository.lock_turn). A lock whose
+    # its process on SQLite (sessions_app.storage.repository.lock_turn). A lock whose
     # holder is gone is free at once; one whose holder is unknown, after the
     # turn timeout.
     turn_holder = models.CharField(max_length=64, blank=True, default="", db_default="")

@@ -9,17 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
 
 from django.conf import settings
-from django.core.cache import cache
-from django.db import DatabaseError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
-
-from . import disk_space
 
 logger = logging.getLogger(__name__)
 
@@ -47,155 +40,10 @@ def live(sessions: QuerySet) -> QuerySet:
     return sessions.exclude(expired_q())
 
 
-@dataclass
-class PurgeResult:
-    sessions: int = 0
-    events: int = 0
-    user_states: int = 0
-    batches: int = 0
-    seconds: float = 0.0
-    dry_run: bool = False
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def purge_expired(
-    *,
-    now: dt.datetime | None = None,
-    ttl_hours: float | None = None,
-    batch_size: int | None = None,
-    dry_run: bool = False,
-    trigger: str,
-    progress: Callable[[PurgeResult], None] | None = None,
-) -> PurgeResult:
-    """Deletes every expired session with its events and orphaned per-owner state.
-
-    The command, the scheduled task and the admin all call this. It works in
-    batches, each its own short transaction followed by a short pause, so a
-    large purge never holds SQLite's write lock for long and API requests
-    keep being served in between. `now` is fixed at the start, so sessions
-    that expire while it runs wait for the next purge. `trigger` (who asked,
-    for the audit row) has no default: each caller names itself.
-    """
-    from .models import AgentSession
-
-    expired = AgentSession.objects.filter(expired_q(now or timezone.now(), ttl_hours))
-    if dry_run:
-        return _what_would_be_erased(expired)
-    try:
-        result = _erase_in_batches(expired, batch_size=batch_size, trigger=trigger, progress=progress)
-    except Exception as exc:
-        _record_outcome(trigger, "disk_full" if disk_space.is_disk_full(exc) else "failed", error=type(exc).__name__)
-        raise
-    _record_outcome(trigger, "ok", sessions=result.sessions, events=result.events)
-    return result
-
-
 # The last purge's outcome, whoever ran it: counts and an exception's type only. Kept in the
 # cache (shared by every process: the SQLite cache file or Redis), not in the database, which
 # may be the very thing that is full; best effort, and a failed run also logs one line.
 LAST_PURGE_KEY = "retention:last-purge"
 
-
-def _record_outcome(trigger: str, outcome: str, *, sessions: int = 0, events: int = 0, error: str = "") -> None:
-    record = {
-        "at": timezone.now().isoformat(),
-        "trigger": str(trigger),
-        "outcome": outcome,
-        "sessions": sessions,
-        "events": events,
-        "error": error,
-    }
-    try:
-        cache.set(LAST_PURGE_KEY, record, timeout=None)
-    except Exception as exc:  # the cache's disk may be full too: the log line stays
-        logger.warning("the purge's outcome could not be recorded (%s)", type(exc).__name__)
-
-
-def erase_all_sessions(
-    *, batch_size: int | None = None, dry_run: bool = False, progress: Callable[[PurgeResult], None] | None = None
-) -> PurgeResult:
-    """Deletes every session now, live ones included (incident response), as the purge deletes
-    expired ones: in batches, overwriting the bytes, audited as an erasure of everything."""
-    from .models import AgentSession, DeletionAudit
-
-    if dry_run:
-        return _what_would_be_erased(AgentSession.objects.all())
-    return _erase_in_batches(
-        AgentSession.objects.all(), batch_size=batch_size, trigger=DeletionAudit.Trigger.ERASE_ALL, progress=progress
-    )
-
-
-def _what_would_be_erased(selection: QuerySet) -> PurgeResult:
-    from . import repository
-
-    started = time.monotonic()
-    would = repository.count(selection)
-    return PurgeResult(sessions=would.sessions, events=would.events, seconds=time.monotonic() - started, dry_run=True)
-
-
-def _erase_in_batches(selection: QuerySet, *, batch_size, trigger, progress) -> PurgeResult:
-    from . import repository
-    from .models import AgentSession
-
-    batch_size = batch_size or settings.PURGE_BATCH_SIZE
-    started = time.monotonic()
-    result, total = PurgeResult(), repository.Erased()
-
-    def erase_batch() -> repository.Erased | None:
-        with transaction.atomic():
-            # On PostgreSQL, two purges at once (two clusters, or the admin's and the
-            # schedule's) each lock their own batch and skip the other's; SQLite has one
-            # writer at a time and ignores the clause.
-            batch = list(
-                selection.order_by("pk").select_for_update(skip_locked=True).values_list("pk", flat=True)[:batch_size]
-            )
-            return repository.erase_rows(AgentSession.objects.filter(pk__in=batch)) if batch else None
-
-    while True:
-        # On a full disk a batch runs on the erasure reserve's room (disk_space.run_erasure);
-        # where even that is too little, smaller batches, down to one session.
-        try:
-            erased = disk_space.run_erasure(erase_batch)
-        except DatabaseError as exc:
-            if batch_size <= 1 or not disk_space.is_disk_full(exc):
-                raise
-            batch_size = max(1, batch_size // 2)
-            logger.warning("disk full: purge batches of %d sessions from now on", batch_size)
-            continue
-        if erased is None:
-            break
-        total += erased
-        result.batches += 1
-        result.sessions, result.events, result.user_states = total.sessions, total.events, total.user_states
-        if progress:
-            progress(result)
-        time.sleep(settings.PURGE_BATCH_PAUSE_SECONDS)  # let waiting writers take the lock
-    disk_space.run_erasure(lambda: repository.record_erasure(trigger, total, started))
-    result.seconds = time.monotonic() - started
-    return result
-
-
-# How often the scheduled purge may run: at least once a day, at most once a minute.
-PURGE_INTERVAL_MIN_MINUTES = 1
-PURGE_INTERVAL_MAX_MINUTES = 24 * 60
-
-
-def set_purge_interval(minutes: int) -> int:
-    """Sets how many minutes apart the scheduled purge runs, and nothing else.
-
-    The only write the admin makes to django-q2's tables: one column, never a
-    schedule's function, arguments or hook (the scheduler would run those as
-    the service). Returns how many schedules changed: 0 when there is none.
-    """
-    from django_q.models import Schedule
-
-    from .selectors import PURGE_TASK
-
-    if not PURGE_INTERVAL_MIN_MINUTES <= minutes <= PURGE_INTERVAL_MAX_MINUTES:
-        raise ValueError(
-            f"purge interval {minutes} min is outside {PURGE_INTERVAL_MIN_MINUTES}..{PURGE_INTERVAL_MAX_MINUTES}"
-        )
-    # update(), not save(): the statement names `minutes` alone.
-    return Schedule.objects.filter(func=PURGE_TASK, schedule_type=Schedule.MINUTES).update(minutes=minutes)
+# The scheduled purge's task, as django-q2 stores it in its schedule (sessions_app/tasks.py).
+PURGE_TASK = "sessions_app.tasks.purge_expired_sessions"

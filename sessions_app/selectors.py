@@ -16,9 +16,11 @@ from django_q.models import Schedule, Task
 
 from agent import APP_NAME
 from agent.plans import plan_versions
-
-from . import disk_space, repository, retention, sealing
-from .models import AgentSession, IntegrityFailure
+from sessions_app import retention
+from sessions_app.choices import FailureKind
+from sessions_app.infra import disk_space
+from sessions_app.models import AgentSession, IntegrityFailure
+from sessions_app.storage import repository
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
@@ -43,7 +45,7 @@ class SessionContent:
 def session_content(session: AgentSession) -> SessionContent:
     """State and events, opened whole: one value that does not open fails every read
     of the session alike, whichever part that read shows. `session` is the row as read;
-    `repository.SessionMissing` when it was deleted since."""
+    `SessionMissing` when it was deleted since."""
     state, events = repository.open_content(session)
     return SessionContent(state=state, events=events)
 
@@ -58,7 +60,6 @@ def session_plan(session: AgentSession) -> dict:
 
 
 # --- Operators (the admin): metadata and retention, never state or event content ---
-PURGE_TASK = "sessions_app.tasks.purge_expired_sessions"
 EXPIRING_SOON = dt.timedelta(hours=1)
 
 
@@ -125,9 +126,9 @@ def retention_policy() -> RetentionPolicy:
         max_age_hours=settings.SESSION_MAX_AGE_HOURS,
         batch_size=settings.PURGE_BATCH_SIZE,
         # By function, not name: operators may rename the schedule in the admin.
-        schedule=Schedule.objects.filter(func=PURGE_TASK).order_by("next_run").first(),
+        schedule=Schedule.objects.filter(func=retention.PURGE_TASK).order_by("next_run").first(),
         # Task holds both Success and Failure rows (they are proxies of it).
-        last_run=Task.objects.filter(func=PURGE_TASK).order_by("-stopped").first(),
+        last_run=Task.objects.filter(func=retention.PURGE_TASK).order_by("-stopped").first(),
     )
 
 
@@ -139,7 +140,7 @@ class IntegrityFailureCounts:
 
 
 def integrity_failure_counts(now: dt.datetime | None = None) -> IntegrityFailureCounts:
-    """Reads refused because a session did not verify (`sessions_app.integrity`), in one query."""
+    """Reads refused because a session did not verify (`sessions_app.storage.failure_counts`), in one query."""
     since = (now or timezone.now()) - dt.timedelta(hours=24)
     rows = (
         IntegrityFailure.objects.order_by()
@@ -147,7 +148,7 @@ def integrity_failure_counts(now: dt.datetime | None = None) -> IntegrityFailure
         .annotate(total=Count("pk"), last_day=Count("pk", filter=Q(created_at__gte=since)))
         .order_by("-total", "kind")
     )
-    labels = dict(sealing.FailureKind.choices)
+    labels = dict(FailureKind.choices)
     by_kind = [(labels.get(row["kind"], row["kind"]), row["last_day"], row["total"]) for row in rows]
     return IntegrityFailureCounts(
         last_day=sum(last_day for _, last_day, _ in by_kind),
@@ -179,7 +180,7 @@ class StorageStatus:
 def last_purge() -> LastPurge | None:
     from django.core.cache import cache
 
-    from .models import DeletionAudit
+    from sessions_app.models import DeletionAudit
 
     record = cache.get(retention.LAST_PURGE_KEY)
     if not isinstance(record, dict):

@@ -21,11 +21,12 @@ from agent import APP_NAME
 from agent.events import visible_texts
 from agent.plans import initial_state, plan_count, plan_versions
 from agent.screening import MODEL_FLAG_KIND
-
-from . import disk_space, repository, retention, selectors
-from .crypto import token_context
-from .models import AgentSession, DeletionAudit
-from .ownership import new_token, owner_id_for
+from sessions_app import retention, selectors
+from sessions_app.infra import disk_space
+from sessions_app.models import AgentSession, DeletionAudit
+from sessions_app.security.crypto import token_context
+from sessions_app.security.tokens import new_token, owner_id_for
+from sessions_app.storage import repository
 
 
 @dataclass

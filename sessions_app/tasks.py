@@ -3,9 +3,9 @@ task is given or returns is stored in django-q2's tables."""
 
 import logging
 
-from .disk_space import is_disk_full
-from .models import DeletionAudit
-from .retention import purge_expired
+from sessions_app.infra.disk_space import is_disk_full
+from sessions_app.models import DeletionAudit
+from sessions_app.purge import purge_expired
 
 logger = logging.getLogger(__name__)
 

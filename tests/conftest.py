@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from .privacy import database_files
+from tests.privacy import database_files
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def pytest_collection_modifyitems(config, items):
     SQLite leg only."""
     if not settings.configured:
         return
-    on_sqlite = settings.DATABASES["default"]["ENGINE"] == "sessions_app.sqlite_backend"
+    on_sqlite = settings.DATABASES["default"]["ENGINE"] == "sessions_app.infra.sqlite_backend"
     skipped = (
         {"postgres_only": "needs PostgreSQL + Redis"}
         if on_sqlite
@@ -129,7 +129,7 @@ def _statements_built_for_this_test():
     """The repository's SQL (built at import, then cached per connection). Per test, and in
     mutmut's stats run too, so every test that runs SQL is one that can see such a mutant."""
     if _under_mutmut(stats=True):
-        from sessions_app import repository
+        from sessions_app.storage import repository
 
         for statement in vars(repository).values():
             if isinstance(statement, repository._Sql):
@@ -177,7 +177,7 @@ def _files_of_this_process():
     file_name = "test_sessions_slot.db" if slot is not None else "test_sessions.db"
     settings.DATABASES["default"]["TEST"]["NAME"] = str(folder / file_name)
     cache = settings.CACHES["default"]
-    if cache["BACKEND"] == "sessions_app.cache.SQLiteCache":
+    if cache["BACKEND"] == "sessions_app.infra.cache.SQLiteCache":
         cache = {**cache, "LOCATION": str(folder / "cache")}
     with override_settings(CACHES={"default": cache}):
         yield
@@ -244,7 +244,7 @@ def api():
 @pytest.fixture
 def new_session(api):
     """Creates a session through the API; returns (session_id, token)."""
-    from .privacy import fixture_resume
+    from tests.privacy import fixture_resume
 
     def create(resume_text: str | None = None) -> tuple[str, str]:
         response = api.post("/agent/sessions", {"resume_text": resume_text or fixture_resume()}, format="json")
@@ -260,10 +260,9 @@ def scripted_model(monkeypatch):
     from google.adk.runners import Runner
 
     from agent import APP_NAME, build_agent
-    from sessions_app import turns
-    from sessions_app.store import DjangoSessionService
-
-    from .scripted_llm import ScriptedLlm
+    from sessions_app.runtime import turns
+    from sessions_app.storage.adk_service import DjangoSessionService
+    from tests.scripted_llm import ScriptedLlm
 
     def install(*steps) -> ScriptedLlm:
         model = ScriptedLlm(steps=list(steps))
@@ -282,7 +281,7 @@ def captured_logs():
     has it (settings' console handler included) sees the redacted record: the
     raw control goes first in the root logger's list.
     """
-    from sessions_app.redaction import CONTENT_LOGGING_LIBRARIES, RedactLibraryRecords
+    from sessions_app.infra.redaction import CONTENT_LOGGING_LIBRARIES, RedactLibraryRecords
 
     loggers = (
         "",
@@ -335,10 +334,9 @@ def gemini(monkeypatch):
     from google.adk.runners import Runner
 
     from agent import APP_NAME, build_agent
-    from sessions_app import turns
-    from sessions_app.store import DjangoSessionService
-
-    from .gemini_double import GeminiDouble
+    from sessions_app.runtime import turns
+    from sessions_app.storage.adk_service import DjangoSessionService
+    from tests.gemini_double import GeminiDouble
 
     double = GeminiDouble().start()
     monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")

@@ -12,9 +12,10 @@ import json
 
 from django.utils import timezone
 
-from sessions_app import repository, sealing
-from sessions_app.crypto import token_context
 from sessions_app.models import AgentSession, SessionEvent, UserState
+from sessions_app.security import sealing
+from sessions_app.security.crypto import token_context
+from sessions_app.storage import repository
 
 FACTORY_TOKEN = "factory-token-not-a-real-one"
 

@@ -10,12 +10,12 @@ from django.urls import reverse
 from django.utils import formats, timezone, translation
 
 from sessions_app import retention
-from sessions_app.admin import local_time, time_left
+from sessions_app.admin.sessions import local_time, time_left
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent
-from sessions_app.selectors import PURGE_TASK, sessions_with_metadata
-
-from .factories import make_session
-from .privacy import find_in_text, fixture_markers
+from sessions_app.retention import PURGE_TASK
+from sessions_app.selectors import sessions_with_metadata
+from tests.factories import make_session
+from tests.privacy import find_in_text, fixture_markers
 
 # The admin in English (its source language): what these tests read; tests/test_translations.py
 # covers the Traditional Chinese.

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app.admin import login_client_address
+from sessions_app.admin.login_attempts import login_client_address
 
 # The admin in English (its source language): what these tests read; tests/test_translations.py
 # covers the Traditional Chinese.

@@ -11,7 +11,7 @@ from agent.offline_model import OfflineResumeModel
 from agent.offline_texts import OFFLINE_BANNER, OFFLINE_BANNER_ZH
 from agent.plans import plan_versions
 from agent.verification import verify_reply
-from sessions_app import turns
+from sessions_app.runtime import turns
 from tests.scripted_llm import Harness, final_text, function_calls
 
 pytestmark = pytest.mark.backend_independent
@@ -211,7 +211,7 @@ def _stated_count(reply: str) -> tuple[int, int]:
 def test_claim_count_in_the_reply_is_the_turns_verification(fixture, monkeypatch):
     resume = RESUMES[fixture]
     turns_ = asyncio.run(_conversation(MESSAGES, resume))
-    # What the service returns: sessions_app.turns reads the reply from the events and
+    # What the service returns: sessions_app.runtime.turns reads the reply from the events and
     # runs verify_reply on it (the label lookup is pointed at this conversation's Runner).
     monkeypatch.setattr(turns, "get_runner", lambda: turns_[0]["harness"].runner)
     for message, turn in zip(MESSAGES, turns_, strict=True):

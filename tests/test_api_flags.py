@@ -4,8 +4,7 @@ import pytest
 
 from agent.screening import KINDS, MODEL_FLAG_KIND
 from sessions_app.services import FLAG_LABELS
-
-from .scripted_llm import call_response, text_response
+from tests.scripted_llm import call_response, text_response
 
 pytestmark = pytest.mark.django_db
 

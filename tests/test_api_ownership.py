@@ -6,7 +6,7 @@ import uuid
 import pytest
 import time_machine
 
-from sessions_app.ownership import owner_id_for
+from sessions_app.security.tokens import owner_id_for
 
 pytestmark = pytest.mark.django_db
 

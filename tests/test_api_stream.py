@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from sessions_app import repository
 from sessions_app.models import AgentSession, SessionEvent
+from sessions_app.storage import repository
 
 pytestmark = pytest.mark.django_db
 
@@ -112,7 +112,7 @@ def test_a_session_deleted_while_its_turn_streams_ends_with_the_one_404(api, new
 def test_under_debug_an_unexpected_failure_mid_stream_is_still_the_json_500(api, new_session, settings, monkeypatch):
     """Under DEBUG the API shows Django's debug page, which a stream cannot: the event then
     carries the same 500 answer as without DEBUG."""
-    from sessions_app import turns
+    from sessions_app.runtime import turns
 
     def broken(self, result):
         raise RuntimeError("a bug of ours")
@@ -136,7 +136,7 @@ def test_a_stream_closed_before_its_first_event_frees_the_turn(api, new_session)
     from django.core import signals
     from django.db import close_old_connections
 
-    from sessions_app.turns import turns_in_flight
+    from sessions_app.runtime.turns import turns_in_flight
 
     session_id, token = new_session()
     response = _post(api, session_id, token, **STREAM)

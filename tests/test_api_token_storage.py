@@ -7,10 +7,9 @@ memory for one request.
 import pytest
 
 from agent import APP_NAME
-from sessions_app.crypto import derive_key
-from sessions_app.ownership import owner_id_for
-
-from .privacy import find_chunks, find_markers, sealed_chunks
+from sessions_app.security.crypto import derive_key
+from sessions_app.security.tokens import owner_id_for
+from tests.privacy import find_chunks, find_markers, sealed_chunks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,8 +7,7 @@ import pytest
 from google.genai import errors as genai_errors
 
 from sessions_app.models import AgentSession, SessionEvent
-
-from .scripted_llm import call_response, text_response
+from tests.scripted_llm import call_response, text_response
 
 pytestmark = pytest.mark.django_db
 
@@ -204,7 +203,7 @@ def test_offline_model_end_to_end(api, new_session):
 def test_a_turn_beyond_the_processs_bound_is_503_busy_and_takes_nothing(api, new_session, settings):
     """AGENT_MAX_TURNS_IN_FLIGHT turns at once per process (tests/test_turns_in_flight.py holds 100
     at the model); one more is refused at once, not queued, and holds no lock and no slot."""
-    from sessions_app.turns import turns_in_flight
+    from sessions_app.runtime.turns import turns_in_flight
 
     session_id, token = new_session()
     settings.AGENT_MAX_TURNS_IN_FLIGHT = 0

@@ -8,8 +8,7 @@ from django.utils import timezone
 from google.genai import errors as genai_errors
 
 from sessions_app.models import AgentSession
-
-from .scripted_llm import text_response
+from tests.scripted_llm import text_response
 
 pytestmark = pytest.mark.django_db
 

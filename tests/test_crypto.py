@@ -5,8 +5,8 @@ import hashlib
 
 import pytest
 
-from sessions_app.crypto import DecryptionFailed, KeyUnavailable, Sealer, derive_key, token_context
-from sessions_app.ownership import new_token, owner_id_for
+from sessions_app.security.crypto import DecryptionFailed, KeyUnavailable, Sealer, derive_key, token_context
+from sessions_app.security.tokens import new_token, owner_id_for
 
 pytestmark = pytest.mark.backend_independent
 

@@ -4,7 +4,7 @@ import pytest
 from django.apps import apps
 from django.conf import settings
 
-from sessions_app import turns
+from sessions_app.runtime import turns
 
 pytestmark = pytest.mark.backend_independent
 

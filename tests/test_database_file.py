@@ -18,7 +18,7 @@ import pytest
 from django.db import connection, connections
 from django.urls import reverse
 
-from config.private_files import restrict_database_files
+from sessions_app.infra.private_files import restrict_database_files
 
 ROOT = Path(__file__).resolve().parent.parent
 OPERATOR_PASSWORD = "fictional-operator-password-7"
@@ -147,7 +147,7 @@ def test_an_admin_session_cookie_expires_after_eight_hours(client, django_user_m
 
 
 def test_the_rate_limit_cache_file_is_owner_only(tmp_path):
-    from sessions_app.cache import SQLiteCache
+    from sessions_app.infra.cache import SQLiteCache
 
     previous = os.umask(0o022)
     try:
@@ -165,7 +165,7 @@ def test_opening_a_connection_keeps_the_locks_other_connections_hold(tmp_path):
     """Closing any descriptor of the database file drops every POSIX lock the process
     holds on it (SQLite's "how to corrupt" list): making the file private must never
     open and close it while another thread's connection holds a lock."""
-    from config.private_files import PrivateSQLiteConnection
+    from sessions_app.infra.private_files import PrivateSQLiteConnection
 
     path = str(tmp_path / "locks.db")
     writer = sqlite3.connect(path, factory=PrivateSQLiteConnection, isolation_level=None)

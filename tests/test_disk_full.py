@@ -23,8 +23,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .privacy import find_in_text, fixture_markers, fixture_resume
-from .test_servers import BIN, ROOT, _free_port, service_env, start_server
+from tests.privacy import find_in_text, fixture_markers, fixture_resume
+from tests.test_servers import BIN, ROOT, _free_port, service_env, start_server
 
 pytestmark = pytest.mark.sqlite_only
 

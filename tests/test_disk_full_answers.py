@@ -21,12 +21,12 @@ from django.test import RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app import disk_space, retention, selectors, tasks
+from sessions_app import purge, selectors, tasks
 from sessions_app.api.middleware import DiskFullAnswers
+from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, SessionEvent
-
-from .factories import make_session
-from .privacy import find_in_text, fixture_markers, fixture_resume
+from tests.factories import make_session
+from tests.privacy import find_in_text, fixture_markers, fixture_resume
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -252,7 +252,7 @@ def disk_full_purge(monkeypatch, refuse_writes):
     def erase_in_batches(selection, **kwargs):
         raise error
 
-    monkeypatch.setattr(retention, "_erase_in_batches", erase_in_batches)
+    monkeypatch.setattr(purge, "_erase_in_batches", erase_in_batches)
 
 
 def test_a_scheduled_purge_that_cannot_run_logs_one_line(disk_full_purge, captured_logs):
@@ -326,7 +326,7 @@ def test_an_erasure_that_meets_a_full_disk_gives_the_reserve_back_retries_and_ma
     assert disk_space.reserve_size(path) >= settings.ERASURE_RESERVE_BYTES  # and it is back
     lines = [line for line in captured_logs[0].getvalue().splitlines() if "reserve" in line]
     assert lines == [
-        "WARNING sessions_app.disk_space: disk full during an erasure: released the erasure reserve"
+        "WARNING sessions_app.infra.disk_space: disk full during an erasure: released the erasure reserve"
         f" ({reserve_during_attempts[0]} bytes) and retrying"
     ]
 
@@ -359,7 +359,7 @@ def test_a_reserve_that_cannot_be_made_again_after_an_erasure_is_one_log_line(se
     assert disk_space.reserve_size() == 0
     lines = [line for line in captured_logs[0].getvalue().splitlines() if "made again" in line]
     assert lines == [
-        "WARNING sessions_app.disk_space: disk full: the erasure reserve could not be made again"
+        "WARNING sessions_app.infra.disk_space: disk full: the erasure reserve could not be made again"
         f" ({settings.ERASURE_RESERVE_BYTES} bytes wanted)"
     ]
     assert disk_space.restore_reserve()  # room again: the reserve as the service keeps it

@@ -20,14 +20,14 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 
 from agent import APP_NAME
-from sessions_app import crypto, sealing, selectors
-from sessions_app.crypto import VERSION, DecryptionFailed, KeyUnavailable, token_context
+from sessions_app import selectors
 from sessions_app.models import AgentSession, AppState, SessionEvent, UserState
-from sessions_app.ownership import owner_id_for
-from sessions_app.store import DjangoSessionService
-
-from .privacy import encodings, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
-from .scripted_llm import text_response
+from sessions_app.security import crypto, sealing
+from sessions_app.security.crypto import VERSION, DecryptionFailed, KeyUnavailable, token_context
+from sessions_app.security.tokens import owner_id_for
+from sessions_app.storage.adk_service import DjangoSessionService
+from tests.privacy import encodings, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
+from tests.scripted_llm import text_response
 
 MESSAGES = ("請依照履歷規劃求職 Wombat-5531", "Focus on remote roles Wombat-7702")
 USER_STATE_MARKER = "偏好遠端 Wombat-user-state"

@@ -23,8 +23,7 @@ from django_q.models import OrmQ, Schedule, Task
 from django_q.tasks import async_task
 
 from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState
-
-from .privacy import (
+from tests.privacy import (
     database_files,
     find_chunks,
     find_in_text,
@@ -146,7 +145,7 @@ def _switch_off(monkeypatch, pragma: str) -> None:
     This build's SQLite defaults secure_delete to on, so it is switched off
     explicitly; our receiver's own setting is replaced, not just removed.
     """
-    from sessions_app import sqlite
+    from sessions_app.infra import sqlite
 
     setting = pragma.split()[1].split("=")[0]
     others = tuple(p for p in sqlite.CONNECTION_PRAGMAS if setting not in p)

@@ -1,4 +1,4 @@
-"""The erasure reserve beside the SQLite database (sessions_app/disk_space.py), file by file:
+"""The erasure reserve beside the SQLite database (sessions_app/infra/disk_space.py), file by file:
 what it is on disk, when it is made, and what a disk too full to hold it leaves behind.
 (The reserve given back to a real full filesystem: tests/test_disk_full.py.)
 """
@@ -11,7 +11,7 @@ import stat
 
 import pytest
 
-from sessions_app import disk_space
+from sessions_app.infra import disk_space
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite_only]
 
@@ -139,7 +139,7 @@ def test_content_is_refused_under_the_headroom_with_one_log_line(volume, capture
         disk_space.ensure_headroom()
     lines = [line for line in captured_logs[0].getvalue().splitlines() if "refused" in line]
     assert lines == [
-        "WARNING sessions_app.disk_space: new content refused: 1048575 bytes free on the database's volume,"
+        "WARNING sessions_app.infra.disk_space: new content refused: 1048575 bytes free on the database's volume,"
         " headroom 1048576"
     ]
 

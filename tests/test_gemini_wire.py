@@ -16,11 +16,10 @@ import pytest
 from google.adk.runners import Runner
 
 from agent import APP_NAME, build_agent
-from sessions_app import turns
 from sessions_app.models import AgentSession, IntegrityFailure, SessionEvent
-from sessions_app.store import DjangoSessionService
-
-from .gemini_double import GeminiDouble, call_answer, text_answer
+from sessions_app.runtime import turns
+from sessions_app.storage.adk_service import DjangoSessionService
+from tests.gemini_double import GeminiDouble, call_answer, text_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -63,7 +62,7 @@ def test_a_turn_on_the_wire_stores_its_reply(api, new_session, gemini):
 
 
 def test_turns_share_one_model_client_and_its_connection(api, new_session, gemini, caplog):
-    """The Runner runs on one long-lived event loop (sessions_app.event_loop), so ADK's Gemini keeps
+    """The Runner runs on one long-lived event loop (sessions_app.runtime.event_loop), so ADK's Gemini keeps
     one google-genai client and its connection pool across turns: every model call of five turns
     arrives on one connection, and no closed loop is left for a discarded client's aclose() to fail
     on ("Event loop is closed", an ERROR record of asyncio's)."""
@@ -157,7 +156,7 @@ def test_each_tool_call_says_whether_it_ran(api, new_session, gemini, captured_l
     # Counted for the operators (the retention page's integrity table), without the made-up name.
     assert list(IntegrityFailure.objects.values_list("kind", flat=True)) == ["unknown_tool_call"]
     logged = captured_logs[0].getvalue()
-    assert "WARNING sessions_app.integrity: model called 1 tool(s) that do not exist" in logged
+    assert "WARNING sessions_app.storage.failure_counts: model called 1 tool(s) that do not exist" in logged
     assert "delete_all_sessions" not in logged
 
 

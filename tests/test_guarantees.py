@@ -18,15 +18,16 @@ from django.db import connection
 from django.db.backends.sqlite3.base import DatabaseWrapper
 from django.urls import reverse
 
-from sessions_app import crypto, retention, sqlite
+from sessions_app import retention
+from sessions_app.infra import sqlite
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent, UserState
-from sessions_app.ownership import owner_id_for
-from sessions_app.retention import purge_expired
+from sessions_app.purge import purge_expired
+from sessions_app.runtime.turns import TurnBuffer
+from sessions_app.security import crypto
+from sessions_app.security.tokens import owner_id_for
 from sessions_app.selectors import owned_live_session
-from sessions_app.turns import TurnBuffer
-
-from .factories import make_session, make_user_state
-from .scripted_llm import text_response
+from tests.factories import make_session, make_user_state
+from tests.scripted_llm import text_response
 
 pytestmark = pytest.mark.django_db
 
@@ -141,7 +142,7 @@ def test_token_outside_its_header_is_refused_and_adds_no_turn(api, new_session, 
 
 
 def _session_created_at(api, instant) -> tuple[str, str]:
-    from .privacy import fixture_resume
+    from tests.privacy import fixture_resume
 
     with time_machine.travel(instant, tick=False):
         created = api.post("/agent/sessions", {"resume_text": fixture_resume()}, format="json").json()

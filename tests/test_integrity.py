@@ -21,12 +21,11 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 
 from agent import APP_NAME
 from sessions_app import selectors
-from sessions_app.crypto import token_context
 from sessions_app.models import AgentSession, SessionEvent
-from sessions_app.ownership import owner_id_for
-from sessions_app.store import DjangoSessionService
-
-from .privacy import encodings, fixture_markers
+from sessions_app.security.crypto import token_context
+from sessions_app.security.tokens import owner_id_for
+from sessions_app.storage.adk_service import DjangoSessionService
+from tests.privacy import encodings, fixture_markers
 
 pytestmark = pytest.mark.django_db
 
@@ -80,9 +79,9 @@ def _assert_every_read_is_the_uniform_404(api, session_id, token, kind, caplog):
     assert not AgentSession.objects.get(session_id=session_id).turn_started_at
 
     # One line per refused read: the session's public id and the kind, nothing else.
-    lines = [r.getMessage() for r in caplog.records if r.name == "sessions_app.integrity"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "sessions_app.storage.failure_counts"]
     assert lines == [f"integrity failure: session={session_id} kind={kind}"] * len(READS)
-    assert all(r.levelno == logging.WARNING for r in caplog.records if r.name == "sessions_app.integrity")
+    assert all(r.levelno == logging.WARNING for r in caplog.records if r.name == "sessions_app.storage.failure_counts")
     logged = caplog.text.encode("utf-8")
     for secret in fixture_markers() + list(TURNS) + [token]:
         for form, needle in encodings(secret).items():
@@ -242,7 +241,7 @@ def test_the_last_day_of_integrity_failures_is_24_hours_to_the_second():
 
 
 def test_integrity_failures_are_listed_most_frequent_first_then_by_kind_with_totals_over_every_kind():
-    from sessions_app.sealing import FailureKind
+    from sessions_app.choices import FailureKind
 
     now, hour = timezone.now(), dt.timedelta(hours=1)
     # Stored in the reverse of the expected order, and kinds sorting otherwise than their counts.

@@ -22,10 +22,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agent import APP_NAME, build_agent
-from sessions_app import turns
-from sessions_app.store import DjangoSessionService
-
-from .privacy import find_in_text, fixture_markers, fixture_resume
+from sessions_app.runtime import turns
+from sessions_app.storage.adk_service import DjangoSessionService
+from tests.privacy import find_in_text, fixture_markers, fixture_resume
 
 pytestmark = pytest.mark.django_db
 

@@ -19,11 +19,10 @@ from google.genai import Client
 from google.genai import errors as genai_errors
 
 from agent import APP_NAME, build_agent
-from sessions_app import turns
-from sessions_app.redaction import CONTENT_LOGGING_LIBRARIES, RedactLibraryRecords
-from sessions_app.store import DjangoSessionService
-
-from .privacy import find_in_text
+from sessions_app.infra.redaction import CONTENT_LOGGING_LIBRARIES, RedactLibraryRecords
+from sessions_app.runtime import turns
+from sessions_app.storage.adk_service import DjangoSessionService
+from tests.privacy import find_in_text
 
 MARKER = "模型錯誤標記-Quillfeather"
 
@@ -82,7 +81,7 @@ def test_records_without_exception_keep_no_argument():
     assert text == "INFO google_adk.google.adk.runners: google_adk.google.adk.runners record redacted:"
 
 
-@pytest.mark.parametrize("name", ["sessions_app.turns", "django.request", "django_q", ""])
+@pytest.mark.parametrize("name", ["sessions_app.runtime.turns", "django.request", "django_q", ""])
 def test_any_logger_carrying_a_library_exception_is_redacted(name):
     chained = RuntimeError(f"wrapper quoting {MARKER}")
     chained.__cause__ = _genai_error(429)
@@ -104,14 +103,23 @@ def test_asyncio_records_with_any_exception_are_redacted():
 
 def test_our_own_records_pass_untouched():
     """Control against over-redaction: our loggers never log content, and their text stays readable."""
-    record = logging.getLogger("sessions_app.turns").makeRecord(
-        "sessions_app.turns", logging.WARNING, __file__, 1, "model turn failed: %s %s", ("ServerError", 503), None
+    record = logging.getLogger("sessions_app.runtime.turns").makeRecord(
+        "sessions_app.runtime.turns",
+        logging.WARNING,
+        __file__,
+        1,
+        "model turn failed: %s %s",
+        ("ServerError", 503),
+        None,
     )
-    assert _format(record) == "WARNING sessions_app.turns: model turn failed: ServerError 503"
+    assert _format(record) == "WARNING sessions_app.runtime.turns: model turn failed: ServerError 503"
 
 
 def test_settings_install_the_filter_on_the_console_handler():
-    assert settings.LOGGING["filters"]["redact_library_records"]["()"] == "sessions_app.redaction.RedactLibraryRecords"
+    assert (
+        settings.LOGGING["filters"]["redact_library_records"]["()"]
+        == "sessions_app.infra.redaction.RedactLibraryRecords"
+    )
     # First, so every other filter sees redacted records only (the second drops Django's own line of a 507).
     assert settings.LOGGING["handlers"]["console"]["filters"] == [
         "redact_library_records",

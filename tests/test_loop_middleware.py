@@ -1,4 +1,4 @@
-"""Middleware hooks on the event loop under ASGI (config/loop_middleware.py, issue 28).
+"""Middleware hooks on the event loop under ASGI (sessions_app/infra/loop_middleware.py, issue 28).
 
 Django's own MiddlewareMixin hands every `process_request` and `process_response` to a thread and
 waits for it: about twenty hand-offs a request, 40 % of a small request's CPU time. Ours call the
@@ -17,7 +17,7 @@ from django.http import HttpResponse
 from django.test import AsyncClient, RequestFactory
 from django.utils.module_loading import import_string
 
-from config.loop_middleware import MessageMiddleware
+from sessions_app.infra.loop_middleware import MessageMiddleware
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -31,10 +31,9 @@ from django.utils.translation import gettext, ngettext
 from sessions_app.api.errors import session_not_found_response
 from sessions_app.models import AgentSession
 from sessions_app.page.views import STORAGE_KEY, _script_strings
-
-from .browser import chromium, needs_chromium
-from .factories import make_session
-from .privacy import FIXTURES
+from tests.browser import chromium, needs_chromium
+from tests.factories import make_session
+from tests.privacy import FIXTURES
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 RESUME = (FIXTURES / "resume_chen_en.txt").read_text(encoding="utf-8")
@@ -339,7 +338,7 @@ def test_a_reply_shows_which_claims_the_resume_does_not_support(
 ):
     from playwright.sync_api import expect
 
-    from .scripted_llm import text_response
+    from tests.scripted_llm import text_response
 
     scripted_model(text_response(f"{UNSUPPORTED} {SUPPORTED}"))  # the live server's thread uses it too
     strings = _texts(lang)["strings"]

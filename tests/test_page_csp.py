@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.contrib.staticfiles import finders
 
-from sessions_app.content_security_policy import in_fixed_order
+from sessions_app.infra.content_security_policy import in_fixed_order
 from sessions_app.page.views import _script_strings
 
 pytestmark = pytest.mark.django_db

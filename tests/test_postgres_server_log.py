@@ -17,11 +17,11 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from agent import APP_NAME
-from sessions_app import crypto, repository, sealing
-from sessions_app.crypto import token_context
 from sessions_app.models import AgentSession, SessionEvent
-
-from .privacy import find_in_text
+from sessions_app.security import crypto, sealing
+from sessions_app.security.crypto import token_context
+from sessions_app.storage import repository
+from tests.privacy import find_in_text
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
 

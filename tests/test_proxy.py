@@ -21,10 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sessions_app.supervisor import gunicorn_command
-
-from .privacy import encodings, fixture_resume
-from .test_servers import ROOT, _free_port, launch, migrated_env, wait_until_serving
+from sessions_app.infra.supervisor import gunicorn_command
+from tests.privacy import encodings, fixture_resume
+from tests.test_servers import ROOT, _free_port, launch, migrated_env, wait_until_serving
 
 SITE = ROOT / "config" / "nginx" / "resume-agent.conf"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"

@@ -12,14 +12,14 @@ from django.utils import timezone
 from google.adk.events.event import Event, EventActions
 
 from agent import APP_NAME
-from sessions_app import repository, retention
-from sessions_app.crypto import token_context
+from sessions_app import purge
 from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState
-from sessions_app.ownership import owner_id_for
-from sessions_app.store import DjangoSessionService, split_state
-
-from .factories import make_session
-from .scripted_llm import call_response, text_response
+from sessions_app.security.crypto import token_context
+from sessions_app.security.tokens import owner_id_for
+from sessions_app.storage import repository
+from sessions_app.storage.adk_service import DjangoSessionService, split_state
+from tests.factories import make_session
+from tests.scripted_llm import call_response, text_response
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +53,7 @@ def _delete_through_the_admin(session_id, token, api, admin_client):
 
 def _delete_through_the_purge(session_id, token, api, admin_client):
     AgentSession.objects.filter(session_id=session_id).update(last_activity_at=timezone.now() - dt.timedelta(days=30))
-    assert retention.purge_expired(trigger=DeletionAudit.Trigger.TTL).sessions == 1
+    assert purge.purge_expired(trigger=DeletionAudit.Trigger.TTL).sessions == 1
 
 
 DELETIONS = {
@@ -131,7 +131,7 @@ def test_no_token_in_context_is_a_logged_500_not_a_404(api, new_session, monkeyp
 
 
 def test_a_session_deleted_while_the_model_runs_is_the_uniform_404(api, new_session, scripted_model, monkeypatch):
-    from sessions_app import turns
+    from sessions_app.runtime import turns
 
     session_id, token = new_session()
     scripted_model(text_response("Hi."))
@@ -215,7 +215,7 @@ def test_every_transaction_passes_the_write_gate_of_our_backend():
     a transaction holds it from BEGIN to COMMIT or ROLLBACK."""
     from django.db import connections, transaction
 
-    from sessions_app.sqlite_backend.base import DatabaseWrapper
+    from sessions_app.infra.sqlite_backend.base import DatabaseWrapper
 
     connection = connections["default"]
     assert isinstance(connection, DatabaseWrapper)

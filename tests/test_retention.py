@@ -12,10 +12,9 @@ from django.db import connection
 from django.utils import timezone
 
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent, UserState
-from sessions_app.retention import purge_expired
-
-from .factories import make_session, make_user_state
-from .privacy import find_chunks, find_markers, fixture_markers, sealed_chunks
+from sessions_app.purge import purge_expired
+from tests.factories import make_session, make_user_state
+from tests.privacy import find_chunks, find_markers, fixture_markers, sealed_chunks
 
 pytestmark = pytest.mark.django_db
 
@@ -141,7 +140,7 @@ def test_audit_rows_hold_counts_not_people():
 
 
 def test_the_audit_row_holds_the_erasures_duration_in_milliseconds():
-    from sessions_app.repository import Erased, record_erasure
+    from sessions_app.storage.repository import Erased, record_erasure
 
     before = time.monotonic()
     record_erasure("ttl", Erased(sessions=1), started=before - 100)  # an erasure that took 100 s
@@ -250,7 +249,7 @@ def test_a_purge_skips_the_rows_another_purge_holds_and_counts_only_what_it_dele
 
     from django.db import connections, transaction
 
-    from sessions_app import repository
+    from sessions_app.storage import repository
 
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     long_ago = timezone.now() - 30 * 24 * HOUR
@@ -308,7 +307,7 @@ def test_erase_all_with_yes_asks_nothing(monkeypatch):
 def test_erase_all_goes_in_the_batches_asked_and_reports_each():
     """Incident response on a large store: batches of the size asked, each reported as it ends
     (the command prints every tenth), and an erasure unless a dry run is asked for."""
-    from sessions_app.retention import erase_all_sessions
+    from sessions_app.purge import erase_all_sessions
 
     for number in range(5):
         make_session(f"anon-{number}", events=1)
@@ -344,18 +343,18 @@ def _disk_full() -> Exception:
 def erasures_that_fit(monkeypatch, settings):
     """Batches the disk has room for: an erasure of more than `fits` sessions finds the disk full
     (even after the reserve is given back), as SQLite's journal would; the attempts are counted."""
-    from sessions_app import repository
+    from sessions_app.storage import repository
 
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     real, attempts, room = repository.erase_rows, [], {"fits": 1}
 
-    def erase_rows(selection):
+    def erase_rows(selection, **options):
         attempts.append(selection.count())
         if len(attempts) > 40:
             pytest.fail("the purge does not give up")
         if selection.count() > room["fits"]:
             raise _disk_full()
-        return real(selection)
+        return real(selection, **options)
 
     monkeypatch.setattr(repository, "erase_rows", erase_rows)
     return room, attempts
@@ -372,7 +371,7 @@ def test_on_a_full_disk_the_purge_halves_its_batches_until_they_fit(erasures_tha
     assert not AgentSession.objects.exists()
     halved = [line for line in captured_logs[0].getvalue().splitlines() if "purge batches of" in line]
     assert halved == [
-        f"WARNING sessions_app.retention: disk full: purge batches of {size} sessions from now on"
+        f"WARNING sessions_app.purge: disk full: purge batches of {size} sessions from now on"
         for size in (2, 1)[: 3 - fits]
     ]
 
@@ -396,11 +395,12 @@ def test_a_disk_too_full_for_one_session_fails_the_purge_and_records_it(erasures
 def test_a_purge_that_fails_otherwise_stops_at_once_and_records_the_failures_type_only(monkeypatch, in_english):
     from django.db import OperationalError
 
-    from sessions_app import repository, selectors
+    from sessions_app import selectors
+    from sessions_app.storage import repository
 
     attempts = []
 
-    def locked(selection):
+    def locked(selection, **options):
         attempts.append(selection.count())
         raise OperationalError("database is locked (holding 林語晴's resume)")
 
@@ -446,7 +446,7 @@ def test_a_last_purge_the_cache_cannot_keep_is_one_log_line(monkeypatch, capture
     make_session("anon-old", last_activity=timezone.now() - 48 * HOUR)
     assert purge_expired(trigger="ttl").sessions == 1  # the purge itself is done
     lines = [line for line in captured_logs[0].getvalue().splitlines() if "outcome" in line]
-    assert lines == ["WARNING sessions_app.retention: the purge's outcome could not be recorded (OSError)"]
+    assert lines == ["WARNING sessions_app.purge: the purge's outcome could not be recorded (OSError)"]
 
 
 def test_the_last_purge_of_a_caller_without_a_label_shows_its_own_name():

@@ -15,12 +15,11 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
-from sessions_app.crypto import token_context
+from sessions_app.infra.sqlite import secure_delete_enabled
 from sessions_app.models import AgentSession, SessionEvent
-from sessions_app.sqlite import secure_delete_enabled
-from sessions_app.store import DjangoSessionService
-
-from .privacy import database_files, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
+from sessions_app.security.crypto import token_context
+from sessions_app.storage.adk_service import DjangoSessionService
+from tests.privacy import database_files, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.sqlite_only]
 
@@ -70,7 +69,7 @@ def test_every_connection_has_secure_delete_on():
 
 
 def test_system_check_reports_secure_delete_off():
-    from sessions_app.sqlite import check_secure_delete
+    from sessions_app.infra.sqlite import check_secure_delete
 
     assert check_secure_delete(databases=["default"]) == []
     with connection.cursor() as cursor:

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .privacy import encodings, fixture_resume
-from .test_servers import ROOT, _free_port, launch, wait_until_serving
+from tests.privacy import encodings, fixture_resume
+from tests.test_servers import ROOT, _free_port, launch, wait_until_serving
 
 pytestmark = pytest.mark.sqlite_only
 

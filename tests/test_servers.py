@@ -15,7 +15,7 @@ import httpx
 import pytest
 from django.conf import settings
 
-from .privacy import find_in_text, fixture_markers, fixture_resume
+from tests.privacy import find_in_text, fixture_markers, fixture_resume
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

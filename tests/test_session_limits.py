@@ -6,11 +6,10 @@ import pytest
 
 from agent.plans import PLAN_COUNT_KEY, new_version_delta, plan_key, plan_versions
 from sessions_app import selectors
-from sessions_app.crypto import token_context
 from sessions_app.models import AgentSession, SessionEvent
-
-from .factories import make_session
-from .scripted_llm import call_response, text_response
+from sessions_app.security.crypto import token_context
+from tests.factories import make_session
+from tests.scripted_llm import call_response, text_response
 
 pytestmark = pytest.mark.django_db
 

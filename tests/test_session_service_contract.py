@@ -45,9 +45,9 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
-from sessions_app.crypto import token_context
 from sessions_app.models import AgentSession, SessionEvent
-from sessions_app.store import DjangoSessionService
+from sessions_app.security.crypto import token_context
+from sessions_app.storage.adk_service import DjangoSessionService
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -1055,7 +1055,7 @@ def test_create_session_losing_an_id_race_raises_already_exists(django_svc, monk
     before our insert. ADK's database services map the same race to
     AlreadyExistsError; the in-memory service cannot race.
     """
-    import sessions_app.repository as repository
+    import sessions_app.storage.repository as repository
 
     apply_scoped_deltas = repository._apply_scoped_deltas
 

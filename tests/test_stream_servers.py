@@ -12,11 +12,10 @@ import time
 import httpx
 import pytest
 
+from sessions_app.infra.supervisor import gunicorn_command
 from sessions_app.models import AgentSession, SessionEvent
-from sessions_app.supervisor import gunicorn_command
-
-from .gemini_double import GeminiDouble, call_answer, text_answer
-from .test_servers import BIN, _free_port, service_env, start_server
+from tests.gemini_double import GeminiDouble, call_answer, text_answer
+from tests.test_servers import BIN, _free_port, service_env, start_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,7 +54,7 @@ def server(request, tmp_path, gemini):
 
 
 def _new_session(base: str) -> tuple[str, str]:
-    from .privacy import fixture_resume
+    from tests.privacy import fixture_resume
 
     created = httpx.post(f"{base}/agent/sessions", json={"resume_text": fixture_resume()}, timeout=30).json()
     return created["session_id"], created["token"]

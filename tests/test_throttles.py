@@ -13,8 +13,7 @@ from django.db import connections
 from rest_framework.test import APIClient
 
 from sessions_app.api.throttles import SessionCreateThrottle, client_network
-
-from .privacy import fixture_resume
+from tests.privacy import fixture_resume
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,11 +10,10 @@ import time
 import pytest
 from django.utils import timezone
 
-from sessions_app import repository
 from sessions_app.models import AgentSession
-
-from .factories import make_session
-from .test_servers import ROOT, service_env
+from sessions_app.storage import repository
+from tests.factories import make_session
+from tests.test_servers import ROOT, service_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TURN_TIMEOUT = 60  # a lock is taken over as stale after 90 s: far beyond this test's wait
@@ -24,7 +23,7 @@ import sys
 import django
 
 django.setup()
-from sessions_app import repository
+from sessions_app.storage import repository
 
 assert repository.lock_turn(int(sys.argv[1]), 60)
 print("locked", flush=True)

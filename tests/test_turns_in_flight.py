@@ -13,11 +13,10 @@ import time
 import httpx
 import pytest
 
-from sessions_app.supervisor import gunicorn_command
-
-from .gemini_double import GeminiDouble
-from .privacy import fixture_resume
-from .test_servers import _free_port, launch, migrated_env, wait_until_serving
+from sessions_app.infra.supervisor import gunicorn_command
+from tests.gemini_double import GeminiDouble
+from tests.privacy import fixture_resume
+from tests.test_servers import _free_port, launch, migrated_env, wait_until_serving
 
 pytestmark = pytest.mark.sqlite_only
 TURNS = 100
@@ -99,7 +98,7 @@ def test_serve_sees_a_port_in_use_that_reuse_port_would_share():
     """make run's gunicorn binds with SO_REUSEPORT; a second `make run` must not share the port."""
     import socket
 
-    from sessions_app.supervisor import address_taken
+    from sessions_app.infra.supervisor import address_taken
 
     with socket.socket() as listener:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)

@@ -25,12 +25,11 @@ from django_q.models import Task
 from django_q.tasks import async_task
 
 from sessions_app.models import AgentSession, DeletionAudit
-from sessions_app.selectors import PURGE_TASK
-
-from .factories import make_session
-from .gemini_double import GeminiDouble
-from .privacy import fixture_resume
-from .test_servers import BIN, ROOT, _free_port, launch, service_env, wait_until_serving
+from sessions_app.retention import PURGE_TASK
+from tests.factories import make_session
+from tests.gemini_double import GeminiDouble
+from tests.privacy import fixture_resume
+from tests.test_servers import BIN, ROOT, _free_port, launch, service_env, wait_until_serving
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
 CREATES_ALLOWED = 3

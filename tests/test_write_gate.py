@@ -1,6 +1,6 @@
 """The write gate: one writer at a time per database directory, across threads and processes.
 
-`sessions_app.sqlite_backend.base.WriteGate` on its own, on a temporary directory: a thread
+`sessions_app.infra.sqlite_backend.base.WriteGate` on its own, on a temporary directory: a thread
 lock within the process, then an exclusive flock on the directory. "Another
 process" is played by a second open file description of the directory (flock
 belongs to it, not to the process) or, for the fork rules, by a real fork.
@@ -14,8 +14,8 @@ import threading
 import pytest
 from django.db import OperationalError
 
-from sessions_app.sqlite_backend import base as gate_module
-from sessions_app.sqlite_backend.base import WriteGate
+from sessions_app.infra.sqlite_backend import base as gate_module
+from sessions_app.infra.sqlite_backend.base import WriteGate
 
 pytestmark = [pytest.mark.skipif(gate_module.fcntl is None, reason="flock is POSIX"), pytest.mark.sqlite_only]
 fcntl = gate_module.fcntl

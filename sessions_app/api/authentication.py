@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 
-from ..ownership import TOKEN_HEADER, owner_id_for
+from sessions_app.security.tokens import TOKEN_HEADER, owner_id_for
 
 
 class SessionOwner:

@@ -9,22 +9,27 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError
 from django.http import Http404, HttpResponse
+from django.utils.cache import patch_cache_control
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ..crypto import DecryptionFailed
-from ..disk_space import InsufficientStorage, is_disk_full
-from ..integrity import record_failure
-from ..repository import SessionMissing
-from ..sealing import IntegrityCheckFailed
-from ..turns import ModelFailure, SessionLimitReached, TurnInProgress, TurnsBusy
-from .middleware import forbid_storing
-from .parsers import BodyTooLarge
+from sessions_app.api.parsers import BodyTooLarge
+from sessions_app.exceptions import ModelFailure, SessionLimitReached, SessionMissing, TurnInProgress, TurnsBusy
+from sessions_app.infra.disk_space import InsufficientStorage, is_disk_full
+from sessions_app.security.crypto import DecryptionFailed
+from sessions_app.security.sealing import IntegrityCheckFailed
+from sessions_app.storage.failure_counts import record_failure
 
 logger = logging.getLogger(__name__)
+
+
+def forbid_storing(response):
+    """No cache may keep an answer of the session API (api/middleware.py says why)."""
+    patch_cache_control(response, no_store=True)
+    return response
 
 
 class SessionNotFound(exceptions.NotFound):

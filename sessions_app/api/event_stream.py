@@ -31,9 +31,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from rest_framework.renderers import BaseRenderer
 
-from ..turns import StartedTurn
-from .errors import error_answer
-from .serializers import MessageResponse
+from sessions_app.api.errors import error_answer
+from sessions_app.api.serializers import MessageResponse
+from sessions_app.runtime.turns import StartedTurn
 
 MEDIA_TYPE = "text/event-stream"
 

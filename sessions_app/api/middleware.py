@@ -14,22 +14,16 @@ import logging
 
 from django.db import DatabaseError
 from django.http import HttpResponse
-from django.utils.cache import patch_cache_control
 from django.utils.deprecation import MiddlewareMixin
 from django.utils.translation import gettext as _
 
-from config.loop_middleware import HooksOnTheLoop
-
-from ..disk_space import is_disk_full
+from sessions_app.api.errors import STORAGE_ANSWERS, forbid_storing
+from sessions_app.infra.disk_space import is_disk_full
+from sessions_app.infra.loop_middleware import HooksOnTheLoop
 
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/agent/"
-
-
-def forbid_storing(response):
-    patch_cache_control(response, no_store=True)
-    return response
 
 
 class NoStoreForSessionAPI(HooksOnTheLoop, MiddlewareMixin):
@@ -47,8 +41,6 @@ class DiskFullAnswers(HooksOnTheLoop, MiddlewareMixin):
     def process_exception(self, request, exception):
         if not (isinstance(exception, DatabaseError) and is_disk_full(exception)):
             return None
-        from .errors import STORAGE_ANSWERS
-
         match = request.resolver_match
         logger.error(
             "database refused a write: disk full (%s in %s)",

@@ -11,8 +11,8 @@ from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
-from ..ownership import TOKEN_HEADER
-from .serializers import BLANK_TEXT, NUL_CHARACTER, ErrorResponse, StorageFullResponse
+from sessions_app.api.serializers import BLANK_TEXT, NUL_CHARACTER, ErrorResponse, StorageFullResponse
+from sessions_app.security.tokens import TOKEN_HEADER
 
 
 class CleanTextSchema(OpenApiSerializerFieldExtension):
@@ -65,7 +65,7 @@ NOT_ACCEPTABLE = OpenApiResponse(
 BODY_TOO_LARGE = OpenApiResponse(ErrorResponse, description="The body is larger than API_MAX_BODY_BYTES")
 NOT_JSON = OpenApiResponse(ErrorResponse, description="The body is not application/json")
 THROTTLED = OpenApiResponse(ErrorResponse, description="Too many requests; see Retry-After")
-# Any operation, when the database's disk is full (sessions_app/disk_space.py): never a 500.
+# Any operation, when the database's disk is full (sessions_app/infra/disk_space.py): never a 500.
 INSUFFICIENT_STORAGE = OpenApiResponse(
     StorageFullResponse,
     description="Insufficient storage: the service is short of space (`storage_low`, new content refused before"

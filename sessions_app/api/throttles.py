@@ -4,7 +4,7 @@ DRF's SimpleRateThrottle reads a client's request history from the cache,
 checks it, and writes it back: concurrent requests all read the same
 history and all pass (60 concurrent creates against a limit of 30 got 39
 201s). Here a request counts itself with `cache.add(key, 0)` then
-`cache.incr(key)`, both atomic in our cache (sessions_app.cache; Redis is
+`cache.incr(key)`, both atomic in our cache (sessions_app.infra.cache; Redis is
 too), into a counter per client and window: exactly `num_requests` get
 through per window, however many arrive at once. A refused request counts
 too (a client that keeps hammering stays refused until the window ends).

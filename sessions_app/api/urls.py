@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from sessions_app.api import views
 
 # <str:...>, not <uuid:...>: a malformed id must reach the view and get the
 # same 404 as any other miss, not Django's own HTML 404.

@@ -15,15 +15,12 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import selectors, services, turns
-from ..crypto import token_context
-from ..models import AgentSession
-from ..ownership import TOKEN_HEADER
-from .asynchronous import AwaitingAPIView
-from .authentication import SessionTokenAuthentication
-from .errors import SessionNotFound
-from .event_stream import EventStreamRenderer, turn_stream
-from .schema import (
+from sessions_app import selectors, services
+from sessions_app.api.asynchronous import AwaitingAPIView
+from sessions_app.api.authentication import SessionTokenAuthentication
+from sessions_app.api.errors import SessionNotFound
+from sessions_app.api.event_stream import EventStreamRenderer, turn_stream
+from sessions_app.api.schema import (
     ATTACHMENT,
     BODY_ERRORS,
     INSUFFICIENT_STORAGE,
@@ -34,7 +31,7 @@ from .schema import (
     THROTTLED,
     json_only,
 )
-from .serializers import (
+from sessions_app.api.serializers import (
     Conversation,
     CreateSessionErrors,
     CreateSessionRequest,
@@ -49,7 +46,7 @@ from .serializers import (
     SessionPlan,
     TurnUnavailableResponse,
 )
-from .throttles import (
+from sessions_app.api.throttles import (
     ClientMessagePer48Throttle,
     ClientMessagePer56Throttle,
     ClientMessageThrottle,
@@ -58,6 +55,10 @@ from .throttles import (
     SessionCreateThrottle,
     SessionMessageThrottle,
 )
+from sessions_app.models import AgentSession
+from sessions_app.runtime import turns
+from sessions_app.security.crypto import token_context
+from sessions_app.security.tokens import TOKEN_HEADER
 
 # Debug error pages must not show what people send us: posted fields, and the
 # local variables of every frame that holds a resume, a message or a token.

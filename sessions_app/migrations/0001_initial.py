@@ -2,7 +2,7 @@
 
 """The whole schema in one migration (nothing was released before it, so the
 earlier steps were folded in). Content columns are binary: sealed at rest
-(`sessions_app.sealing`)."""
+(`sessions_app.security.sealing`)."""
 
 import django.db.models.deletion
 from django.db import migrations, models

@@ -18,8 +18,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_safe
 
 from agent import is_offline, select_model
-
-from ..ownership import TOKEN_HEADER
+from sessions_app.security.tokens import TOKEN_HEADER
 
 # Where the tab keeps the session's id and token (sessionStorage: gone with the tab).
 STORAGE_KEY = "resume-agent.session"

@@ -4,9 +4,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from sessions_app.disk_space import is_disk_full
+from sessions_app.infra.disk_space import is_disk_full
 from sessions_app.models import DeletionAudit
-from sessions_app.retention import erase_all_sessions, purge_expired
+from sessions_app.purge import erase_all_sessions, purge_expired
 
 
 def shell_language() -> str:

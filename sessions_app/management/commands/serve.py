@@ -1,7 +1,7 @@
 """Runs the web server and the django-q2 cluster together; Ctrl-C stops both.
 
 First the system checks (in a child process) and a purge, then this process becomes
-`sessions_app.supervisor`, which starts and stops the two.
+`sessions_app.infra.supervisor`, which starts and stops the two.
 """
 
 import os
@@ -11,9 +11,9 @@ import sys
 from django.core.management.base import BaseCommand
 from django.db import connections
 
+from sessions_app.infra.supervisor import DEFAULT_WORKERS
 from sessions_app.models import DeletionAudit
-from sessions_app.retention import purge_expired
-from sessions_app.supervisor import DEFAULT_WORKERS
+from sessions_app.purge import purge_expired
 
 
 class Command(BaseCommand):
@@ -36,4 +36,4 @@ class Command(BaseCommand):
         self.stdout.write(f"start-up purge: {result.sessions} expired sessions deleted")
         self.stdout.flush()
         connections.close_all()
-        os.execv(python, [python, "-m", "sessions_app.supervisor", bind, str(workers)])
+        os.execv(python, [python, "-m", "sessions_app.infra.supervisor", bind, str(workers)])

@@ -32,8 +32,9 @@ from google.adk.sessions import BaseSessionService, Session, State, _session_uti
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
 from typing_extensions import override
 
-from . import repository
-from .models import DeletionAudit
+from sessions_app.exceptions import SessionMissing
+from sessions_app.models import DeletionAudit
+from sessions_app.storage import repository
 
 _STALE_MESSAGE = (
     "The session object is older than the stored session: another writer has"
@@ -138,7 +139,7 @@ class DjangoSessionService(BaseSessionService):
         # audit row), but ADK's `user:` state outlives its owner's sessions, as ADK's services
         # keep it (the contract suite pins it).
         sessions = repository.owner_sessions(app_name, user_id, _normalize_id(session_id))
-        repository.erase(sessions, DeletionAudit.Trigger.ADK, keep_owner_state=True)
+        repository.erase_in_a_transaction(sessions, DeletionAudit.Trigger.ADK, keep_owner_state=True)
 
     @override
     async def append_event(self, session: Session, event: Event) -> Event:
@@ -157,7 +158,7 @@ class DjangoSessionService(BaseSessionService):
             appended = repository.append_events(
                 session.app_name, session.user_id, session.id, [(event, event_deltas(event))], writer_view(session)
             )
-        except repository.SessionMissing:
+        except SessionMissing:
             raise SessionNotFoundError(f"Session {session.id} not found.") from None
         except repository.StaleWriter:
             raise StaleSessionError(_STALE_MESSAGE) from None

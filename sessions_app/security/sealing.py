@@ -31,7 +31,7 @@ revision and events together) put back to an earlier consistent copy.
 A value that is not sealed bytes at all (a row written before encryption)
 fails like a wrong key. Every failure is an `IntegrityCheckFailed` naming the
 session and the kind of failure (never content), which the API answers with
-its uniform 404 and records (`sessions_app.integrity`).
+its uniform 404 and records (`sessions_app.storage.failure_counts`).
 """
 
 from __future__ import annotations
@@ -40,27 +40,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import models
-from django.utils.translation import gettext_lazy as _
-
-from . import crypto
+from sessions_app.choices import FailureKind
+from sessions_app.security import crypto
 
 USER_STATE_PLACE = "user_state"
-
-
-class FailureKind(models.TextChoices):
-    """What did not verify. Through the API the key always belongs to the row's owner, so a
-    value that does not open was altered, moved or put back."""
-
-    STATE_TAMPERED = "state_tampered", _("state does not open at its revision")
-    STATE_REPLAYED = "state_replayed", _("revision behind the stored events (older state put back)")
-    EVENTS_MISSING = "events_missing", _("fewer events than the revision (deleted)")
-    EVENT_SEQUENCE_BROKEN = "event_sequence_broken", _("events not numbered 1..revision")
-    EVENT_TAMPERED = "event_tampered", _("event does not open in its place")
-    USER_STATE_TAMPERED = "user_state_tampered", _("user state does not open")
-    # Not a stored value: a model call to a tool the agent does not have (it ran nothing; a sign of
-    # a confused or steered model), counted with the others for the operators (turns.py).
-    UNKNOWN_TOOL_CALL = "unknown_tool_call", _("the model called a tool that does not exist")
 
 
 class IntegrityCheckFailed(crypto.DecryptionFailed):

@@ -19,7 +19,7 @@ otherwise SQLite may spill them into unlinked temp files.
 
 File modes: the database file is created 0600 (and an existing one and its
 sidecars made so) before SQLite opens it, by the connection factory that
-settings put in DATABASES OPTIONS (config.private_files); the journal SQLite
+settings put in DATABASES OPTIONS (sessions_app.infra.private_files); the journal SQLite
 creates gets the database file's mode. Not done here: connection_created
 fires after SQLite has already created the file.
 
@@ -30,7 +30,7 @@ faster for our two commits a turn, and in journal_mode=DELETE it risks a
 corrupt file on power loss (benchmarks/results/sqlite_choices.md).
 
 The write gate (one writer at a time per database file, across threads and
-processes) is in the project's database backend, `sessions_app.sqlite_backend`.
+processes) is in the project's database backend, `sessions_app.infra.sqlite_backend`.
 """
 
 from django.core.checks import Error, register
@@ -70,7 +70,7 @@ def check_secure_delete(app_configs=None, databases=None, **kwargs) -> list[Erro
                 Error(
                     f"SQLite connection '{alias}' has secure_delete off: deleted sessions"
                     " would stay readable in the database file.",
-                    hint="sessions_app.sqlite.configure_sqlite_connection must run on every"
+                    hint="sessions_app.infra.sqlite.configure_sqlite_connection must run on every"
                     " connection (it is connected in SessionsAppConfig.ready()).",
                     id="sessions_app.E001",
                 )

@@ -11,7 +11,7 @@ settings (CONTENT_SECURITY_POLICY, the last block).
 from csp.constants import HEADER, HEADER_REPORT_ONLY
 from csp.middleware import CSPMiddleware
 
-from config.loop_middleware import HooksOnTheLoop
+from sessions_app.infra.loop_middleware import HooksOnTheLoop
 
 
 def in_fixed_order(policy: str) -> str:

@@ -17,7 +17,7 @@ and writes outside a transaction (autocommit statements) are not gated.
 
 The gate is this backend's, not a patch of Django's wrapper: `ENGINE` names this
 module where settings use SQLite (config/settings.py). The PRAGMAs every
-connection gets stay in `sessions_app.sqlite`'s `connection_created` receiver.
+connection gets stay in `sessions_app.infra.sqlite`'s `connection_created` receiver.
 """
 
 import contextlib

@@ -27,13 +27,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Func, IntegerField, Q, QuerySet, Sum
+from django.db.models import Count, F, Func, IntegerField, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from . import disk_space, retention, sealing
-from .crypto import DecryptionFailed
-from .models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState, new_session_id
+from sessions_app import retention
+from sessions_app.choices import FailureKind
+from sessions_app.exceptions import SessionMissing
+from sessions_app.infra import disk_space
+from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState, new_session_id
+from sessions_app.security import sealing
+from sessions_app.security.crypto import DecryptionFailed
 
 if TYPE_CHECKING:  # ADK is imported where events are read: the purge and the admin never need it
     from google.adk.events.event import Event
@@ -41,10 +45,6 @@ if TYPE_CHECKING:  # ADK is imported where events are read: the purge and the ad
 
 class SessionExists(Exception):
     """A session with the chosen id already exists for this owner."""
-
-
-class SessionMissing(Exception):
-    """The session is not there (never was, deleted, or purged): one miss, whichever."""
 
 
 class StaleWriter(Exception):
@@ -325,7 +325,7 @@ def load(
     try:
         owner_state = _open_user_state(app_name, owner_id, user_value)
     except DecryptionFailed:
-        raise sealing.IntegrityCheckFailed(session_id, sealing.FailureKind.USER_STATE_TAMPERED) from None
+        raise sealing.IntegrityCheckFailed(session_id, FailureKind.USER_STATE_TAMPERED) from None
     return LoadedSession(
         app_name,
         owner_id,
@@ -527,7 +527,7 @@ def append_events(
                     ],
                 )
             except IntegrityError:
-                raise sealing.IntegrityCheckFailed(session_id, sealing.FailureKind.STATE_REPLAYED) from None
+                raise sealing.IntegrityCheckFailed(session_id, FailureKind.STATE_REPLAYED) from None
             already.setdefault(event.id, set()).add(event_json)  # delivered twice in one call
             last_activity_at = _to_datetime(event.timestamp)
             stored.append(True)
@@ -617,7 +617,7 @@ def holder_is_alive(holder: str) -> bool:
     return True
 
 
-# In a transaction, so it passes the write gate (sessions_app.sqlite_backend)
+# In a transaction, so it passes the write gate (sessions_app.infra.sqlite_backend)
 # instead of waiting in SQLite's busy handler. Taking the lock is one
 # `UPDATE ... WHERE free`, and taking a dead holder's lock one `UPDATE ... WHERE
 # holder = the dead one`: atomic on SQLite (one writer at a time) and on PostgreSQL
@@ -650,14 +650,18 @@ def release_turn(session_pk: int) -> None:
 
 @dataclass
 class Erased:
+    """What an erasure deleted; `audit`: the audit row that counts it (None when nothing was)."""
+
     sessions: int = 0
     events: int = 0
     user_states: int = 0
+    audit: int | None = field(default=None, compare=False)
 
     def __iadd__(self, other: Erased) -> Erased:
         self.sessions += other.sessions
         self.events += other.events
         self.user_states += other.user_states
+        self.audit = other.audit if other.audit is not None else self.audit
         return self
 
 
@@ -674,7 +678,7 @@ def erase_rows(sessions: QuerySet, *, keep_owner_state: bool = False) -> Erased:
     session of its owner needs; no audit (`record_erasure`). Call it inside a transaction: it
     opens none (in a savepoint SQLite handles the freed pages differently: the control in
     tests/test_secure_delete.py no longer finds them with secure_delete off).
-    secure_delete (sessions_app.sqlite) makes the deletes overwrite the bytes."""
+    secure_delete (sessions_app.infra.sqlite) makes the deletes overwrite the bytes."""
     rows = list(sessions.values_list("pk", "app_name", "owner_id"))
     if not rows:
         return Erased()
@@ -699,28 +703,55 @@ def erase_rows(sessions: QuerySet, *, keep_owner_state: bool = False) -> Erased:
     return erased
 
 
-def record_erasure(trigger: str, erased: Erased, started: float) -> None:
-    """Audits a deletion that removed something: counts, trigger and duration only."""
-    if erased.sessions:
-        DeletionAudit.objects.create(
-            trigger=trigger,
-            sessions_deleted=erased.sessions,
-            events_deleted=erased.events,
-            duration_ms=round((time.monotonic() - started) * 1000),
+def record_erasure(trigger: str, erased: Erased, started: float, *, adding_to: int | None = None) -> int | None:
+    """Audits a deletion that removed something: counts, trigger and duration only. A later batch
+    of the same purge adds to the row its first batch wrote (`adding_to`), so one purge is one
+    row. Returns the row's pk (None when nothing was removed)."""
+    if not erased.sessions:
+        return adding_to
+    duration_ms = round((time.monotonic() - started) * 1000)
+    if adding_to is not None:
+        added = DeletionAudit.objects.filter(pk=adding_to).update(
+            sessions_deleted=F("sessions_deleted") + erased.sessions,
+            events_deleted=F("events_deleted") + erased.events,
+            duration_ms=duration_ms,
         )
+        if added:
+            return adding_to
+    return DeletionAudit.objects.create(
+        trigger=trigger, sessions_deleted=erased.sessions, events_deleted=erased.events, duration_ms=duration_ms
+    ).pk
 
 
-def erase(sessions: QuerySet, trigger: str, *, keep_owner_state: bool = False) -> Erased:
-    """Deletes `sessions` (rows, events, owner state no other session needs) and writes the
-    audit row, in one transaction: the owner's DELETE, the admin and ADK's delete_session.
-    On a full disk it runs once more on the erasure reserve's room (`disk_space.run_erasure`)."""
+def erase(
+    sessions: QuerySet,
+    trigger: str,
+    *,
+    keep_owner_state: bool = False,
+    started: float | None = None,
+    adding_to: int | None = None,
+) -> Erased:
+    """THE erasure, whoever asks (the owner's DELETE, the admin, ADK's delete_session, the purge,
+    the start-up purge): deletes `sessions` (rows, events, owner state no other session needs)
+    and writes the audit row, in the caller's transaction, which it never opens itself: the
+    caller decides what else commits with it. On a full disk the caller runs its transaction on
+    the erasure reserve's room (`erase_in_a_transaction`, or `disk_space.run_erasure`)."""
+    if transaction.get_autocommit():
+        raise transaction.TransactionManagementError("erase() runs inside its caller's transaction")
+    started = time.monotonic() if started is None else started
+    erased = erase_rows(sessions, keep_owner_state=keep_owner_state)
+    erased.audit = record_erasure(trigger, erased, started, adding_to=adding_to)
+    return erased
+
+
+def erase_in_a_transaction(sessions: QuerySet, trigger: str, *, keep_owner_state: bool = False) -> Erased:
+    """`erase` in a transaction of its own; on a full disk it runs once more on the erasure
+    reserve's room (`disk_space.run_erasure`)."""
     started = time.monotonic()
 
     def erase_and_audit() -> Erased:
         with transaction.atomic():
-            erased = erase_rows(sessions, keep_owner_state=keep_owner_state)
-            record_erasure(trigger, erased, started)
-        return erased
+            return erase(sessions, trigger, keep_owner_state=keep_owner_state, started=started)
 
     return disk_space.run_erasure(erase_and_audit)
 

@@ -46,46 +46,16 @@ from agent.model_retries import requested_wait, turn_deadline, whole_seconds
 from agent.plans import plan_count
 from agent.tools import MAX_CLAIMS
 from agent.verification import verify_reply
-
-from . import disk_space, event_loop, repository
-from .integrity import record_unknown_tool_calls
-from .models import AgentSession
-from .repository import SessionMissing
-from .selectors import session_usage
-from .store import DjangoSessionService, event_deltas, read_session, writer_view
+from sessions_app.exceptions import ModelFailure, SessionLimitReached, SessionMissing, TurnInProgress, TurnsBusy
+from sessions_app.infra import disk_space
+from sessions_app.models import AgentSession
+from sessions_app.runtime import event_loop
+from sessions_app.selectors import session_usage
+from sessions_app.storage import repository
+from sessions_app.storage.adk_service import DjangoSessionService, event_deltas, read_session, writer_view
+from sessions_app.storage.failure_counts import record_unknown_tool_calls
 
 logger = logging.getLogger(__name__)
-
-
-# The turn's domain errors are below (and the repository's SessionMissing: the
-# session went while the turn ran); the API maps them to HTTP.
-class TurnInProgress(Exception):
-    """Another turn on this session is running (or wrote to it while this one ran)."""
-
-
-class SessionLimitReached(Exception):
-    """The session is full (`limit`: "turns" or "bytes"); no turn more runs on it."""
-
-    def __init__(self, limit: str):
-        super().__init__(limit)
-        self.limit = limit
-
-
-class TurnsBusy(Exception):
-    """This process already runs AGENT_MAX_TURNS_IN_FLIGHT turns; `retry_after` seconds is worth waiting."""
-
-    retry_after = 1
-
-
-class ModelFailure(Exception):
-    """The model could not produce this turn. `reason`: timeout, quota, unavailable, upstream,
-    bad_response, llm_calls_limit, or one of a turn that ended without an answer to show (blocked,
-    truncated, empty); `retry_after`: seconds worth waiting, where it applies."""
-
-    def __init__(self, reason: str, retry_after: int | None = None):
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
 
 
 @dataclass
@@ -106,46 +76,41 @@ def get_runner() -> Runner:
 
 
 class TurnBuffer(BaseSessionService):
-    """The session service one turn's Runner sees: reads from the store, keeps the writes.
+    """The session service one turn's Runner sees, in memory only: the session read before the
+    turn (in the request's thread), and the turn's events, kept for `store_pending`.
 
-    `append_event` does what every ADK service does to the in-memory session
-    (temp state applied then trimmed, state delta applied, event appended)
-    and keeps the event in `pending` instead of writing it; `store_pending`
-    writes them all with one `repository.append_events` call.
+    It never reaches the database: the Runner runs on the process's event loop, which has no
+    connection of its own (tests/test_turn_threads.py). `append_event` does what every ADK
+    service does to the in-memory session (temp state applied then trimmed, state delta applied,
+    event appended) and keeps the event in `pending` instead of writing it.
     """
 
-    def __init__(self, store: BaseSessionService, preloaded: Session | None = None):
+    def __init__(self, session: Session):
         super().__init__()
-        self.store = store
+        self.session = session
         self.pending: list[Event] = []
-        self._sessions: dict[tuple[str, str, str], Session] = {}
-        self._first_read: dict[tuple[str, str, str], repository.WriterView] = {}
-        if preloaded is not None:
-            # Read in the request's thread before the Runner starts: the Runner's loop
-            # (sessions_app.event_loop) has no database connection of its own.
-            key = (preloaded.app_name, preloaded.user_id, preloaded.id)
-            self._sessions[key] = preloaded
-            self._first_read[key] = writer_view(preloaded)
+        self._first_read = writer_view(session)
 
     async def get_session(self, *, app_name, user_id, session_id, config=None) -> Session | None:
-        key = (app_name, user_id, session_id)
-        if key in self._sessions:  # asked again within the turn: the copy holding its events
-            return self._sessions[key]
-        session = await self.store.get_session(app_name=app_name, user_id=user_id, session_id=session_id, config=config)
-        if session is not None:
-            self._first_read.setdefault(key, writer_view(session))
-            if config is None:
-                self._sessions[key] = session
-        return session
+        if (app_name, user_id, session_id) != (self.session.app_name, self.session.user_id, self.session.id):
+            return None  # a turn's Runner asks for its own session only
+        if config is None:
+            return self.session
+        events = self.session.events  # as ADK's in-memory service filters them
+        if config.num_recent_events is not None:
+            events = events[-config.num_recent_events :] if config.num_recent_events else []
+        if config.after_timestamp is not None:
+            events = [event for event in events if event.timestamp >= config.after_timestamp]
+        return self.session.model_copy(update={"events": list(events)})
 
     async def create_session(self, *, app_name, user_id, state=None, session_id=None) -> Session:
-        return await self.store.create_session(app_name=app_name, user_id=user_id, state=state, session_id=session_id)
+        raise NotImplementedError("a turn's Runner creates no session")
 
     async def list_sessions(self, *, app_name, user_id=None) -> ListSessionsResponse:
-        return await self.store.list_sessions(app_name=app_name, user_id=user_id)
+        raise NotImplementedError("a turn's Runner lists no sessions")
 
     async def delete_session(self, *, app_name, user_id, session_id) -> None:
-        await self.store.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
+        raise NotImplementedError("a turn's Runner deletes no session")
 
     @sensitive_variables()
     async def append_event(self, session: Session, event: Event) -> Event:
@@ -163,11 +128,9 @@ class TurnBuffer(BaseSessionService):
         session went while the model ran, TurnInProgress when another writer
         appended meanwhile (a turn lock taken over as stale).
         """
-        # A turn that read nothing (no Runner does that) is judged as never stale.
-        seen = self._first_read.get((app_name, user_id, session_id), repository.WriterView(None, float("inf")))
         events = [(event, event_deltas(event)) for event in self.pending]
         try:
-            repository.append_events(app_name, user_id, session_id, events, seen)
+            repository.append_events(app_name, user_id, session_id, events, self._first_read)
         except repository.StaleWriter:
             raise TurnInProgress from None
 
@@ -254,7 +217,7 @@ class StartedTurn:
             if stored is None:
                 raise SessionMissing(session.session_id)
             self.resume_text = stored.state.get("resume_text", "")
-            self.buffer, self.model_errors = TurnBuffer(base.session_service, stored), ModelErrors()
+            self.buffer, self.model_errors = TurnBuffer(stored), ModelErrors()
             plugins = [self.model_errors] if report is None else [self.model_errors, TurnProgress(report)]
             runner = _turn_runner(base, self.buffer, plugins)
             self.running = event_loop.submit(_run_agent(runner, session.owner_id, session.session_id, message))

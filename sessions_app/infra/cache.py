@@ -29,7 +29,7 @@ import time
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT, BaseCache
 
-from config.private_files import PrivateSQLiteConnection
+from sessions_app.infra.private_files import PrivateSQLiteConnection
 
 FILE_NAME = "cache.sqlite3"
 BUSY_TIMEOUT_SECONDS = 20
@@ -40,7 +40,7 @@ _LIVE = "(expires IS NULL OR expires > ?)"
 
 
 class SQLiteCache(BaseCache):
-    """CACHES backend "sessions_app.cache.SQLiteCache"; LOCATION is a directory."""
+    """CACHES backend "sessions_app.infra.cache.SQLiteCache"; LOCATION is a directory."""
 
     def __init__(self, location: str, params: dict):
         super().__init__(params)

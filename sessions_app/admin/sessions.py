@@ -1,41 +1,27 @@
-"""The operators' admin: session metadata and retention controls, never what people wrote.
-
-Only sessions (metadata only) and the deletion audit are registered; events,
-app state and user state hold resume text and conversations, so they have no
-admin pages. Every deletion made here goes through the repository's `erase`
-(directly or by `retention`'s purge), which overwrites the bytes and writes
-the audit row.
-
-django-q2's own pages are removed: they let staff write a schedule's or a
-task's function, arguments and hook, which the scheduler then runs as the
-service (and the service sees every token and plaintext). The policy page
-shows the purge schedule and changes its interval only.
-"""
+"""Sessions in the admin: metadata, secure deletion, the purge and the retention policy pages."""
 
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 
 import django_q.admin  # noqa: F401  registers django-q2's pages first, so they can be removed below
-from axes.helpers import get_cool_off
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.auth import get_permission_codename
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 from django_q.models import Failure, OrmQ, Schedule, Success
-from rest_framework.throttling import BaseThrottle
 
-from . import disk_space, repository, retention, selectors
-from .models import AgentSession, DeletionAudit
+from sessions_app import purge, retention, selectors
+from sessions_app.infra import disk_space
+from sessions_app.models import AgentSession, DeletionAudit
+from sessions_app.storage import repository
 
 TEMPLATES = "admin/sessions_app/agentsession"
 
@@ -68,8 +54,8 @@ class PurgeIntervalForm(forms.Form):
 
     minutes = forms.IntegerField(
         label=_("Purge every (minutes)"),
-        min_value=retention.PURGE_INTERVAL_MIN_MINUTES,
-        max_value=retention.PURGE_INTERVAL_MAX_MINUTES,
+        min_value=purge.PURGE_INTERVAL_MIN_MINUTES,
+        max_value=purge.PURGE_INTERVAL_MAX_MINUTES,
         help_text=_("From 1 to 1440 (once a day). The new interval counts from the next run."),
     )
 
@@ -194,7 +180,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
                     "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
                 },
             )
-        erased = repository.erase(queryset, DeletionAudit.Trigger.ADMIN)
+        erased = repository.erase_in_a_transaction(queryset, DeletionAudit.Trigger.ADMIN)
         self.message_user(
             request,
             _("Deleted %(sessions)d sessions and %(events)d events for good.")
@@ -208,7 +194,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
             raise PermissionDenied
         if request.method == "POST":
             try:
-                result = retention.purge_expired(trigger=DeletionAudit.Trigger.ADMIN)
+                result = purge.purge_expired(trigger=DeletionAudit.Trigger.ADMIN)
             except DatabaseError as exc:
                 if not disk_space.is_disk_full(exc):
                     raise
@@ -235,7 +221,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 **self.admin_site.each_context(request),
                 "title": _("Purge expired sessions now?"),
                 "opts": self.opts,
-                "preview": retention.purge_expired(dry_run=True, trigger=DeletionAudit.Trigger.ADMIN),
+                "preview": purge.purge_expired(dry_run=True, trigger=DeletionAudit.Trigger.ADMIN),
                 "storage": selectors.storage_status(),
             },
         )
@@ -254,7 +240,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
             interval_form = PurgeIntervalForm(request.POST)
             if interval_form.is_valid():
                 minutes = interval_form.cleaned_data["minutes"]
-                if retention.set_purge_interval(minutes):
+                if purge.set_purge_interval(minutes):
                     self.message_user(
                         request, _("The purge now runs every %(minutes)d min.") % {"minutes": minutes}, messages.SUCCESS
                     )
@@ -280,61 +266,3 @@ class AgentSessionAdmin(admin.ModelAdmin):
     def changelist_view(self, request, extra_context=None):
         extra_context = {**(extra_context or {}), "can_erase": self.has_erase_permission(request)}
         return super().changelist_view(request, extra_context)
-
-
-@admin.register(DeletionAudit)
-class DeletionAuditAdmin(admin.ModelAdmin):
-    """What was deleted, when and why: counts only, and nobody edits history."""
-
-    list_display = ["when", "trigger", "sessions_deleted", "events_deleted", "duration"]
-    list_filter = ["trigger"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    @admin.display(description=_("when"), ordering="created_at")
-    def when(self, audit):
-        return audit.created_at
-
-    @admin.display(description=_("duration"), ordering="duration_ms")
-    def duration(self, audit):
-        return f"{audit.duration_ms} ms"
-
-
-# --- admin login attempts (django-axes, configured in settings) --------------------
-
-
-def login_client_address(request) -> str | None:
-    """The client's address as the API's throttling sees it (honouring NUM_PROXIES),
-    so behind a proxy every operator does not share one lockout address."""
-    address = BaseThrottle().get_ident(request)
-    try:
-        return str(ipaddress.ip_address(address))
-    except ValueError:  # a malformed forwarded header: the peer's address instead
-        return request.META.get("REMOTE_ADDR")
-
-
-def login_lockout_response(request, original_response=None, credentials=None):
-    """What a locked-out client gets: a readable 429 page. Its context holds no
-    username (axes' own template context would, and Django logs contexts at DEBUG)."""
-    return render(
-        request,
-        "admin/locked_out.html",
-        {
-            "failure_limit": settings.AXES_FAILURE_LIMIT,
-            "cooloff_minutes": int(get_cool_off(request).total_seconds() // 60),
-        },
-        status=429,
-    )
-
-
-def login_attempt_label(username, ip_address, user_agent, path_info, request) -> str:
-    """How axes names a client in its log lines: the address, never the typed
-    username (people type passwords into the wrong field)."""
-    return f"address {ip_address}, path {path_info}"

@@ -19,8 +19,9 @@ import logging
 
 from django.db import transaction
 
-from .models import IntegrityFailure
-from .sealing import FailureKind, IntegrityCheckFailed
+from sessions_app.choices import FailureKind
+from sessions_app.models import IntegrityFailure
+from sessions_app.security.sealing import IntegrityCheckFailed
 
 logger = logging.getLogger(__name__)
 

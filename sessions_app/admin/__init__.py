@@ -1,0 +1,16 @@
+"""The operators' admin: session metadata and retention controls, never what people wrote.
+
+Only sessions (metadata only) and the deletion audit are registered; events,
+app state and user state hold resume text and conversations, so they have no
+admin pages. Every deletion made here goes through the repository's `erase`
+(directly or by the purge, `purge.py`), which overwrites the bytes and writes
+the audit row.
+
+django-q2's own pages are removed: they let staff write a schedule's or a
+task's function, arguments and hook, which the scheduler then runs as the
+service (and the service sees every token and plaintext). The policy page
+shows the purge schedule and changes its interval only.
+"""
+
+# Django's admin autodiscovery imports this package: each module registers its pages.
+from sessions_app.admin import audit, login_attempts, sessions  # noqa: F401

@@ -1,0 +1,35 @@
+"""The domain's errors: what a use case can refuse with. The API maps each to one answer
+(api/errors.py); nothing here imports ADK, Django's HTTP layer or the storage."""
+
+
+class SessionMissing(Exception):
+    """The session is not there (never was, deleted, or purged): one miss, whichever."""
+
+
+class TurnInProgress(Exception):
+    """Another turn on this session is running (or wrote to it while this one ran)."""
+
+
+class SessionLimitReached(Exception):
+    """The session is full (`limit`: "turns" or "bytes"); no turn more runs on it."""
+
+    def __init__(self, limit: str):
+        super().__init__(limit)
+        self.limit = limit
+
+
+class TurnsBusy(Exception):
+    """This process already runs AGENT_MAX_TURNS_IN_FLIGHT turns; `retry_after` seconds is worth waiting."""
+
+    retry_after = 1
+
+
+class ModelFailure(Exception):
+    """The model could not produce this turn. `reason`: timeout, quota, unavailable, upstream,
+    bad_response, llm_calls_limit, or one of a turn that ended without an answer to show (blocked,
+    truncated, empty); `retry_after`: seconds worth waiting, where it applies."""
+
+    def __init__(self, reason: str, retry_after: int | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
