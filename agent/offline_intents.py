@@ -1,6 +1,6 @@
 """What a message to the offline model asks for, and which language to answer it in.
 
-Fixed rules over folded text (text_folding.py), for English and Chinese at any width:
+Fixed rules over folded text (agent/text.py), for English and Chinese at any width:
 `reply_language` picks the reply's language by the message's dominant script, and
 `classify_message` tells a request for a plan or for a change of it from a question (with
 its topic) and from small talk, as an `Intent`.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .text_folding import fold, script_weights, word_set
+from .text import normalise, script_weights, word_set
 
 # --- the message: language -------------------------------------------------------------
 
@@ -142,7 +142,7 @@ def classify_message(message: str, has_plan: bool) -> Intent:
     plan?"); a polite question that asks for a change ("could you make it shorter?") is a
     request. Anything else is small talk.
     """
-    text = " ".join(fold(message).split())
+    text = normalise(message)
     informational = bool(_INFO_VERB_RE.search(text))
     asks = informational or _asks_a_question(text)
     wants = not informational and bool(_POLITE_RE.search(text) or _starts_with_imperative(text))

@@ -35,7 +35,6 @@ person, so `verify_reply` finds nothing unsupported in an offline reply.
 
 This module is the ADK side: reading the request, choosing the step, building
 the response. The rules live in these modules, each importing only those above it:
-  text_folding.py     folding text (NFKC, lower case) and weighing its scripts;
   offline_texts.py    every text the model writes, English and Traditional Chinese;
   offline_intents.py  reply_language, classify_message and its Intent;
   resume_lines.py     label_resume_lines, ResumeFacts, role_title;

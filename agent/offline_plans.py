@@ -11,14 +11,13 @@ phrases, what one version changed from the one before.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .offline_intents import INTERVIEW_RE, SALARY_RE, classify_message
 from .offline_texts import TEXTS
 from .resume_lines import ResumeFacts
-from .text_folding import choices, fold, script_weights
+from .text import choices, fold, script_weights
 
 MAX_NOTE_CHARS = 200
 MAX_FOCUS_CHARS = 80
@@ -73,7 +72,7 @@ def _clean_phrase(text: str, limit: int) -> str:
 
 def _focus_phrase(message: str) -> str:
     """What the person wants the search to focus on, in their words: "Go roles in Tokyo"."""
-    text = unicodedata.normalize("NFKC", message or "")
+    text = fold(message, keep_case=True)
     match = _FOCUS_EN_RE.search(text) or _FOCUS_ZH_RE.search(text)
     return _clean_phrase(match.group("what"), MAX_FOCUS_CHARS) if match else ""
 

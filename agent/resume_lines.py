@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from .screening import screen
-from .text_folding import CJK_RE, choices, fold, word_set
+from .text import BULLET_RE, CJK_RE, choices, fold, word_set
 from .verification import resume_name
 
 
@@ -28,7 +28,6 @@ def _suspicious(resume: str, flagged: list[str] | None) -> list[str]:
 
 # --- the resume: sections and labelled lines -------------------------------------------
 
-_BULLET_RE = re.compile(r"^\s*(?:[-*•·▪‣●○■□◆◇▸►✓✔・–—]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
 # Heading keywords (lower-cased), tried in this order: "專案經歷" is projects, not experience,
 # and "Career summary" a summary.
 _HEADINGS = tuple(
@@ -84,7 +83,7 @@ _DIGIT_RE = re.compile(r"\d")
 
 def _heading(raw: str) -> tuple[str, str] | None:
     """(section kind, text after the colon) when `raw` is a heading: "Skills", "技能：Java、SQL"."""
-    if not raw.strip() or raw[:1].isspace() or _BULLET_RE.match(raw):
+    if not raw.strip() or raw[:1].isspace() or BULLET_RE.match(raw):
         return None
     text = raw.strip()
     inline = _INLINE_HEADING_RE.match(text)
@@ -162,9 +161,7 @@ def _resume_lines(resume: str, suspicious: set[str]) -> list[_Line]:
             # not turn the role's next lines into skills.
             lines.append(_Line(heading[1], heading[0], False, False))
         else:
-            lines.append(
-                _Line(_BULLET_RE.sub("", raw).strip(), section, bool(_BULLET_RE.match(raw)), raw[:1].isspace())
-            )
+            lines.append(_Line(BULLET_RE.sub("", raw).strip(), section, bool(BULLET_RE.match(raw)), raw[:1].isspace()))
     return lines
 
 

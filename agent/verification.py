@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .text import BULLET_RE, CJK, NUMBERED_RE
+
 SUPPORT_THRESHOLD = 0.6
 NAME_MAX_CHARS = 80
 
@@ -166,10 +168,7 @@ _CJK_STOP_BIGRAMS = frozenset(
     ]
 )
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN_RE = re.compile(rf"(?P<num>\d[\d,]*(?:\.\d+)?)|(?P<word>[a-z][a-z0-9+#]*)|(?P<cjk>[{_CJK}]+)")
-_BULLET_RE = re.compile(r"^\s*(?:[-*•·▪‣]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
-_NUMBERED_RE = re.compile(r"^\s*(?:\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
+_TOKEN_RE = re.compile(rf"(?P<num>\d[\d,]*(?:\.\d+)?)|(?P<word>[a-z][a-z0-9+#]*)|(?P<cjk>[{CJK}]+)")
 # Split after CJK terminators anywhere, or after . ! ? followed by whitespace,
 # except after a one-letter abbreviation such as the "S." in "M.S.".
 _SENTENCE_END_RE = re.compile(r"(?<=[。！？])\s*|(?<=[.!?])(?<!\b[A-Za-z]\.)\s+|\s+[•·▪]\s+")
@@ -242,7 +241,7 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of English/Chinese text: split on newlines, . ! ? 。！？ and bullets."""
     sentences = []
     for line in (text or "").splitlines():
-        line = _BULLET_RE.sub("", line)
+        line = BULLET_RE.sub("", line)
         for piece in _SENTENCE_END_RE.split(line):
             piece = piece.strip()
             if piece:
@@ -357,7 +356,7 @@ def verify_reply(reply: str, resume_text: str) -> list[dict]:
     """
     results, index = [], _ResumeIndex.of(resume_text)
     for line in (reply or "").splitlines():
-        if _NUMBERED_RE.match(line):
+        if NUMBERED_RE.match(line):
             continue
         for sentence in split_sentences(line):
             if _is_claim(sentence, index):
