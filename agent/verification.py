@@ -362,29 +362,3 @@ def verify_reply(reply: str, resume_text: str) -> list[dict]:
             if _is_claim(sentence, index):
                 results.append(check_claim(sentence, resume_text, index))
     return results
-
-
-_INJECTION_RE = re.compile(
-    r"ignore (?:all )?(?:the )?(?:previous|prior|above) (?:instructions|prompts?)|ignore the above|"
-    r"disregard (?:all )?(?:previous|prior|above)|you are now|"
-    # "disregard your earlier guidance", "forget all prior rules"
-    r"\b(?:ignore|disregard|forget)\s+(?:(?:all|any|of|the|your|my|these|those)\s+)*"
-    r"(?:previous|prior|above|earlier|preceding|original|system)\s+(?:\w+\s+)?"
-    r"(?:instructions?|prompts?|rules|guidance|guidelines|directions)\b|"
-    # asking for the prompt, not merely mentioning one ("wrote system prompts" is a skill)
-    r"\b(?:reveal|print|show|repeat|output|display|share|leak|dump|tell|give)\b[^\n]{0,40}?"
-    r"\b(?:system|hidden|initial|original)\s+(?:prompt|instructions?)\b|\byour\s+system\s+prompt|"
-    # text posing as a call to this agent's own tools, or as a function-call blob
-    r"\b(?:save_plan|verify_claims|flag_suspicious_text)\b|\"(?:function_?call|tool_?calls?)\"\s*:|"
-    # asking for other people's data
-    r"\b(?:data|resumes?|emails?|names|information|details|conversations?|messages)\s+(?:of|from)\s+"
-    r"(?:the\s+)?(?:other|another|previous)\s+(?:users?|sessions?|candidates?)\b|"
-    r"忽略(?:以上|之前|先前|上述)|(?:忽視|忽视|無視|无视)(?:掉)?(?:以上|之前|先前|上述|前面|所有)|"
-    r"系統提示|系统提示|你現在是|你现在是",
-    re.IGNORECASE,
-)
-
-
-def suspicious_lines(resume_text: str) -> list[str]:
-    """Resume lines that look like instructions aimed at a model (prompt injection)."""
-    return [line.strip() for line in (resume_text or "").splitlines() if _INJECTION_RE.search(line)]
