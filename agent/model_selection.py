@@ -15,7 +15,7 @@ from google.genai import types
 
 from .environment import is_truthy
 from .model_retries import RetryingGemini
-from .offline_model import OfflineResumeModel
+from .offline import OfflineResumeModel
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 # A server process runs at most AGENT_MAX_TURNS_IN_FLIGHT turns at once (config/settings.py), each

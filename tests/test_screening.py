@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agent import build_agent, screening
-from agent.offline_model import OfflineResumeModel
+from agent.offline import OfflineResumeModel
 from agent.plans import initial_state
 from agent.prompt import build_instruction, extract_resume
 from agent.screening import KINDS, flagged_lines, screen
