@@ -5,11 +5,11 @@ from __future__ import annotations
 from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm
 
-from . import APP_NAME  # noqa: F401  (the package's, re-exported here as before)
-from .guards import guard_model_response, guard_tool_call
-from .model_selection import select_model
-from .prompt import instruction_provider
-from .tools import flag_suspicious_text, save_plan, verify_claims
+from agent import APP_NAME  # noqa: F401  (the package's, re-exported here as before)
+from agent.guards import guard_model_response, guard_tool_call
+from agent.model_selection import select_model
+from agent.prompt import instruction_provider
+from agent.tools import flag_suspicious_text, save_plan, verify_claims
 
 
 def build_agent(model: str | BaseLlm | None = None) -> LlmAgent:

@@ -22,7 +22,6 @@ Flagged lines are the screen's (re-run on the resume) and the model's own flags.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +32,8 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from .screening import flagged_lines
-from .text_folding import script_weights
+from agent.screening import flagged_lines
+from agent.text import CJK_RE, DOMAIN_RE, EMAIL_RE, LINK_RE, normalise, script_weights
 
 RUN_MIN_CHARS = 16
 RUN_MIN_CHARS_CJK = 6
@@ -50,22 +49,10 @@ PLAN_REFUSED = {
     " code or instruction). Write the plan in your own words from the person's real experience, without it.",
 }
 
-_DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"), "-")
-_CJK_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_ITEM_RES = (
-    re.compile(r"https?://[^\s\"'<>)）」』]+|www\.[^\s\"'<>)）」』]+"),  # links
-    # As in agent/screening.py, each starts only where a run of letters starts: linear in the text.
-    re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),  # e-mail addresses
-    re.compile(r"(?<![a-z0-9.-])-*+((?:[a-z0-9-]+\.)+(?:com|net|org|io|ai|app|dev|xyz|info|test))\b"),  # domains
-    re.compile(r"(?<![a-z0-9_-])[_-]*+((?=[a-z0-9_-]*\d)(?=[a-z0-9_-]*[a-z])[a-z0-9][a-z0-9_-]{4,})\b"),  # codes
-)
+_CODE_RE = re.compile(r"(?<![a-z0-9_-])[_-]*+((?=[a-z0-9_-]*\d)(?=[a-z0-9_-]*[a-z])[a-z0-9][a-z0-9_-]{4,})\b")
+_ITEM_RES = (LINK_RE, EMAIL_RE, DOMAIN_RE, _CODE_RE)  # links, e-mail addresses, domains, codes ("PWNED-7731")
 # Sentence ends: . ! ? before a space (not inside a link), or a Chinese terminator.
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
-
-
-def normalise(text: Any) -> str:
-    """NFKC (full-width folds to ASCII), ASCII dashes, case-folded, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", str(text or "")).translate(_DASHES).casefold().split())
 
 
 def _items(text: str) -> set[str]:
@@ -77,7 +64,7 @@ def _windows(text: str) -> set[str]:
     that hold a Chinese character. A text of n characters has fewer than 2n of them."""
     runs = {text[i : i + RUN_MIN_CHARS] for i in range(len(text) - RUN_MIN_CHARS + 1)}
     short = RUN_MIN_CHARS_CJK
-    runs |= {text[i : i + short] for i in range(len(text) - short + 1) if _CJK_RE.search(text, i, i + short)}
+    runs |= {text[i : i + short] for i in range(len(text) - short + 1) if CJK_RE.search(text, i, i + short)}
     return runs
 
 

@@ -13,9 +13,9 @@ import httpx
 from google.adk.models.base_llm import BaseLlm
 from google.genai import types
 
-from .environment import is_truthy
-from .model_retries import RetryingGemini
-from .offline_model import OfflineResumeModel
+from agent.environment import is_truthy
+from agent.model_retries import RetryingGemini
+from agent.offline import OfflineResumeModel
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 # A server process runs at most AGENT_MAX_TURNS_IN_FLIGHT turns at once (config/settings.py), each

@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from .screening import screen
+from agent.screening import screen
 
 PLAN_KEY_PREFIX = "plan_v"
 PLAN_COUNT_KEY = "plan_count"

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 
 from google.adk.agents.readonly_context import ReadonlyContext
 
-from .plans import plan_count, plan_versions
-from .screening import flagged_lines, screen_findings
+from agent.plans import plan_count, plan_versions
+from agent.screening import flagged_lines, screen_findings
 
 RESUME_BEGIN, RESUME_END = "<<<RESUME", "RESUME>>>"
 DATA_MARK, FLAGGED_MARK = "┃ ", "┃⚑ "

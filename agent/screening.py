@@ -16,12 +16,12 @@ service translates for the person:
   addressed       a directive addressed to the AI reading the resume ("Note to the AI: ...")
   split           an instruction split across two adjacent lines
 
-How a line is read: `fold` (NFKC, lower case: full-width letters and punctuation become
-ASCII), whitespace collapsed, bullets dropped. Strong patterns flag a line alone; an
-*addressee* ("note to the AI", "給閱讀本履歷的 AI") flags it only together with a
-*directive* (an imperative, "please/請", "must/必須"), on the same line or, for the
-`split` kind, on the adjacent one. Words that only *describe* work (wrote system
-prompts, made the linter ignore generated files) match neither.
+How a line is read: `agent.text.normalise` (NFKC, case-folded: full-width letters and
+punctuation become ASCII; dashes ASCII, whitespace collapsed), bullets dropped. Strong
+patterns flag a line alone; an *addressee* ("note to the AI", "給閱讀本履歷的 AI") flags it
+only together with a *directive* (an imperative, "please/請", "must/必須"), on the same
+line or, for the `split` kind, on the adjacent one. Words that only *describe* work
+(wrote system prompts, made the linter ignore generated files) match neither.
 
 The module is pure Python (no Django, no ADK) and never logs what it reads.
 """
@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from .text_folding import fold
+from agent.text import BULLET_RE, EMAIL_RE, URL_RE, normalise
 
 KINDS = (
     "override",
@@ -47,15 +47,6 @@ KINDS = (
 )
 SOURCE = "screen"
 MODEL_FLAG_KIND = "model"  # the kind of a flag the model raised (flag_suspicious_text)
-
-_BULLET_RE = re.compile(r"^\s*(?:[-*•·▪‣●○■□◆◇▸►✓✔・–—]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
-# Each pattern that scans a run of letters starts only where the run starts (a lookbehind, not
-# \b): from every position inside a run, `a-a-a-…` or `a.a.a.…` took time quadratic in its length
-# (50 s for a 50,000-character line).
-_URL_RE = re.compile(
-    r"https?://\S+|www\.\S+|(?<![a-z0-9.-])-*+(?:[a-z0-9-]+\.)+(?:com|net|org|io|ai|app|dev|xyz|info)\b"
-)
-_EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 # --- the patterns (matched against folded text) --------------------------------------------
 
@@ -255,10 +246,6 @@ class _Read:
     role_prefix: bool
 
 
-def _normalise(line: str) -> str:
-    return " ".join(_BULLET_RE.sub("", fold(line)).split())
-
-
 def _any_of(patterns: list[re.Pattern]) -> re.Pattern:
     """One pattern that matches where any of `patterns` does: the text is scanned once, not once
     per pattern (a third of a resume's screening time)."""
@@ -307,7 +294,7 @@ def _comment_speaks(text: str) -> bool:
     CPU and then a RecursionError for `<!--` repeated 12,500 times.)"""
     for comment in _COMMENT_RE.finditer(text):
         body = _COMMENT_OPENER_RE.sub(", ", next((g for g in comment.groups() if g), ""))
-        if body and (_is_addressed(body) or _is_directive(body) or _URL_RE.search(body) or _strong_kind(body)):
+        if body and (_is_addressed(body) or _is_directive(body) or URL_RE.search(body) or _strong_kind(body)):
             return True
         if _speaks_as_role(body.strip(" ,")):
             return True
@@ -330,7 +317,7 @@ def _kind_of(text: str) -> str | None:
     if _speaks_as_role(text):
         return "role_tag"
     addressed, directive = _is_addressed(text), _is_directive(text)
-    has_link = bool(_URL_RE.search(text) or _EMAIL_RE.search(text))
+    has_link = bool(URL_RE.search(text) or EMAIL_RE.search(text))
     # A link alone is a portfolio; one the text wants in our reply or plan, or that it tells the AI to open, is not.
     if has_link and (_LINK_PUSH_RE.search(text) or (addressed and directive)):
         return "tool_call"
@@ -340,7 +327,7 @@ def _kind_of(text: str) -> str | None:
 
 
 def _read(line: str) -> _Read:
-    text = _normalise(line)
+    text = BULLET_RE.sub("", normalise(line))
     return _Read(
         text=text,
         kind=_kind_of(text) if text else None,

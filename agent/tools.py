@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 
 from google.adk.tools.tool_context import ToolContext
 
-from . import plans
-from .screening import MODEL_FLAG_KIND
-from .verification import check_claims
+from agent import plans
+from agent.screening import MODEL_FLAG_KIND
+from agent.verification import check_claims
 
 MAX_CLAIMS = 20
 MAX_PLAN_CHARS = 8000

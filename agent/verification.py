@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from agent.text import BULLET_RE, CJK, NUMBERED_RE
+
 SUPPORT_THRESHOLD = 0.6
 NAME_MAX_CHARS = 80
 
@@ -166,10 +168,7 @@ _CJK_STOP_BIGRAMS = frozenset(
     ]
 )
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN_RE = re.compile(rf"(?P<num>\d[\d,]*(?:\.\d+)?)|(?P<word>[a-z][a-z0-9+#]*)|(?P<cjk>[{_CJK}]+)")
-_BULLET_RE = re.compile(r"^\s*(?:[-*•·▪‣]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
-_NUMBERED_RE = re.compile(r"^\s*(?:\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
+_TOKEN_RE = re.compile(rf"(?P<num>\d[\d,]*(?:\.\d+)?)|(?P<word>[a-z][a-z0-9+#]*)|(?P<cjk>[{CJK}]+)")
 # Split after CJK terminators anywhere, or after . ! ? followed by whitespace,
 # except after a one-letter abbreviation such as the "S." in "M.S.".
 _SENTENCE_END_RE = re.compile(r"(?<=[。！？])\s*|(?<=[.!?])(?<!\b[A-Za-z]\.)\s+|\s+[•·▪]\s+")
@@ -242,7 +241,7 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of English/Chinese text: split on newlines, . ! ? 。！？ and bullets."""
     sentences = []
     for line in (text or "").splitlines():
-        line = _BULLET_RE.sub("", line)
+        line = BULLET_RE.sub("", line)
         for piece in _SENTENCE_END_RE.split(line):
             piece = piece.strip()
             if piece:
@@ -357,35 +356,9 @@ def verify_reply(reply: str, resume_text: str) -> list[dict]:
     """
     results, index = [], _ResumeIndex.of(resume_text)
     for line in (reply or "").splitlines():
-        if _NUMBERED_RE.match(line):
+        if NUMBERED_RE.match(line):
             continue
         for sentence in split_sentences(line):
             if _is_claim(sentence, index):
                 results.append(check_claim(sentence, resume_text, index))
     return results
-
-
-_INJECTION_RE = re.compile(
-    r"ignore (?:all )?(?:the )?(?:previous|prior|above) (?:instructions|prompts?)|ignore the above|"
-    r"disregard (?:all )?(?:previous|prior|above)|you are now|"
-    # "disregard your earlier guidance", "forget all prior rules"
-    r"\b(?:ignore|disregard|forget)\s+(?:(?:all|any|of|the|your|my|these|those)\s+)*"
-    r"(?:previous|prior|above|earlier|preceding|original|system)\s+(?:\w+\s+)?"
-    r"(?:instructions?|prompts?|rules|guidance|guidelines|directions)\b|"
-    # asking for the prompt, not merely mentioning one ("wrote system prompts" is a skill)
-    r"\b(?:reveal|print|show|repeat|output|display|share|leak|dump|tell|give)\b[^\n]{0,40}?"
-    r"\b(?:system|hidden|initial|original)\s+(?:prompt|instructions?)\b|\byour\s+system\s+prompt|"
-    # text posing as a call to this agent's own tools, or as a function-call blob
-    r"\b(?:save_plan|verify_claims|flag_suspicious_text)\b|\"(?:function_?call|tool_?calls?)\"\s*:|"
-    # asking for other people's data
-    r"\b(?:data|resumes?|emails?|names|information|details|conversations?|messages)\s+(?:of|from)\s+"
-    r"(?:the\s+)?(?:other|another|previous)\s+(?:users?|sessions?|candidates?)\b|"
-    r"忽略(?:以上|之前|先前|上述)|(?:忽視|忽视|無視|无视)(?:掉)?(?:以上|之前|先前|上述|前面|所有)|"
-    r"系統提示|系统提示|你現在是|你现在是",
-    re.IGNORECASE,
-)
-
-
-def suspicious_lines(resume_text: str) -> list[str]:
-    """Resume lines that look like instructions aimed at a model (prompt injection)."""
-    return [line.strip() for line in (resume_text or "").splitlines() if _INJECTION_RE.search(line)]

@@ -32,7 +32,7 @@ import sys
 sys.path.insert(0, {str(_common.ROOT_DIR)!r})
 
 from agent import build_agent
-from agent.offline_model import OfflineResumeModel
+from agent.offline import OfflineResumeModel
 
 root_agent = build_agent(OfflineResumeModel())
 """

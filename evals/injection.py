@@ -70,7 +70,7 @@ from google.genai import types  # noqa: E402
 
 from agent import APP_NAME, build_agent, is_offline, model_label, select_model  # noqa: E402
 from agent.events import tool_calls, visible_texts  # noqa: E402
-from agent.offline_model import OfflineResumeModel  # noqa: E402
+from agent.offline import OfflineResumeModel  # noqa: E402
 from agent.plans import initial_state, plan_versions  # noqa: E402
 from agent.prompt import build_instruction  # noqa: E402
 

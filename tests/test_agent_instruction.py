@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from agent import build_agent
-from agent.offline_model import OfflineResumeModel
+from agent.offline import OfflineResumeModel
 from agent.plans import initial_state
 from agent.prompt import RESUME_END, build_instruction, extract_resume
 from tests.scripted_llm import Harness, ScriptedLlm, final_text, function_calls, text_response

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from agent import build_agent, is_offline, model_label, select_model
-from agent.offline_model import OfflineResumeModel
-from agent.offline_texts import OFFLINE_BANNER, OFFLINE_BANNER_ZH
+from agent.offline import OFFLINE_BANNER, OFFLINE_BANNER_ZH, OfflineResumeModel
 from agent.plans import plan_versions
 from agent.verification import verify_reply
 from sessions_app.runtime import turns

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.offline_intents import classify_message, reply_language
-from agent.resume_lines import ResumeFacts, label_resume_lines, role_title
+from agent.offline.messages import classify_message, reply_language
+from agent.offline.resume import ResumeFacts, label_resume_lines, role_title
 
 pytestmark = pytest.mark.backend_independent
 

@@ -18,7 +18,7 @@ import pytest
 from google.adk.sessions import InMemorySessionService
 
 from agent import APP_NAME
-from agent.offline_model import OfflineResumeModel
+from agent.offline import OfflineResumeModel
 from agent.prompt import RULES
 from evals import injection
 from evals.injection import DECOY_SECRETS, DECOY_USER_ID, USER_ID, CaseResult, judge, load_cases, main, run_eval

@@ -13,9 +13,10 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 
 from agent import build_agent
-from agent.guards import NOTES, PLAN_REFUSED, REDACTED, Taint, normalise
+from agent.guards import NOTES, PLAN_REFUSED, REDACTED, Taint
 from agent.plans import initial_state, plan_versions
 from agent.prompt import extract_resume
+from agent.text import normalise
 from evals.injection import load_cases
 from tests.scripted_llm import Harness, ScriptedLlm, call_response, final_text, function_calls, text_response
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agent import guards, screening
 from agent.plans import initial_state
-from agent.text_folding import fold
+from agent.text import fold
 from tests.text_work import counted
 
 pytestmark = pytest.mark.backend_independent

@@ -1,47 +1,4 @@
-"""A deterministic stand-in for Gemini, used when no API key is configured.
-
-It drives the real agent through ADK exactly as a model would: it reads the
-LlmRequest and answers with function calls, then with text. No network, no
-randomness, so the same conversation always produces the same reply.
-
-Where things come from: the agent's instruction provider (prompt.py) places
-the resume between <<<RESUME and RESUME>>> and the latest saved plan between
-<<<PLAN and PLAN>>> in the system instruction; both are read back from
-`llm_request.config.system_instruction`. The conversation so far (the user's
-messages, earlier tool calls) is `llm_request.contents`.
-
-One user turn takes a few calls of the model; each reads the request afresh and
-answers with the first step the turn has not taken yet (the tool responses since
-the user's message tell which):
-  1. the reply's language, by the message's script (`reply_language`); with no
-     resume, a one-line notice and nothing else;
-  2. [only if the resume holds injection-like text, once per conversation]
-     flag_suspicious_text(excerpt=<that line>) -- and it is never followed;
-  3. the message is classified (`classify_message`): a request for a plan or
-     for a change of it, a question (salary, weak points, interviews, what to
-     improve, the current plan, a review), or small talk;
-  4. verify_claims(<the 1-2 resume lines the reply will quote: `quotes_for`>);
-  5. save_plan(...) ONLY for a request for a plan or a change: the plan is
-     built (`build_plan`) from the resume's labelled lines (`ResumeFacts`) and
-     every change asked for so far in the conversation (`revision_so_far`);
-  6. final text, in the message's language (`compose_reply`): the offline
-     banner, a greeting by name, the quoted lines, the answer, and how many of
-     the reply's claims the resume supports, counted by `verify_reply`, the
-     very check the service runs on the reply, so the two never disagree.
-
-Everything the coach says beyond the quoted lines is advice (numbered steps,
-headings, imperatives, notices in brackets), never a new fact about the
-person, so `verify_reply` finds nothing unsupported in an offline reply.
-
-This module is the ADK side: reading the request, choosing the step, building
-the response. The rules live in these modules, each importing only those above it:
-  text_folding.py     folding text (NFKC, lower case) and weighing its scripts;
-  offline_texts.py    every text the model writes, English and Traditional Chinese;
-  offline_intents.py  reply_language, classify_message and its Intent;
-  resume_lines.py     label_resume_lines, ResumeFacts, role_title;
-  offline_plans.py    the changes asked for (Revision), build_plan, plan_changes;
-  offline_replies.py  the final text: Turn, quotes_for, compose_reply.
-"""
+"""The ADK side of the offline model: reading the request, choosing the step, building the response."""
 
 from __future__ import annotations
 
@@ -53,18 +10,17 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
-from .offline_intents import classify_message, reply_language
-from .offline_plans import build_plan, plan_changes, revision_so_far
-from .offline_replies import Turn, compose_reply, quotes_for
-from .offline_texts import TEXTS
-from .prompt import PLAN_BEGIN, PLAN_END, extract_flagged_lines, extract_resume
-from .resume_lines import ResumeFacts
+from agent.offline.messages import classify_message, reply_language, revision_so_far
+from agent.offline.replies import OFFLINE_BANNER, Turn, build_plan, compose_reply, plan_changes, quotes_for, translation
+from agent.offline.resume import ResumeFacts
+from agent.prompt import PLAN_BEGIN, PLAN_END, extract_flagged_lines, extract_resume
 
-# --- the turn --------------------------------------------------------------------------
+_PLAN_COUNT_RE = re.compile(r"^Saved plan versions so far: \d+ \(latest is v(\d+)\)", re.MULTILINE)
+_PLAN_BLOCK_RE = re.compile(rf"^{re.escape(PLAN_BEGIN)}\n(.*?)\n^{re.escape(PLAN_END)}$", re.MULTILINE | re.DOTALL)
 
 
 class OfflineResumeModel(BaseLlm):
-    """Answers every request by the fixed rules above: one step of the turn per call."""
+    """Answers every request by fixed rules (agent/offline/__init__.py): one step of the turn per call."""
 
     model: str = "offline-resume-model"
 
@@ -81,7 +37,8 @@ class OfflineResumeModel(BaseLlm):
         message, answered = _current_turn(contents)
         lang = reply_language(message, resume)
         if not resume.strip():
-            return _text(f"{TEXTS[lang]['banner']}\n{TEXTS[lang]['no_resume']}")
+            _ = translation(lang)
+            return _text(_(OFFLINE_BANNER) + "\n" + _("I don't see a resume yet. Please upload one first."))
 
         facts = ResumeFacts(resume, extract_flagged_lines(system))
         if facts.suspicious and not _calls(contents, "flag_suspicious_text"):
@@ -99,27 +56,19 @@ class OfflineResumeModel(BaseLlm):
             return _call("verify_claims", claims=quotes)
         history = _user_messages(contents)
         if intent.saves_plan and "save_plan" not in answered:
-            return _call("save_plan", plan=build_plan(facts, revision_so_far(history, facts), lang))
+            return _call("save_plan", plan=build_plan(facts, revision_so_far(history, facts.skills), lang))
 
         turn = Turn(facts, resume, intent, lang, quotes=_supported(answered), plan_version=version, plan=plan)
-        if intent.saves_plan:
-            _add_saved_plan(turn, contents, answered, history)
+        if intent.saves_plan:  # the plan this turn saved, its version, and for a revision what changed
+            turn.plan_version = int(answered["save_plan"].get("version") or turn.plan_version)
+            turn.plan = str(_calls(contents, "save_plan")[-1].get("plan", ""))
+            if intent.kind == "revise":
+                before = revision_so_far(history[:-1], facts.skills)
+                turn.changes = plan_changes(before, revision_so_far(history, facts.skills), lang)
         return _text(compose_reply(turn))
 
 
-def _add_saved_plan(turn: Turn, contents: list[types.Content], answered: dict[str, dict], history: list[str]) -> None:
-    """The plan this turn saved, its version, and for a revision what changed."""
-    turn.plan_version = int(answered["save_plan"].get("version") or turn.plan_version)
-    turn.plan = str(_calls(contents, "save_plan")[-1].get("plan", ""))
-    if turn.intent.kind == "revise":
-        before = revision_so_far(history[:-1], turn.facts)
-        turn.changes = plan_changes(before, revision_so_far(history, turn.facts), turn.lang)
-
-
 # --- reading the request ---------------------------------------------------------------
-
-_PLAN_COUNT_RE = re.compile(r"^Saved plan versions so far: \d+ \(latest is v(\d+)\)", re.MULTILINE)
-_PLAN_BLOCK_RE = re.compile(rf"^{re.escape(PLAN_BEGIN)}\n(.*?)\n^{re.escape(PLAN_END)}$", re.MULTILINE | re.DOTALL)
 
 
 def _system_text(llm_request: LlmRequest) -> str:
