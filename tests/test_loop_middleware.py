@@ -1,7 +1,7 @@
 """Middleware hooks on the event loop under ASGI (sessions_app/infra/loop_middleware.py, issue 28).
 
 Django's own MiddlewareMixin hands every `process_request` and `process_response` to a thread and
-waits for it: about twenty hand-offs a request, 40 % of a small request's CPU time. Ours call the
+waits for it: about twenty hand-offs a request (benchmarks/results/request_cost.md). Ours call the
 hooks that only compute on the loop, and hand off the messages' answer when it may read or write a
 session row. Django's security, CSRF, clickjacking and session middleware keep their hand-offs
 (`check --deploy` recognises them by their import path only).
