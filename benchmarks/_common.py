@@ -1,10 +1,7 @@
-"""What the benchmark scripts share: the `main()` skeleton (`--quick`, `--out`), the header naming
-command and machine, Markdown tables, number formats, Django on a temporary database.
-
-No Django import at module level, so a script can import this before it configures Django.
+"""What the benchmark scripts share: `main()` (`--quick`, `--out`, child processes), the header naming command
+and machine, Markdown tables, verdicts, number formats, Django on a database of the benchmark's own.
+No Django import at module level: a script imports this before it configures Django.
 """
-
-from __future__ import annotations
 
 import argparse
 import datetime as dt
@@ -14,6 +11,7 @@ import platform
 import re
 import shlex
 import sqlite3
+import subprocess
 import sys
 import time
 from importlib import metadata
@@ -23,18 +21,26 @@ ROOT_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT_DIR / "benchmarks" / "results"
 FIXTURES = ROOT_DIR / "tests" / "fixtures"  # the fictional resume and its markers
 RESUME = (FIXTURES / "resume_lin.txt").read_text("utf-8")
+PY = sys.executable
+# One client address sends every message, far faster than a person types: the throttles are lifted.
+UNTHROTTLED = {
+    "SESSION_MESSAGE_RATE": "1000000/min",
+    "CLIENT_MESSAGE_RATE": "1000000/min",
+    "SESSION_CREATE_RATE": "1000000/hour",
+}
 
 
-def main(name: str, title: str, packages: list[str], run) -> int:
-    """Parses `--quick` and `--out`, calls `run(args)` (which returns Markdown lines and a dict),
-    then writes <out>/<name>.md and <out>/<name>.json under a header naming the command and machine."""
+def main(name: str, title: str, packages: list[str], run, children: dict | None = None) -> int:
+    """`script <flag> args…` with a flag of `children` runs that child; otherwise parses `--quick` and `--out`,
+    calls `run(args)` (Markdown lines and a dict) and writes <out>/<name>.md and .json under the header."""
+    if len(sys.argv) > 1 and sys.argv[1] in (children or {}):
+        children[sys.argv[1]](*sys.argv[2:])
+        return 0
     parser = argparse.ArgumentParser(description=title)
     parser.add_argument("--quick", action="store_true", help="small sizes: shows the script works")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="output directory (default: benchmarks/results)")
     args = parser.parse_args()
-    args.command = command_line()
-    info = machine_info(packages)
-    started = time.monotonic()
+    args.command, info, started = command_line(), machine_info(packages), time.monotonic()
     body, data = run(args)
     elapsed = time.monotonic() - started
     heading = f"## {title}" + (" (quick run)" if args.quick else "")
@@ -53,15 +59,13 @@ def main(name: str, title: str, packages: list[str], run) -> int:
     return 0 if data.get("valid", True) else 1
 
 
-def command_line() -> str:
-    """The command that ran this script, as it can be pasted from the project root."""
+def command_line() -> str:  # as it can be pasted from the project root
     script = Path(sys.argv[0]).resolve()
     script = script.relative_to(ROOT_DIR) if script.is_relative_to(ROOT_DIR) else script
     return " ".join([".venv/bin/python", str(script), *map(shlex.quote, sys.argv[1:])])
 
 
-def machine_info(packages: list[str]) -> dict:
-    """Date, machine, Python, SQLite and package versions (what every section starts with)."""
+def machine_info(packages: list[str]) -> dict:  # what every section starts with
     cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     models = [line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")]
     return {
@@ -94,6 +98,14 @@ def md_table(header: str, rows: list[list]) -> list[str]:
     return out + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
 
 
+def verdict(ok: bool, text: str) -> str:
+    return f"{'MET' if ok else 'MISSED'}: {text}"
+
+
+def targets(verdicts: list[str]) -> list[str]:
+    return ["", "### Targets", "", *(f"- {v}" for v in verdicts)]
+
+
 def fmt_ms(seconds: float) -> str:
     ms = seconds * 1000
     return f"{ms:.3f}" if ms < 1 else f"{ms:.2f}" if ms < 100 else f"{ms:.0f}"
@@ -103,8 +115,11 @@ def fmt(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None or x != x else f"{x:,.{digits}f}"
 
 
-def _rounded(value):
-    """Floats rounded (seconds to 0.1 µs), everything else as is, recursively."""
+def ratio(a: float, b: float) -> float:
+    return a / b if b else float("nan")
+
+
+def _rounded(value):  # floats rounded (seconds to 0.1 µs), recursively
     if isinstance(value, dict):
         return {str(key): _rounded(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -112,20 +127,28 @@ def _rounded(value):
     return round(value, 7) if isinstance(value, float) else value
 
 
-def setup_django(db_path: Path) -> None:
-    """Points the project's settings at a temporary SQLite file (never var/sessions.db) and migrates it;
-    before anything imports Django models."""
-    setup_django_url(f"sqlite:///{db_path}")
+def clean_env(**extra: str) -> dict:  # for a process we start: no model credentials, this project importable
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST", "DJANGO_"))}
+    return {**env, "PYTHONPATH": str(ROOT_DIR), "DJANGO_SECRET_KEY": "benchmark-only-key", **extra}
 
 
-def setup_django_url(url: str) -> None:
-    """The same on any database URL settings read from DATABASE_URL (dj-database-url), e.g. a fresh
-    PostgreSQL database of the benchmark's own."""
+def run_child(script: str, args: list[str], env: dict, timeout: float = 600, **kwargs) -> tuple[dict, str]:
+    """`script args…` in a fresh process (`main`'s children): its last line of output as JSON, and its stderr."""
+    done = subprocess.run(
+        [PY, script, *args], cwd=ROOT_DIR, env=env, capture_output=True, text=True, timeout=timeout, **kwargs
+    )
+    if done.returncode:
+        raise RuntimeError(f"{args[0]} child failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def setup_django(url: str) -> None:
+    """Points the project's settings at DATABASE_URL `url` (a temporary SQLite file, or a PostgreSQL database
+    of the benchmark's own; never var/sessions.db) and migrates it, before anything imports Django models."""
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only-not-a-secret-" + "x" * 40)
-    # DEBUG would make Django keep every query in memory (and slow it down).
-    os.environ["DJANGO_DEBUG"] = "0"
+    os.environ["DJANGO_DEBUG"] = "0"  # DEBUG would make Django keep every query in memory (and slow it down)
     import dj_database_url
     import django
     from django.conf import settings
@@ -137,3 +160,23 @@ def setup_django_url(url: str) -> None:
     if name != expected:
         raise RuntimeError(f"benchmark database is {name}, expected {expected}")
     call_command("migrate", verbosity=0, interactive=False)
+
+
+def api_session(client, resume: str = RESUME) -> tuple[str, dict]:
+    """A session created through the API (Django's test client): its id, and the headers carrying its token."""
+    created = client.post("/agent/sessions", {"resume_text": resume}, content_type="application/json")
+    assert created.status_code == 201, created.content
+    return created.json()["session_id"], {"HTTP_X_SESSION_TOKEN": created.json()["token"]}
+
+
+def api_turn(client, session_id: str, headers: dict, message: str):
+    url = f"/agent/sessions/{session_id}/messages"
+    return client.post(url, {"message": message}, content_type="application/json", **headers)
+
+
+def setup_in_process(tmp: Path, **env: str) -> None:
+    """Django in this process for the API's test client, on <tmp>/bench.db: offline model, throttles lifted."""
+    os.environ.update(DJANGO_CACHE_DIR=str(tmp / "cache"), DJANGO_ALLOWED_HOSTS="testserver", **UNTHROTTLED, **env)
+    for name in ("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        os.environ.pop(name, None)  # the offline model: no network, no cost
+    setup_django(f"sqlite:///{tmp / 'bench.db'}")

@@ -1,13 +1,8 @@
-#!/usr/bin/env python3
-"""Which SQLite settings leave no byte of a deleted session in any file of the database?
-
-The settings the product uses (CHOSEN, as sessions_app/infra/sqlite.py sets them) beside the rows that rule
-out the others (controls that must leak, so the scan is seen to fail, and WAL's checkpoint, clean only
-when no reader blocks it); docs/JOURNAL_MODES.md argues from them and records the other modes' rows.
-Standard library and sqlite3 only; tests/test_journal_modes.py runs the quick version.
+"""Which SQLite settings leave no byte of a deleted session in any file of the database? The product's (CHOSEN,
+as sessions_app/infra/sqlite.py sets them) beside the controls that must leak (so the scan is seen to fail) and WAL's
+checkpoint; docs/JOURNAL_MODES.md argues from them. sqlite3 only; tests/test_journal_modes.py runs the quick
+version. Figures: results/journal_modes.md.
 """
-
-from __future__ import annotations
 
 import contextlib
 import datetime as dt
@@ -23,13 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks import _common  # noqa: E402
 
 # A fictional resume and its 7 markers (4 Traditional Chinese, 3 English): the tests' fixtures.
 MARKERS: tuple[str, ...] = tuple(json.loads((_common.FIXTURES / "markers.json").read_text("utf-8")))
-RESUME = _common.RESUME
-LINES = [line for line in RESUME.splitlines() if line.strip()]
+LINES = [line for line in _common.RESUME.splitlines() if line.strip()]
 _FILLER = (
     "The assistant reviewed wording, tense and ordering of the bullet points and "
     "suggested shorter sentences with measurable outcomes for each role. "
@@ -41,23 +34,20 @@ def _filler(n: int) -> str:
 
 
 def marker_forms(marker: str) -> dict[str, bytes]:
-    """The byte forms a marker can take in the files (distinct byte strings only)."""
-    escaped = json.dumps(marker)[1:-1]  # json.dumps escapes non-ASCII as lower-case \uXXXX
+    """The distinct byte forms a marker can take in the files: UTF-8, json.dumps's lower-case \\uXXXX, upper-case."""
+    escaped = json.dumps(marker)[1:-1]
     upper = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m[1].upper(), escaped)
-    forms: dict[str, bytes] = {}
-    for form, text in (("utf-8", marker), ("json-escaped", escaped), ("json-escaped-upper", upper)):
-        if text.encode() not in forms.values():
-            forms[form] = text.encode()
-    return forms
+    forms = {upper.encode(): "json-escaped-upper", escaped.encode(): "json-escaped", marker.encode(): "utf-8"}
+    return {form: text for text, form in reversed(forms.items())}
 
 
-def expected_forms() -> frozenset[tuple[str, str]]:
-    """What a correct insert must put on disk: UTF-8 (events) and \\uXXXX (state)."""
-    return frozenset((m, form) for m in MARKERS for form in marker_forms(m) if form != "json-escaped-upper")
+NEEDLES = [(m, form, needle) for m in MARKERS for form, needle in marker_forms(m).items()]
+# What a correct insert must put on disk: UTF-8 (events) and \uXXXX (state).
+EXPECTED = frozenset((m, form) for m, form, _ in NEEDLES if form != "json-escaped-upper")
 
 
 def scan_bytes(data: bytes) -> frozenset[tuple[str, str]]:
-    return frozenset((m, form) for m in MARKERS for form, needle in marker_forms(m).items() if needle in data)
+    return frozenset((m, form) for m, form, needle in NEEDLES if needle in data)
 
 
 @dataclass(frozen=True)
@@ -70,7 +60,7 @@ class Sizes:
     temp_rows: int = 300  # sessions touched by the temp_store transactions
 
     @classmethod
-    def quick(cls) -> Sizes:
+    def quick(cls) -> "Sizes":
         return cls(other_sessions=2, other_events=2, temp_rows=60)
 
 
@@ -89,16 +79,8 @@ class Config:
 
 
 CHOSEN = Config("DELETE", "ON", temp_store="MEMORY")
-CONFIGS = [
-    CHOSEN,
-    Config("DELETE", "OFF"),
-    Config("DELETE", "FAST"),
-    Config("PERSIST", "ON"),
-    Config("WAL", "ON"),
-    Config("WAL", "ON", checkpoint=True),
-    Config("WAL", "ON", checkpoint=True, open_reader=True),
-]
-
+CONFIGS = [CHOSEN, Config("DELETE", "OFF"), Config("DELETE", "FAST"), Config("PERSIST", "ON"), Config("WAL", "ON")]
+CONFIGS += [Config("WAL", "ON", checkpoint=True), Config("WAL", "ON", checkpoint=True, open_reader=True)]
 SCHEMA = """
 CREATE TABLE sessions (id INTEGER PRIMARY KEY AUTOINCREMENT, app_name varchar(128) NOT NULL,
     user_id varchar(128) NOT NULL, session_id varchar(128) NOT NULL,
@@ -114,14 +96,11 @@ CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT,
 CREATE INDEX event_session_time_idx ON events (session_id, timestamp);
 """
 
-SECURE_DELETE_VALUES = {"OFF": 0, "ON": 1, "FAST": 2}
-
 
 def marker_state(target_bytes: int) -> str:
     """JSONField-style state (json.dumps: non-ASCII escaped), about target_bytes long."""
-    state = {"resume_text": RESUME, "target_role": "Staff Backend Engineer", "notes": ""}
-    state["notes"] = _filler(target_bytes - len(json.dumps(state)))
-    return json.dumps(state)
+    state = {"resume_text": _common.RESUME, "target_role": "Staff Backend Engineer", "notes": ""}
+    return json.dumps(state | {"notes": _filler(target_bytes - len(json.dumps(state)))})
 
 
 def marker_events(count: int, target_bytes: int) -> list[str]:
@@ -143,30 +122,29 @@ def marker_events(count: int, target_bytes: int) -> list[str]:
     return out
 
 
-def other_state(n: int) -> str:
-    return json.dumps({"resume_text": f"Placeholder resume {n}: " + _filler(600), "target_role": "Analyst"})
-
-
-def other_event(n: int, i: int) -> str:
-    return json.dumps({"id": f"o{n}-{i}", "content": {"parts": [{"text": _filler(400)}]}}, ensure_ascii=False)
+def insert_other(conn, n: int, events: int) -> None:
+    state = json.dumps({"resume_text": f"Placeholder resume {n}: " + _filler(600), "target_role": "Analyst"})
+    other = [json.dumps({"id": f"o{n}-{i}", "content": {"parts": [{"text": _filler(400)}]}}) for i in range(events)]
+    insert_session(conn, n, state, other)
 
 
 def _now(offset_days: int = 0) -> str:
     return (dt.datetime(2026, 1, 1) + dt.timedelta(days=offset_days)).isoformat(sep=" ")
 
 
-def connect(db: Path, config: Config, timeout: float = 20.0) -> sqlite3.Connection:
+def connect(db: Path, config: Config) -> sqlite3.Connection:
     """A connection configured like ours; transactions are explicit BEGIN IMMEDIATE."""
-    conn = sqlite3.connect(db, timeout=timeout, isolation_level=None)
+    conn = sqlite3.connect(db, timeout=20.0, isolation_level=None)
     conn.execute(f"PRAGMA secure_delete={config.secure_delete}")
     got = conn.execute("PRAGMA secure_delete").fetchone()[0]
-    if got != SECURE_DELETE_VALUES[config.secure_delete]:
+    if got != {"OFF": 0, "ON": 1, "FAST": 2}[config.secure_delete]:
         raise RuntimeError(f"secure_delete={config.secure_delete} not applied (got {got})")
     mode = conn.execute(f"PRAGMA journal_mode={config.journal_mode}").fetchone()[0]
     if mode.upper() != config.journal_mode:
         raise RuntimeError(f"journal_mode={config.journal_mode} not applied (got {mode})")
     conn.execute(f"PRAGMA temp_store={config.temp_store}")
     conn.execute("PRAGMA foreign_keys=ON")
+    conn.executescript(SCHEMA)
     return conn
 
 
@@ -177,11 +155,9 @@ def insert_session(conn, n: int, state: str, events: list[str], updated_days: in
         (f"owner-{n:04d}", f"00000000-0000-4000-8000-{n:012d}", state, _now(), _now(updated_days), len(events)),
     )
     sid = cur.lastrowid
-    conn.executemany(
-        "INSERT INTO events (session_id, event_id, invocation_id, author, timestamp, event_data)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
-        [(sid, f"e{sid}-{i}", f"inv-{i // 2}", "user", 1_800_000_000.0 + i, data) for i, data in enumerate(events)],
-    )
+    rows = [(sid, f"e{sid}-{i}", f"inv-{i // 2}", "user", 1_800_000_000.0 + i, data) for i, data in enumerate(events)]
+    columns = "session_id, event_id, invocation_id, author, timestamp, event_data"
+    conn.executemany(f"INSERT INTO events ({columns}) VALUES (?, ?, ?, ?, ?, ?)", rows)
     return sid
 
 
@@ -197,12 +173,9 @@ def scan_database(db: Path) -> dict[str, FileState]:
     out = {}
     for suffix in ("", "-journal", "-wal", "-shm"):
         path, name = Path(f"{db}{suffix}"), suffix or "main"
-        if not path.exists():
-            out[name] = FileState(False)
-            continue
-        data = path.read_bytes()
+        data = path.read_bytes() if path.exists() else b""
         hits = scan_bytes(data)
-        out[name] = FileState(True, len(data), hits, hit_pages(data) if suffix == "" and hits else (0, 0))
+        out[name] = FileState(path.exists(), len(data), hits, hit_pages(data) if suffix == "" and hits else (0, 0))
     return out
 
 
@@ -210,8 +183,8 @@ def hit_pages(data: bytes) -> tuple[int, int]:
     """(pages holding any marker, of which on the freelist) of a database file image."""
     page_size = int.from_bytes(data[16:18], "big") if len(data) >= 100 else 4096
     page_size = 65536 if page_size == 1 else page_size
-    needles = [re.escape(needle) for m in MARKERS for needle in marker_forms(m).values()]
-    pages = {hit.start() // page_size + 1 for needle in needles for hit in re.finditer(b"(?=%s)" % needle, data)}
+    hits = (hit.start() for *_, needle in NEEDLES for hit in re.finditer(b"(?=%s)" % re.escape(needle), data))
+    pages = {start // page_size + 1 for start in hits}
     free: set[int] = set()  # the freelist: trunk pages, each listing leaf pages
     trunk = int.from_bytes(data[32:36], "big") if data.startswith(b"SQLite format 3\x00") else 0
     while trunk and trunk not in free and trunk * page_size <= len(data):
@@ -234,8 +207,7 @@ class Watcher:
     and each one seen is read through that link and scanned."""
 
     def __init__(self, db: Path | None = None):
-        self.journal = Path(f"{db}-journal") if db else None
-        self.journal_max = 0
+        self.journal, self.journal_max = Path(f"{db}-journal") if db else None, 0
         self.temp_files: dict[str, int] = {}  # link target -> max size seen
         self.temp_hits: frozenset = frozenset()
 
@@ -287,23 +259,22 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
     conn = connect(db, config)
     connections = [conn]  # closed in this order: the last one to close checkpoints a WAL
     try:
-        conn.executescript(SCHEMA)
-        state, events = marker_state(sizes.state_bytes), marker_events(sizes.events, sizes.event_bytes)
         conn.execute("BEGIN IMMEDIATE")
         others = list(range(sizes.other_sessions))
         for n in others[: len(others) // 2]:
-            insert_session(conn, n, other_state(n), [other_event(n, i) for i in range(sizes.other_events)])
-        target = insert_session(conn, 9999, state, events)
+            insert_other(conn, n, sizes.other_events)
+        target = insert_session(
+            conn, 9999, marker_state(sizes.state_bytes), marker_events(sizes.events, sizes.event_bytes)
+        )
         for n in others[len(others) // 2 :]:
-            insert_session(conn, n, other_state(n), [other_event(n, i) for i in range(sizes.other_events)])
+            insert_other(conn, n, sizes.other_events)
         conn.execute("COMMIT")
-        before_ok = expected_forms() <= frozenset().union(*(s.hits for s in scan_database(db).values()))
+        before_ok = frozenset().union(*(s.hits for s in scan_database(db).values())) >= EXPECTED
         if config.open_reader:
             reader = sqlite3.connect(db, timeout=20, isolation_level=None)
             connections.insert(0, reader)
             reader.execute("BEGIN")
             reader.execute("SELECT count(*) FROM events").fetchone()  # read transaction now open
-
         watcher = Watcher(db)
         conn.set_progress_handler(watcher, 20)
         conn.execute("BEGIN IMMEDIATE")
@@ -371,13 +342,12 @@ def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: S
     db = tmp / "sessions.db"
     conn = connect(db, Config(CHOSEN.journal_mode, "ON", temp_store=temp_store))
     try:
-        conn.executescript(SCHEMA)
         state, events = marker_state(sizes.state_bytes), marker_events(2, sizes.event_bytes)
         conn.execute("BEGIN IMMEDIATE")
         for n in range(rows):
             insert_session(conn, n, state, events, updated_days=-100)
         for n in range(rows, rows + sizes.other_sessions):
-            insert_session(conn, n, other_state(n), [other_event(n, 0)])
+            insert_other(conn, n, 1)
         conn.execute("COMMIT")
         watcher = Watcher()
         conn.set_progress_handler(watcher, 20)
@@ -387,9 +357,8 @@ def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: S
             watcher.poll()
         conn.set_progress_handler(None, 0)
         conn.execute("COMMIT")
-        return TempResult(
-            scenario, temp_store, rows, dict(watcher.temp_files), watcher.temp_hits, scan_database(db)["main"]
-        )
+        main_after = scan_database(db)["main"]
+        return TempResult(scenario, temp_store, rows, dict(watcher.temp_files), watcher.temp_hits, main_after)
     finally:
         conn.close()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -400,33 +369,25 @@ def _size(n: int) -> str:
 
 
 def _hits(state: FileState) -> str:
-    if not state.exists:
-        return "no file"
-    if not state.hits:
-        return "0"
+    if not state.exists or not state.hits:
+        return "0" if state.exists else "no file"
     short = {"utf-8": "utf-8", "json-escaped": "\\u", "json-escaped-upper": "\\U"}
     forms = "+".join(short[f] for f in sorted({f for _, f in state.hits}))
     return f"**{len({m for m, _ in state.hits})}/{len(MARKERS)}** ({forms})"
 
 
-def _note(r: Result) -> str:
-    notes = []
-    main = r.after["main"]
+def _delete_cells(i: int, r: Result) -> list:
+    sidecars = ", ".join(f"{name} {_size(s.size)}" for name, s in r.after.items() if name != "main" and s.exists)
+    leaks, notes, main = leaking_files(r.after_close), [], r.after["main"]
     if main.hits:
         notes.append(f"main: markers on {main.pages[0]} page(s), {main.pages[1]} of them on the freelist")
     if r.checkpoint is not None:
         busy, log, done = r.checkpoint
         notes.append(f"checkpoint busy={busy} log={log} checkpointed={done} in {r.checkpoint_seconds:.2f} s")
-    return "; ".join(notes)
-
-
-def _delete_cells(i: int, r: Result) -> list:
-    sidecars = ", ".join(f"{name} {_size(s.size)}" for name, s in r.after.items() if name != "main" and s.exists)
-    leaks = leaking_files(r.after_close)
     cells = [i, r.config.label, r.config.secure_delete, "yes" if r.before_ok else "**NO**"]
     cells += [_hits(r.after[name]) for name in ("main", "-journal", "-wal")] + [sidecars or "none"]
     verdict = r.verdict if r.verdict == "clean" else f"**{r.verdict}**"
-    return cells + [verdict, "LEAK: " + ", ".join(leaks) if leaks else "clean", _note(r)]
+    return cells + [verdict, "LEAK: " + ", ".join(leaks) if leaks else "clean", "; ".join(notes)]
 
 
 def _temp_cells(t: TempResult) -> list:
@@ -438,49 +399,49 @@ def _temp_cells(t: TempResult) -> list:
 
 def render(results: list[Result], temp_results: list[TempResult], tmp_files_left: int) -> list[str]:
     chinese = sum(1 for m in MARKERS if not m.isascii())
-    out = [
+    journals = [r for r in results if r.config.journal_mode in ("DELETE", "PERSIST") and r.config.secure_delete == "ON"]
+    return [
         f"Markers: {len(MARKERS)} ({chinese} Traditional Chinese, {len(MARKERS) - chinese} English), each"
         " searched as UTF-8 and as \\uXXXX (lower- and upper-case hex).",
         "",
         "### After DELETE + COMMIT of the marker session",
         "",
-    ]
-    out += _common.md_table(
-        "# | config | secure_delete | markers before (all forms found) | main after | -journal after | -wal after"
-        " | sidecar files after | verdict | after all connections closed | note",
-        [_delete_cells(i, r) for i, r in enumerate(results, 1)],
-    )
-    out += [
+        *_common.md_table(
+            "# | config | secure_delete | markers before (all forms found) | main after | -journal after | -wal after"
+            " | sidecar files after | verdict | after all connections closed | note",
+            [_delete_cells(i, r) for i, r in enumerate(results, 1)],
+        ),
         "",
         f"`**n/{len(MARKERS)}**` = n of the markers found in that file (forms: utf-8 = raw UTF-8, \\u ="
         " json.dumps escapes). `0` = file present, nothing found. temp_store=MEMORY in all rows above.",
         "",
         "### The rollback journal during the delete transaction (before COMMIT)",
         "",
+        *_common.md_table(
+            "config | secure_delete | -journal max size during delete | markers in -journal before COMMIT"
+            " | -journal after COMMIT",
+            [
+                [r.config.label, r.config.secure_delete, _size(r.journal_max_during), _hits(r.pre_commit["-journal"])]
+                + [f"{_size(r.after['-journal'].size)} kept" if r.after["-journal"].exists else "unlinked"]
+                for r in journals
+            ],
+        ),
+        "",
+        "### temp_store: statement journals of large transactions (journal_mode=DELETE, secure_delete=ON)",
+        "",
+        *_common.md_table(
+            "scenario | temp_store | rows | temp files seen in /proc/self/fd (max size)"
+            " | markers in temp file | main after | verdict",
+            [_temp_cells(t) for t in temp_results],
+        ),
+        "",
+        f"SQLITE_TMPDIR held {tmp_files_left} file(s) after the run (temp files are unlinked at open).",
     ]
-    out += _common.md_table(
-        "config | secure_delete | -journal max size during delete | markers in -journal before COMMIT"
-        " | -journal after COMMIT",
-        [
-            [r.config.label, r.config.secure_delete, _size(r.journal_max_during), _hits(r.pre_commit["-journal"])]
-            + [f"{_size(r.after['-journal'].size)} kept" if r.after["-journal"].exists else "unlinked"]
-            for r in results
-            if r.config.journal_mode in ("DELETE", "PERSIST") and r.config.secure_delete == "ON"
-        ],
-    )
-    out += ["", "### temp_store: statement journals of large transactions (journal_mode=DELETE, secure_delete=ON)", ""]
-    out += _common.md_table(
-        "scenario | temp_store | rows | temp files seen in /proc/self/fd (max size)"
-        " | markers in temp file | main after | verdict",
-        [_temp_cells(t) for t in temp_results],
-    )
-    return out + ["", f"SQLITE_TMPDIR held {tmp_files_left} file(s) after the run (temp files are unlinked at open)."]
 
 
 def run(args) -> tuple[list[str], dict]:
     # A dedicated, empty temp dir for SQLite (read once, when SQLite initializes).
-    sqlite_tmp = tempfile.mkdtemp(prefix="journal_modes_sqlite_tmp_")
-    os.environ["SQLITE_TMPDIR"] = sqlite_tmp
+    sqlite_tmp = os.environ["SQLITE_TMPDIR"] = tempfile.mkdtemp(prefix="journal_modes_sqlite_tmp_")
     try:
         sizes = Sizes.quick() if args.quick else Sizes()
         results = [measure(config, sizes) for config in CONFIGS]
@@ -492,17 +453,13 @@ def run(args) -> tuple[list[str], dict]:
         left = len(os.listdir(sqlite_tmp))
     finally:
         shutil.rmtree(sqlite_tmp, ignore_errors=True)
-    data = {
-        "valid": all(r.before_ok for r in results),
-        "deletes": [
-            {"config": r.config.label, "secure_delete": r.config.secure_delete, "verdict": r.verdict}
-            | {"after_close_leaks": leaking_files(r.after_close)}
-            for r in results
-        ],
-        "temp_store": [
-            {"scenario": t.scenario, "temp_store": t.temp_store, "verdict": t.verdict} for t in temp_results
-        ],
-    }
+    deletes = [
+        {"config": r.config.label, "secure_delete": r.config.secure_delete, "verdict": r.verdict}
+        | {"after_close_leaks": leaking_files(r.after_close)}
+        for r in results
+    ]
+    temp = [{"scenario": t.scenario, "temp_store": t.temp_store, "verdict": t.verdict} for t in temp_results]
+    data = {"valid": all(r.before_ok for r in results), "deletes": deletes, "temp_store": temp}
     return render(results, temp_results, left), data
 
 

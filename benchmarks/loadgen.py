@@ -1,11 +1,8 @@
-"""The one load generator both HTTP servers are measured with (asyncio + httpx), and their processes.
-
-Same clients, same cycle, same counting for ours and ADK's `adk api_server`, so their figures compare:
-`run_load` runs N closed-loop clients repeating create -> 3 turns -> read -> delete and counts only
-operations inside the measured window. Every request has a timeout, every run a deadline; loopback only.
+"""The one load generator both HTTP servers are measured with (asyncio + httpx), and their processes. Same clients,
+cycle and counting for ours and ADK's `adk api_server`: `run_load` runs N closed-loop clients repeating create ->
+3 turns -> read -> delete and counts only operations inside the measured window. Timeouts and deadlines everywhere;
+loopback only.
 """
-
-from __future__ import annotations
 
 import asyncio
 import contextlib
@@ -28,12 +25,6 @@ from benchmarks import _common
 LOOPBACK = "127.0.0.1"
 MESSAGES = ("Please draft my job-search plan", "Focus on remote roles", "Add a networking step each week")
 KINDS = ("create", "turn", "read", "delete")
-# One client address sends every message, far faster than a person types: the throttles are lifted.
-UNTHROTTLED = {
-    "SESSION_MESSAGE_RATE": "1000000/min",
-    "CLIENT_MESSAGE_RATE": "1000000/min",
-    "SESSION_CREATE_RATE": "1000000/hour",
-}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -42,8 +33,7 @@ def percentile(values: list[float], q: float) -> float:
         return math.nan
     if not 0 <= q <= 100:
         raise ValueError("q must be within 0..100")
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100
+    xs, pos = sorted(values), (len(values) - 1) * q / 100
     lo, hi = math.floor(pos), math.ceil(pos)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
@@ -63,8 +53,9 @@ class Handle:  # one session as a client knows it
 class OursTarget:
     """This service's API (docs/API.md)."""
 
-    name = "ours"
-    expected = {"create": 201, "turn": 200, "read": 200, "delete": 204}
+    name, expected = "ours", {"create": 201, "turn": 200, "read": 200, "delete": 204}
+    ROUTES = {"turn": ("POST", "/messages"), "read": ("GET", "/messages"), "delete": ("DELETE", "")}
+    ROUTES["history"] = ("GET", "/export")
 
     def __init__(self, base_url: str):
         self.base_url = base_url
@@ -73,29 +64,18 @@ class OursTarget:
         r = await client.post("/agent/sessions", json={"resume_text": _common.RESUME})
         return r, Handle(r.json()["session_id"], token=r.json()["token"]) if r.status_code == 201 else None
 
-    def _call(self, client, method, handle, suffix="", **kwargs):
+    def call(self, client, kind: str, handle: Handle, message: str = ""):
+        """A request of `kind` (turn, read, delete, history: every stored event as ADK Event dicts)."""
+        method, suffix = self.ROUTES[kind]
+        body = {"json": {"message": message}} if kind == "turn" else {}
         headers = {"X-Session-Token": handle.token}
-        return client.request(method, f"/agent/sessions/{handle.session_id}{suffix}", headers=headers, **kwargs)
-
-    def turn(self, client, handle, message):
-        return self._call(client, "POST", handle, "/messages", json={"message": message})
-
-    def read(self, client, handle):
-        return self._call(client, "GET", handle, "/messages")
-
-    def delete(self, client, handle):
-        return self._call(client, "DELETE", handle)
-
-    async def history(self, client, handle) -> list[dict]:
-        """Every stored event, oldest first, as ADK Event dicts."""
-        return (await self._call(client, "GET", handle, "/export")).raise_for_status().json()["events"]
+        return client.request(method, f"/agent/sessions/{handle.session_id}{suffix}", headers=headers, **body)
 
 
 class AdkTarget:
     """ADK's `adk api_server` (google/adk/cli/api_server.py): sessions with state, then POST /run."""
 
-    name = "adk api_server"
-    expected = {"create": 200, "turn": 200, "read": 200, "delete": 200}
+    name, expected = "adk api_server", {"create": 200, "turn": 200, "read": 200, "delete": 200}
 
     def __init__(self, base_url: str, app_name: str):
         self.base_url, self.app_name = base_url, app_name
@@ -106,21 +86,12 @@ class AdkTarget:
         r = await client.post(f"/apps/{self.app_name}/users/{user_id}/sessions", json={"state": state})
         return r, Handle(r.json()["id"], user_id=user_id) if r.status_code == 200 else None
 
-    def turn(self, client, handle, message):
-        ids = {"app_name": self.app_name, "user_id": handle.user_id, "session_id": handle.session_id}
-        return client.post("/run", json={**ids, "new_message": {"role": "user", "parts": [{"text": message}]}})
-
-    def _url(self, handle):
-        return f"/apps/{self.app_name}/users/{handle.user_id}/sessions/{handle.session_id}"
-
-    def read(self, client, handle):
-        return client.get(self._url(handle))
-
-    def delete(self, client, handle):
-        return client.delete(self._url(handle))
-
-    async def history(self, client, handle) -> list[dict]:
-        return (await client.get(self._url(handle))).raise_for_status().json()["events"]
+    def call(self, client, kind: str, handle: Handle, message: str = ""):
+        if kind == "turn":
+            ids = {"app_name": self.app_name, "user_id": handle.user_id, "session_id": handle.session_id}
+            return client.post("/run", json={**ids, "new_message": {"role": "user", "parts": [{"text": message}]}})
+        url = f"/apps/{self.app_name}/users/{handle.user_id}/sessions/{handle.session_id}"
+        return client.delete(url) if kind == "delete" else client.get(url)
 
 
 @dataclass
@@ -164,8 +135,7 @@ class LoadResult:
             "latency_ms": {kind: summarize_ms(ok[kind]) for kind in KINDS},
             "errors": dict(errors.most_common()),
             "error_count": sum(errors.values()),
-            # Errors outside the window too: the warm-up and the wind-down.
-            "errors_all_phases": sum(1 for op in self.ops if not op.ok),
+            "errors_all_phases": sum(1 for op in self.ops if not op.ok),  # the warm-up and the wind-down too
         }
 
 
@@ -174,62 +144,51 @@ def describe_error(response: httpx.Response) -> str:
     return f"HTTP {response.status_code}: " + response.text.replace("\n", " ")[:60]
 
 
-async def _timed(result: LoadResult, kind: str, call, expected: int):
-    started = time.monotonic()
-    try:
-        response = await call
-    except (httpx.HTTPError, OSError, ValueError, KeyError) as exc:
-        result.ops.append(Op(kind, started, time.monotonic(), False, type(exc).__name__))
-        return None
-    ended = time.monotonic()
-    r = response[0] if isinstance(response, tuple) else response  # create answers (response, handle)
-    ok = r.status_code == expected
-    result.ops.append(Op(kind, started, ended, ok, "" if ok else describe_error(r)))
-    return response
+async def _client_loop(target, base_url: str, result: LoadResult, timeout: float, stop: threading.Event | None):
+    async def timed(kind: str, call):
+        started = time.monotonic()
+        try:
+            response = await call
+        except (httpx.HTTPError, OSError, ValueError, KeyError) as exc:
+            return result.ops.append(Op(kind, started, time.monotonic(), False, type(exc).__name__))
+        r = response[0] if isinstance(response, tuple) else response  # create answers (response, handle)
+        ok = r.status_code == target.expected[kind]
+        result.ops.append(Op(kind, started, time.monotonic(), ok, "" if ok else describe_error(r)))
+        return response
 
-
-async def _client_loop(
-    target, base_url: str, result: LoadResult, stop_at: float, timeout: float, stop: threading.Event | None
-):
     def out_of_time() -> bool:
-        return time.monotonic() >= stop_at or (stop is not None and stop.is_set())
+        return time.monotonic() >= result.t_end or (stop is not None and stop.is_set())
 
     async with httpx.AsyncClient(base_url=base_url, timeout=timeout) as client:
         while not out_of_time():
-            created = await _timed(result, "create", target.create(client), target.expected["create"])
-            handle = created[1] if created else None
-            if handle is None:
+            created = await timed("create", target.create(client))
+            if not created or created[1] is None:
                 await asyncio.sleep(0.05)  # do not spin on a failing create
                 continue
             for message in MESSAGES:
-                if out_of_time():
+                if out_of_time():  # out of time mid-cycle: still delete it (not measured), so nothing is left behind
+                    with contextlib.suppress(httpx.HTTPError):
+                        await target.call(client, "delete", created[1])
                     break
-                await _timed(result, "turn", target.turn(client, handle, message), target.expected["turn"])
+                await timed("turn", target.call(client, "turn", created[1], message))
             else:
-                await _timed(result, "read", target.read(client, handle), target.expected["read"])
-                await _timed(result, "delete", target.delete(client, handle), target.expected["delete"])
+                await timed("read", target.call(client, "read", created[1]))
+                await timed("delete", target.call(client, "delete", created[1]))
                 result.cycles_completed += 1
-                continue
-            # Out of time mid-cycle: still delete it (not measured), so nothing is left behind.
-            with contextlib.suppress(httpx.HTTPError):
-                await target.delete(client, handle)
 
 
 def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=60.0, stop=None, started=None, urls=()):
-    """N closed-loop clients for warmup_s + duration_s (or until the threading.Event `stop` is set, if
-    sooner); hard-stopped at warmup + duration + timeout + 30 s. `started` is set once the clients run.
-    `urls`: the base URLs of several servers of one deployment, client i talking to urls[i % len(urls)]
-    (default: the target's own)."""
+    """N closed-loop clients for warmup_s + duration_s (or until the threading.Event `stop` is set, if sooner);
+    hard-stopped at warmup + duration + timeout + 30 s. `started` is set once the clients run. `urls`: the base URLs
+    of several servers of one deployment, client i talking to urls[i % len(urls)] (default: the target's own)."""
     result = LoadResult(target=target.name, clients=clients, warmup_s=warmup_s, duration_s=duration_s)
     urls = list(urls) or [target.base_url]
 
     async def main():
         result.t_measure = time.monotonic() + warmup_s
         result.t_end = result.t_measure + duration_s
-        tasks = [
-            asyncio.create_task(_client_loop(target, urls[i % len(urls)], result, result.t_end, timeout, stop))
-            for i in range(clients)
-        ]
+        loops = [_client_loop(target, urls[i % len(urls)], result, timeout, stop) for i in range(clients)]
+        tasks = [asyncio.create_task(loop) for loop in loops]
         if started is not None:
             started.set()
         done, pending = await asyncio.wait(tasks, timeout=warmup_s + duration_s + timeout + 30)
@@ -244,6 +203,31 @@ def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=6
 
     asyncio.run(main())
     return result
+
+
+def measured_load(target, clients: int, warmup: float, duration: float, pids: list[int], **kwargs) -> dict:
+    """run_load's summary with the CPU of the process trees `pids` over the whole run (per successful turn) and the
+    machine's cores; with `reaped_pid` (PostgreSQL), that tree's CPU with its reaped children too. `sampler`: a
+    Sampler running meanwhile."""
+    has_reaped, reaped, sampler = "reaped_pid" in kwargs, kwargs.pop("reaped_pid", None), kwargs.pop("sampler", None)
+
+    def cpu() -> tuple[float, float]:
+        return sum(map(tree_cpu_seconds, pids)), tree_cpu_seconds(reaped, reaped=True) if reaped else math.nan
+
+    before, machine = cpu(), MachineCpu()
+    if sampler:
+        sampler.start()
+    result = run_load(target, clients, warmup, duration, **kwargs)
+    if sampler:
+        sampler.stop.set()
+        sampler.join()
+    servers, db = (b - a for a, b in zip(before, cpu(), strict=True))
+    turns = sum(1 for op in result.ops if op.kind == "turn" and op.ok)
+    per_turn = (lambda s: 1000 * s / turns) if turns else (lambda s: math.nan)
+    m = machine.stop(servers, *([0.0 if math.isnan(db) else db] if has_reaped else []))
+    summary = result.summary() | {"cpu_seconds": servers, "cycles_completed": result.cycles_completed}
+    summary |= {"cpu_ms_per_turn": per_turn(servers), "machine": m}
+    return summary | ({"postgres_cpu_seconds": db, "postgres_cpu_ms_per_turn": per_turn(db)} if has_reaped else {})
 
 
 def check_history(events: list[dict]) -> dict:
@@ -284,15 +268,15 @@ def concurrent_turn_check(target, trials: int = 20, timeout: float = 60.0) -> di
                 if handle is None:
                     outcomes[f"create failed: {describe_error(r)}"] += 1
                     continue
-                pair = await asyncio.gather(
-                    target.turn(c1, handle, "first of two at once"),
-                    target.turn(c2, handle, "second of two at once"),
-                    return_exceptions=True,
+                turns = (
+                    target.call(c, "turn", handle, f"{n} of two at once") for c, n in ((c1, "first"), (c2, "second"))
                 )
+                pair = await asyncio.gather(*turns, return_exceptions=True)
                 codes = sorted(str(x.status_code) if isinstance(x, httpx.Response) else type(x).__name__ for x in pair)
                 outcomes[" + ".join(codes)] += 1
-                totals.update(check_history(await target.history(c1, handle)))
-                await target.delete(c1, handle)
+                history = await target.call(c1, "history", handle)
+                totals.update(check_history(history.raise_for_status().json()["events"]))
+                await target.call(c1, "delete", handle)
         counts = {k: totals[k] for k in ("user_messages", "final_replies", "half_saved")}
         return {"trials": trials, "outcomes": dict(outcomes.most_common()), **counts}
 
@@ -300,8 +284,8 @@ def concurrent_turn_check(target, trials: int = 20, timeout: float = 60.0) -> di
 
 
 def _stat(pid: int) -> list[str]:
-    """Fields of /proc/<pid>/stat after the command name: [0] state, [1] ppid, [11] utime, [12] stime,
-    [13] cutime, [14] cstime (of the children it has reaped)."""
+    """Fields of /proc/<pid>/stat after the command name: [0] state, [11] utime, [12] stime, [13] cutime, [14] cstime
+    (of the children it has reaped)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
@@ -325,14 +309,26 @@ def process_tree(pid: int) -> list[int]:
 def cpu_seconds(pid: int, reaped: bool = False) -> float:
     """utime + stime of one process; with `reaped`, plus that of the children it has waited for."""
     fields = _stat(pid)
-    ticks = fields[11:15] if reaped else fields[11:13]
-    return sum(map(int, ticks)) / os.sysconf("SC_CLK_TCK") if len(fields) > 14 else 0.0
+    return sum(map(int, fields[11 : 15 if reaped else 13])) / os.sysconf("SC_CLK_TCK") if len(fields) > 14 else 0.0
 
 
 def tree_cpu_seconds(pid: int, reaped: bool = False) -> float:
     """CPU time of pid and its live descendants. `reaped` also counts children gone since: a server
     that forks a process per connection (PostgreSQL) reaps them all the time."""
     return sum(cpu_seconds(p, reaped) for p in process_tree(pid))
+
+
+def pss_kb(pid: int) -> int:
+    """Proportional set size: a page that forked processes share is split between them (counted once in all)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    return 0
+
+
+def tree_pss_kb(pid: int) -> int:
+    return sum(pss_kb(p) for p in process_tree(pid))
 
 
 class MachineCpu:
@@ -351,13 +347,37 @@ class MachineCpu:
         wall, hz = time.monotonic() - self.t0, os.sysconf("SC_CLK_TCK")
         busy, steal = (sum(d) - d[3] - d[4]) / hz, d[7] / hz  # all but idle and iowait
         loadgen = (sum(os.times()[:2]) - self.self_start) / wall
-        return {
-            "wall_s": wall,
-            "steal_cores": steal / wall,
-            "loadgen_cores": loadgen,
-            "server_cores": [s / wall for s in server_cpu_seconds],
-            "other_cores": max(0.0, (busy - steal - sum(server_cpu_seconds)) / wall - loadgen),
+        other = max(0.0, (busy - steal - sum(server_cpu_seconds)) / wall - loadgen)
+        servers = [s / wall for s in server_cpu_seconds]
+        return {"wall_s": wall, "steal_cores": steal / wall, "loadgen_cores": loadgen} | {
+            "server_cores": servers,
+            "other_cores": other,
         }
+
+
+class Sampler(threading.Thread):
+    """While a load runs: the PSS of pid's tree every `every` s (`pss_kb`) and, with `page_url`, a GET of it
+    every 0.1 s (its latency in `page_s`, 10 s when it got no answer)."""
+
+    def __init__(self, pid: int, every: float = 0.5, page_url: str | None = None):
+        super().__init__(daemon=True)
+        self.pid, self.every, self.page_url, self.stop = pid, every, page_url, threading.Event()
+        self.pss_kb, self.page_s = [], []
+
+    def run(self):
+        next_pss = time.monotonic() + self.every
+        with httpx.Client(timeout=10) as client:
+            while not self.stop.wait(0.1 if self.page_url else self.every):
+                started = time.monotonic()
+                if self.page_url:
+                    try:
+                        client.get(self.page_url).raise_for_status()
+                        self.page_s.append(time.monotonic() - started)
+                    except httpx.HTTPError:
+                        self.page_s.append(10.0)
+                if started >= next_pss:
+                    self.pss_kb.append(tree_pss_kb(self.pid))
+                    next_pss += self.every
 
 
 def free_port() -> int:
@@ -366,20 +386,31 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def clean_env(**extra: str) -> dict:
-    """The environment for a process we start: no model credentials, this project importable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST", "DJANGO_"))}
-    return {**env, "PYTHONPATH": str(_common.ROOT_DIR), "DJANGO_SECRET_KEY": "benchmark-only-key", **extra}
-
-
 def ours_env(db: Path, tmp: Path) -> dict:
     """Our server's environment: its own database and cache, the message throttles lifted."""
-    return clean_env(DATABASE_URL=f"sqlite:///{db}", DJANGO_CACHE_DIR=str(tmp / "cache"), **UNTHROTTLED)
+    return _common.clean_env(DATABASE_URL=f"sqlite:///{db}", DJANGO_CACHE_DIR=str(tmp / "cache"), **_common.UNTHROTTLED)
 
 
-def start_ours(command: list[str], bind: str, env: dict, log_path: Path) -> tuple[subprocess.Popen, OursTarget]:
-    """Starts our server (`command`, listening on `bind`) and waits until its API answers."""
-    process = start_server(command, log_path, f"http://{bind}/api/schema/", cwd=_common.ROOT_DIR, env=env)
+def migrate(env: dict) -> None:
+    command = [_common.PY, "manage.py", "migrate", "--noinput", "-v0"]
+    subprocess.run(command, cwd=_common.ROOT_DIR, env=env, check=True, timeout=120)
+
+
+def gunicorn_line() -> str:
+    """gunicorn's arguments as `manage.py serve` starts it."""
+    from sessions_app.infra.supervisor import gunicorn_command
+
+    return " ".join(gunicorn_command("python", "127.0.0.1:PORT")[1:])
+
+
+def start_ours(env: dict, log_path: Path, gunicorn: bool = False, health: str = "/api/schema/"):
+    """Our server (`manage.py serve`, or gunicorn alone as it starts it) on a free port, once `health` answers:
+    (process, OursTarget)."""
+    from sessions_app.infra.supervisor import gunicorn_command
+
+    bind = f"{LOOPBACK}:{free_port()}"
+    command = gunicorn_command(_common.PY, bind) if gunicorn else [_common.PY, "manage.py", "serve", "--bind", bind]
+    process = start_server(command, log_path, f"http://{bind}{health}", cwd=_common.ROOT_DIR, env=env)
     return process, OursTarget(f"http://{bind}")
 
 

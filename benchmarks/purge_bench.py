@@ -1,12 +1,10 @@
-#!/usr/bin/env python3
-"""Purge at scale: do expired sessions go fast enough, leaving nothing in the file with secure_delete
-ON (OFF is the control), and does a running `manage.py purge_sessions` leave live turns' latency alone?
-Each purge runs in a fresh process; the live turns go to gunicorn without the scheduler, whose
-start-up purge would come first. The sessions are sealed by tests/factories.py, as the store seals.
+"""Purge at scale: do expired sessions go fast enough, leaving nothing in the file with secure_delete ON (OFF is the
+control), and does a running `manage.py purge_sessions` leave live turns' latency alone? Each purge runs in a fresh
+process; the live turns go to gunicorn without the scheduler, whose start-up purge would come first. The sessions
+are sealed by tests/factories.py, as the store seals. Figures: results/purge.md.
 """
 
-from __future__ import annotations
-
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -24,19 +22,27 @@ from contextlib import closing
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks import _common, loadgen  # noqa: E402
+from benchmarks._common import fmt, verdict  # noqa: E402
 
-PY = sys.executable
 EVENTS_PER_SESSION = 14
 MARKER = "anon-purgebench-"  # every expired session's owner id starts with it (a clear column)
 PACKAGES = ["Django", "django-q2", "google-adk", "gunicorn", "httpx"]
 
 
+def params(quick: bool) -> dict:
+    """Sizes, shared with postgres_bench.py: expired sessions, clients, their warm-up, the window without a purge
+    and the longest the purge may take (seconds)."""
+    sessions = 1000 if quick else 10000
+    return {"sessions": sessions, "clients": 4, "warmup": 3, "baseline": 8 if quick else 20} | {
+        "budget": max(60.0, sessions / 100)
+    }
+
+
 def build_database(path: Path, sessions: int) -> dict:
     """Migrates a fresh file and fills it with expired sessions, sealed as the store seals them."""
     started = time.monotonic()
-    _common.setup_django(path)
+    _common.setup_django(f"sqlite:///{path}")
     from django.db import connection, transaction
 
     from tests.factories import make_session
@@ -51,18 +57,13 @@ def build_database(path: Path, sessions: int) -> dict:
         query = "SELECT COUNT(*), AVG(LENGTH(event_data)) FROM sessions_app_sessionevent"
         events, average = cursor.execute(query).fetchone()
     connection.close()
-    return {
-        "sessions": sessions,
-        "events": events,
-        "avg_event_bytes": round(average),
-        "file_mb": round(path.stat().st_size / 2**20, 1),
-        "build_s": round(time.monotonic() - started, 2),
-    }
+    built = {"sessions": sessions, "events": events, "avg_event_bytes": round(average)}
+    return built | {"file_mb": round(path.stat().st_size / 2**20, 1), "build_s": round(time.monotonic() - started, 2)}
 
 
 def child_purge(db: str, secure_delete: str) -> None:
-    """Runs in a fresh process: one purge_expired() of `db`; prints a JSON line."""
-    _common.setup_django(Path(db))  # migrate is a no-op on the copy
+    """In a fresh process: one purge_expired() of `db`; prints a JSON line."""
+    _common.setup_django(f"sqlite:///{db}")  # migrate is a no-op on the copy
     from django.conf import settings
     from django.db import connection
 
@@ -84,12 +85,7 @@ def child_purge(db: str, secure_delete: str) -> None:
 
 
 def timed_purge(db: Path, secure_delete: str) -> dict:
-    command = [PY, str(Path(__file__).resolve()), "--child-purge", str(db), "--secure-delete", secure_delete]
-    env = loadgen.clean_env()
-    out = subprocess.run(command, cwd=_common.ROOT_DIR, env=env, capture_output=True, text=True, timeout=600)
-    if out.returncode != 0:
-        raise RuntimeError(f"purge child failed:\n{out.stderr[-3000:]}")
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result, _ = _common.run_child(__file__, ["--child-purge", str(db), secure_delete], _common.clean_env())
     working = result["seconds"] - result["batches"] * result["pause"]  # without the pauses between batches
     result["sessions_per_s"] = result["sessions"] / result["seconds"]
     result["sessions_per_working_s"] = result["sessions"] / working if working > 0 else float("nan")
@@ -98,48 +94,33 @@ def timed_purge(db: Path, secure_delete: str) -> dict:
     return result
 
 
-def live_turns_during_purge(db: Path, clients: int, warmup: float, baseline: float, budget: float, tmp: Path) -> dict:
-    env, opened = loadgen.ours_env(db, tmp), lambda pid: _has_open(pid, db)
-    return live_turns(env, clients, warmup, baseline, budget, tmp, opened, lambda: _expired_left(db))
-
-
-def _expired_left(db: Path) -> int:
-    with closing(sqlite3.connect(db, timeout=30)) as conn:
-        query = "SELECT COUNT(*) FROM sessions_app_agentsession WHERE owner_id LIKE ?"
-        return conn.execute(query, (MARKER + "%",)).fetchone()[0]
-
-
-def live_turns(env: dict, clients: int, warmup: float, baseline: float, budget: float, tmp: Path, opened, left) -> dict:
-    """Turns served by gunicorn (environment `env`: its database) without a purge, then during
-    `manage.py purge_sessions` on the same database. `opened(purge_pid)` tells when the purge has reached
+def live_turns(env: dict, p: dict, tmp: Path, opened, left) -> dict:
+    """Turns served by gunicorn (environment `env`: its database) from p["clients"] clients without a purge, then
+    during `manage.py purge_sessions` on the same database. `opened(purge_pid)` tells when the purge has reached
     the database, `left()` counts the expired sessions (MARKER owners) left at the end."""
-    from sessions_app.infra.supervisor import gunicorn_command
-
-    bind = f"{loadgen.LOOPBACK}:{loadgen.free_port()}"
-    server, target = loadgen.start_ours(gunicorn_command(PY, bind), bind, env, tmp / "server.log")
+    server, target = loadgen.start_ours(env, tmp / "server.log", gunicorn=True)
     purge = None
     try:
-        stop, started, duration = threading.Event(), threading.Event(), baseline + budget + 10
-        load = ThreadPoolExecutor(1).submit(
-            loadgen.run_load, target, clients, warmup, duration, stop=stop, started=started
-        )
+        stop, started, duration = threading.Event(), threading.Event(), p["baseline"] + p["budget"] + 10
+        load_args = (target, p["clients"], p["warmup"], duration)
+        load = ThreadPoolExecutor(1).submit(loadgen.run_load, *load_args, stop=stop, started=started)
         started.wait(30)
-        time.sleep(warmup)
+        time.sleep(p["warmup"])
         windows = {"without purge": _Window(server.pid)}
-        time.sleep(baseline)
+        time.sleep(p["baseline"])
         windows["without purge"].stop()
         with open(tmp / "purge.log", "wb") as log:
-            command = [PY, "manage.py", "purge_sessions"]
+            command = [_common.PY, "manage.py", "purge_sessions"]
             purge = subprocess.Popen(command, cwd=_common.ROOT_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
         # The window starts when the purge opens the database (just before it purges), not while Python starts.
-        window, deadline = _Window(server.pid, purge.pid), time.monotonic() + budget
+        window, deadline = _Window(server.pid, purge.pid), time.monotonic() + p["budget"]
         while purge.poll() is None and time.monotonic() < deadline and not opened(purge.pid):
             time.sleep(0.02)
-        windows["during purge"] = _Window(server.pid, purge.pid) if purge.poll() is None else window
+        windows["during purge"] = during = _Window(server.pid, purge.pid) if purge.poll() is None else window
         while purge.poll() is None and time.monotonic() < deadline:
-            windows["during purge"].sample()
+            during.sample()
             time.sleep(0.05)
-        windows["during purge"].stop()
+        during.stop()
         time.sleep(1.0)
         stop.set()
         result: loadgen.LoadResult = load.result(timeout=120)
@@ -148,17 +129,13 @@ def live_turns(env: dict, clients: int, warmup: float, baseline: float, budget: 
         if purge is not None:
             loadgen.stop_server(purge, signal.SIGTERM, timeout=10)
         loadgen.stop_server(server, signal.SIGTERM)
-    for window in windows.values():
-        ops = [op for op in result.ops if window.t0 <= op.started and op.ended <= window.t1]
+    for w in windows.values():
+        ops = [op for op in result.ops if w.t0 <= op.started and op.ended <= w.t1]
         turns = [op.ended - op.started for op in ops if op.kind == "turn" and op.ok]
-        window.result.update(
-            turns=len(turns),
-            turns_per_s=len(turns) / window.result["seconds"],
-            turn_ms=loadgen.summarize_ms(turns),
-            errors=[op.error for op in ops if not op.ok],
-        )
+        w.result |= {"turns": len(turns), "turns_per_s": len(turns) / w.result["seconds"]}
+        w.result |= {"turn_ms": loadgen.summarize_ms(turns), "errors": [op.error for op in ops if not op.ok]}
     return {
-        "clients": clients,
+        "clients": p["clients"],
         "windows": {name: w.result for name, w in windows.items()},
         "purge_returncode": purge.returncode,
         "purge_output_tail": (tmp / "purge.log").read_text(errors="replace").strip().splitlines()[-1:],
@@ -168,20 +145,16 @@ def live_turns(env: dict, clients: int, warmup: float, baseline: float, budget: 
     }
 
 
-def _has_open(pid: int, path: Path) -> bool:
-    try:
-        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(path.resolve()) for fd in os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return False
-
-
 class _Window:
     """A stretch of the live run: its times and the cores used by the server, the purge and the rest."""
 
     def __init__(self, server_pid: int, purge_pid: int | None = None):
         self.server_pid, self.purge_pid, self.purge_cpu = server_pid, purge_pid, 0.0
-        self.machine, self.server0 = loadgen.MachineCpu(), loadgen.tree_cpu_seconds(server_pid)
-        self.t0 = time.monotonic()
+        self.machine, self.server0, self.t0 = (
+            loadgen.MachineCpu(),
+            loadgen.tree_cpu_seconds(server_pid),
+            time.monotonic(),
+        )
 
     def sample(self) -> None:
         if self.purge_pid:  # read while it lives: its counters go when it exits
@@ -195,49 +168,14 @@ class _Window:
         self.result = {"seconds": round(self.t1 - self.t0, 2), "cores": cores}
 
 
-def render(built: dict, on: dict, off: dict, live: dict, verdicts: list[str], server: str) -> list[str]:
-    lines = [
-        f"Database: {built['sessions']:,} expired sessions x {EVENTS_PER_SESSION} events ({built['events']:,} sealed"
-        f" events, ~{built['avg_event_bytes']} bytes each, file {built['file_mb']} MB, built in {built['build_s']} s)."
-        f" Settings in effect: PURGE_BATCH_SIZE={on['batch_size']}, PURGE_BATCH_PAUSE_SECONDS={on['pause']}.",
-        "",
-        "### purge_expired() alone (a fresh process per run, nothing else writing)",
-        "",
-    ]
-    lines += _common.md_table(
-        "secure_delete | sessions | events | batches | seconds | sessions/s | sessions/s without the pauses"
-        " | owner-id marker left in file",
-        [
-            [f"{label} (PRAGMA={r['secure_delete_pragma']})", f"{r['sessions']:,}", f"{r['events']:,}", r["batches"]]
-            + [_common.fmt(r[k], d) for k, d in (("seconds", 2), ("sessions_per_s", 0), ("sessions_per_working_s", 0))]
-            + [f"{r['marker_hits_after']:,}"]
-            for label, r in (("ON (production)", on), ("OFF (control)", off))
-        ],
-    )
-    lines += [
-        "",
-        f"secure_delete ON takes {on['seconds'] / off['seconds']:.2f}x the time of OFF. `seconds` is"
-        " purge_expired()'s own figure, pauses after each batch included; the marker column counts the"
-        " expired sessions' owner-id prefix in the raw bytes of the file after the purge.",
-        "",
-        f"### Live turns while `manage.py purge_sessions` runs ({live['clients']} closed-loop clients)",
-        "",
-        f"gunicorn as `manage.py serve` starts it (`{server}`), on a copy of the same database; each client"
-        " repeats create -> 3 turns -> read -> delete. The purge runs in its own process.",
-        "",
-    ]
-    lines += [*live_lines(live), "", "### Targets", ""]
-    return lines + [f"- {v}" for v in verdicts]
-
-
 def live_lines(live: dict) -> list[str]:
     """The windows of `live_turns` as a table, then what the purge process and the server left."""
     lines = _common.md_table(
         "window | seconds | turns | turns/s | turn p50 ms | p95 ms | p99 ms | max ms | errors"
         " | cores: server / purge / load gen / other processes",
         [
-            [name, w["seconds"], w["turns"], _common.fmt(w["turns_per_s"])]
-            + [_common.fmt(w["turn_ms"][p], 0) for p in ("p50", "p95", "p99", "max")]
+            [name, w["seconds"], w["turns"], fmt(w["turns_per_s"])]
+            + [fmt(w["turn_ms"][p], 0) for p in ("p50", "p95", "p99", "max")]
             + [len(w["errors"]), " / ".join(map(str, w["cores"]))]
             for name, w in live["windows"].items()
         ],
@@ -251,25 +189,12 @@ def live_lines(live: dict) -> list[str]:
     ]
 
 
-def judge(on: dict, live: dict) -> list[str]:
-    b, p = (live["windows"][name]["turn_ms"]["p99"] for name in ("without purge", "during purge"))
-    return [
-        f"{'MET' if on['sessions_per_s'] >= 1000 else 'MISSED'}: >= 1,000 sessions/s purged with secure_delete"
-        f" on: {on['sessions_per_s']:,.0f} sessions/s ({on['sessions_per_working_s']:,.0f}/s without the pauses)",
-        f"{'MET' if p <= 2 * b else 'MISSED'}: turn p99 during the purge <= 2x without it:"
-        f" {p:.0f} ms vs {b:.0f} ms = {p / b:.2f}x",
-    ]
-
-
 def run(args) -> tuple[list[str], dict]:
-    from sessions_app.infra.supervisor import gunicorn_command
-
-    sessions = 1000 if args.quick else 10000
-    baseline = 8 if args.quick else 20
+    p = params(args.quick)
     with tempfile.TemporaryDirectory(prefix="purge-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        print(f"building {sessions:,} expired sessions ...", flush=True)
-        built = build_database(tmp / "template.db", sessions)
+        print(f"building {p['sessions']:,} expired sessions ...", flush=True)
+        built = build_database(tmp / "template.db", p["sessions"])
 
         def copy(name: str) -> Path:
             return Path(shutil.copyfile(tmp / "template.db", tmp / name))
@@ -277,15 +202,59 @@ def run(args) -> tuple[list[str], dict]:
         on, off = timed_purge(copy("on.db"), "on"), timed_purge(copy("off.db"), "off")
         print(f"  secure_delete ON {on['sessions_per_s']:,.0f}, OFF {off['sessions_per_s']:,.0f} sessions/s")
         print("live turns without / during a purge ...", flush=True)
-        live = live_turns_during_purge(copy("live.db"), 4, 3, baseline, budget=max(60.0, sessions / 100), tmp=tmp)
-    verdicts = judge(on, live)
-    server = " ".join(gunicorn_command("python", "127.0.0.1:PORT")[1:])
-    data = {"built": built, "secure_delete_on": on, "secure_delete_off": off, "live": live, "verdicts": verdicts}
-    return render(built, on, off, live, verdicts, server), data
+        db = copy("live.db")
+
+        def opened(pid: int) -> bool:
+            with contextlib.suppress(OSError):
+                return any(
+                    os.readlink(f"/proc/{pid}/fd/{fd}") == str(db.resolve()) for fd in os.listdir(f"/proc/{pid}/fd")
+                )
+            return False
+
+        def expired_left() -> int:
+            with closing(sqlite3.connect(db, timeout=30)) as conn:
+                query = "SELECT COUNT(*) FROM sessions_app_agentsession WHERE owner_id LIKE ?"
+                return conn.execute(query, (MARKER + "%",)).fetchone()[0]
+
+        live = live_turns(loadgen.ours_env(db, tmp), p, tmp, opened, expired_left)
+    b, d = (live["windows"][name]["turn_ms"]["p99"] for name in ("without purge", "during purge"))
+    verdicts = [
+        verdict(on["sessions_per_s"] >= 1000, ">= 1,000 sessions/s purged with secure_delete on:")
+        + f" {on['sessions_per_s']:,.0f} sessions/s ({on['sessions_per_working_s']:,.0f}/s without the pauses)",
+        verdict(d <= 2 * b, f"turn p99 during the purge <= 2x without it: {d:.0f} ms vs {b:.0f} ms = {d / b:.2f}x"),
+    ]
+    lines = [
+        f"Database: {built['sessions']:,} expired sessions x {EVENTS_PER_SESSION} events ({built['events']:,} sealed"
+        f" events, ~{built['avg_event_bytes']} bytes each, file {built['file_mb']} MB, built in {built['build_s']} s)."
+        f" Settings in effect: PURGE_BATCH_SIZE={on['batch_size']}, PURGE_BATCH_PAUSE_SECONDS={on['pause']}.",
+        "",
+        "### purge_expired() alone (a fresh process per run, nothing else writing)",
+        "",
+        *_common.md_table(
+            "secure_delete | sessions | events | batches | seconds | sessions/s | sessions/s without the pauses"
+            " | owner-id marker left in file",
+            [
+                [f"{label} (PRAGMA={r['secure_delete_pragma']})", f"{r['sessions']:,}", f"{r['events']:,}"]
+                + [r["batches"], fmt(r["seconds"], 2), fmt(r["sessions_per_s"], 0)]
+                + [fmt(r["sessions_per_working_s"], 0), f"{r['marker_hits_after']:,}"]
+                for label, r in (("ON (production)", on), ("OFF (control)", off))
+            ],
+        ),
+        "",
+        f"secure_delete ON takes {on['seconds'] / off['seconds']:.2f}x the time of OFF. `seconds` is"
+        " purge_expired()'s own figure, pauses after each batch included; the marker column counts the"
+        " expired sessions' owner-id prefix in the raw bytes of the file after the purge.",
+        "",
+        f"### Live turns while `manage.py purge_sessions` runs ({live['clients']} closed-loop clients)",
+        "",
+        f"gunicorn as `manage.py serve` starts it (`{loadgen.gunicorn_line()}`), on a copy of the same database;"
+        " each client repeats create -> 3 turns -> read -> delete. The purge runs in its own process.",
+        "",
+        *live_lines(live),
+        *_common.targets(verdicts),
+    ]
+    return lines, {"built": built, "secure_delete_on": on, "secure_delete_off": off, "live": live, "verdicts": verdicts}
 
 
 if __name__ == "__main__":
-    if "--child-purge" in sys.argv:  # one purge in this fresh process (timed_purge starts it)
-        child_purge(sys.argv[sys.argv.index("--child-purge") + 1], sys.argv[sys.argv.index("--secure-delete") + 1])
-        sys.exit(0)
-    sys.exit(_common.main("purge", "Purge at scale", PACKAGES, run))
+    sys.exit(_common.main("purge", "Purge at scale", PACKAGES, run, {"--child-purge": child_purge}))

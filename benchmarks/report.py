@@ -1,5 +1,4 @@
 """Collects the sections in benchmarks/results/ into benchmarks/RESULTS.md (`make bench` ends with it).
-
 growth.md was written by benchmarks/growth_bench.py, since removed (see git history): kept as recorded.
 """
 
@@ -7,35 +6,17 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks import _common  # noqa: E402
 
-SECTIONS = [
-    "store",
-    "growth",
-    "service",
-    "turn_profile",
-    "gemini_path",
-    "screen",
-    "purge",
-    "session_limits",
-    "erasure_space",
-    "journal_modes",
-    "postgres",
-    "memory",
-]
+SECTIONS = "store growth service turn_profile gemini_path screen purge session_limits erasure_space journal_modes"
+SECTIONS += " postgres memory"
 
-
-def main() -> None:
+if __name__ == "__main__":
     info = _common.machine_info(["Django", "google-adk", "gunicorn", "django-q2"])
     parts = ["# Benchmark results", "", *_common.header_lines("make bench", info), ""]
     parts.append("Each section below was written by its own script; its first lines give the exact command.")
-    sections = (_common.RESULTS_DIR / f"{name}.md" for name in SECTIONS)
+    sections = (_common.RESULTS_DIR / f"{name}.md" for name in SECTIONS.split())
     parts += ["\n" + path.read_text("utf-8").strip() for path in sections if path.exists()]
     out = _common.RESULTS_DIR.parent / "RESULTS.md"
     out.write_text("\n".join(parts) + "\n", encoding="utf-8")
     print(f"wrote {out}")
-
-
-if __name__ == "__main__":
-    main()

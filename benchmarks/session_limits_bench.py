@@ -1,13 +1,9 @@
-#!/usr/bin/env python3
-"""One session driven to its limits: do the per-session limits bound what a session stores and
-exports, and is the turn over the limit refused before the model runs? In-process through the API,
-offline model, the largest resume and messages allowed, in latin and cjk (the most bytes per
-character once stored); only the message throttles are lifted. All text is fictional.
+"""One session driven to its limits: do the per-session limits bound what a session stores and exports, and is the
+turn over the limit refused before the model runs? In-process through the API, offline model, the largest resume
+and messages allowed, in latin and cjk (the most bytes per character once stored); all text fictional.
+Figures: results/session_limits.md.
 """
 
-from __future__ import annotations
-
-import os
 import statistics
 import sys
 import tempfile
@@ -15,13 +11,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks import _common, loadgen  # noqa: E402
+from benchmarks import _common  # noqa: E402
+from benchmarks._common import fmt_ms  # noqa: E402
 
 PACKAGES = ["Django", "djangorestframework", "google-adk", "google-genai"]
 EXPORT_EVERY = 5  # turns between two export measurements
 LIMITS = ("SESSION_MAX_TURNS", "SESSION_MAX_BYTES", "AGENT_MAX_LLM_CALLS", "RESUME_MAX_CHARS", "MESSAGE_MAX_CHARS")
-
 RESUME_LINES = {
     "latin": "- Logistics analyst, Harbor Freight Lines (fictional), 2019-2024: cut late deliveries by 12%.\n"
     "- Built Python and SQL dashboards for 40 depots; trained 15 planners on forecasting.\n",
@@ -42,62 +37,79 @@ def message_text(kind: str, chars: int, turn: int) -> str:
 
 
 def run_scenario(kind: str, max_turns_to_try: int) -> dict:
-    """Per turn: the POST's time, the sealed bytes stored (`selectors.session_usage`), what the turn
-    added and its largest event; every EXPORT_EVERY turns the export's size and time."""
+    """Per turn: the POST's time and CPU (of the whole process: the Runner runs in another thread; steadier than
+    wall time on a shared machine), the sealed bytes stored (`selectors.session_usage`), what the turn added and its
+    largest event; every EXPORT_EVERY turns the export's size and time."""
     from django.conf import settings
-    from rest_framework.test import APIClient
+    from django.test import Client
 
     from sessions_app import selectors
     from sessions_app.models import AgentSession
 
-    client = APIClient()
-    resume = resume_text(kind, settings.RESUME_MAX_CHARS)
-    created = client.post("/agent/sessions", {"resume_text": resume}, format="json")
-    assert created.status_code == 201, created.content
-    session_id, token = created.json()["session_id"], created.json()["token"]
-    headers = {"HTTP_X_SESSION_TOKEN": token}
+    client = Client()
+    session_id, headers = _common.api_session(client, resume_text(kind, settings.RESUME_MAX_CHARS))
     session = AgentSession.objects.get(session_id=session_id)
-    stored = selectors.session_usage(session).size_bytes
-    turns, exports, refusal = [], [], None
+    stored, turns, exports, refusal = selectors.session_usage(session).size_bytes, [], [], None
+
+    def export(turn: int) -> None:
+        started = time.perf_counter()
+        response = client.get(f"/agent/sessions/{session_id}/export", **headers)
+        elapsed, size = time.perf_counter() - started, len(response.content)
+        assert response.status_code == 200
+        exports.append(
+            {"turn": turn, "seconds": elapsed, "bytes": size, "stored_bytes": stored, "ratio": size / stored}
+        )
+
     for number in range(1, max_turns_to_try + 1):
         last_pk = session.events.order_by("-pk").values_list("pk", flat=True).first() or 0
         message = message_text(kind, settings.MESSAGE_MAX_CHARS, number)
         started, cpu_started = time.perf_counter(), time.process_time()
-        response = client.post(f"/agent/sessions/{session_id}/messages", {"message": message}, format="json", **headers)
+        response = _common.api_turn(client, session_id, headers, message)
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         if response.status_code != 200:
             refusal = {"turn": number, "status": response.status_code, **response.json(), "seconds": elapsed}
             break
         added = [len(data) for data in session.events.filter(pk__gt=last_pk).values_list("event_data", flat=True)]
         now_stored = selectors.session_usage(session).size_bytes
-        # CPU of the whole process (the Runner runs in another thread): steadier than wall time on a shared machine.
         turn = {"turn": number, "seconds": elapsed, "cpu_seconds": cpu, "stored_bytes": now_stored}
-        turn["added_bytes"] = now_stored - stored
-        turns.append(turn | {"events_added": len(added), "largest_event_bytes": max(added)})
+        turn |= {"added_bytes": now_stored - stored, "events_added": len(added), "largest_event_bytes": max(added)}
+        turns.append(turn)
         stored = now_stored
         if number % EXPORT_EVERY == 0 or number == 1:
-            exports.append(measure_export(client, session_id, headers, number, now_stored))
+            export(number)
     if not exports or exports[-1]["turn"] != turns[-1]["turn"]:
-        exports.append(measure_export(client, session_id, headers, turns[-1]["turn"], stored))
+        export(turns[-1]["turn"])
     events = session.events.count()
     client.delete(f"/agent/sessions/{session_id}", **headers)
     return {"kind": kind, "turns": turns, "exports": exports, "refusal": refusal, "events": events}
 
 
-def measure_export(client, session_id: str, headers: dict, turn: int, stored: int) -> dict:
-    started = time.perf_counter()
-    response = client.get(f"/agent/sessions/{session_id}/export", **headers)
-    elapsed = time.perf_counter() - started
-    assert response.status_code == 200
-    size = len(response.content)
-    return {"turn": turn, "seconds": elapsed, "bytes": size, "stored_bytes": stored, "ratio": size / stored}
+def judge(results: list[dict]) -> list[str]:
+    """A turn at the largest session against a fresh one: median CPU of the last three turns the session allowed,
+    and of turns 2-4 (turn 1 also warms the process)."""
+    verdicts = []
+    for result in results:
+        turns = result["turns"]
+        fresh, largest = (statistics.median(t["cpu_seconds"] for t in some) for some in (turns[1:4], turns[-3:]))
+        verdicts.append(
+            f"{'MET' if largest / fresh <= 3 else 'MISSED'} ({result['kind']}): a turn at the largest allowed session"
+            f" <= 3x a fresh one (issue 14), CPU per turn:"
+            f" {fmt_ms(largest)} ms at turns {turns[-3]['turn']}-{turns[-1]['turn']} vs {fmt_ms(fresh)} ms at turns"
+            f" 2-4 = {largest / fresh:.2f}x"
+        )
+    return verdicts
 
 
-def _kb(value: float) -> str:
-    return f"{value / 1024:,.1f}"
+def run(args) -> tuple[list[str], dict]:
+    with tempfile.TemporaryDirectory(prefix="session-limits-bench-") as tmp:
+        _common.setup_in_process(Path(tmp), **({"SESSION_MAX_TURNS": "10"} if args.quick else {}))
+        from django.conf import settings
 
+        from agent.plans import max_plan_versions
 
-def render(results: list[dict], limits: dict) -> list[str]:
+        limits = {name: getattr(settings, name) for name in LIMITS} | {"PLAN_MAX_VERSIONS": max_plan_versions()}
+        results = [run_scenario(kind, settings.SESSION_MAX_TURNS + 1) for kind in ("latin", "cjk")]
+    kb = "{:,.1f}".format
     lines = [
         "In-process through the API (Django test client, offline model, temporary SQLite file), message"
         " throttles lifted. Limits in force: " + ", ".join(f"`{k}` = {v:,}" for k, v in limits.items()) + "."
@@ -105,72 +117,29 @@ def render(results: list[dict], limits: dict) -> list[str]:
         " refused. Sizes in KB (1,024 bytes) of stored, sealed bytes; times in ms."
     ]
     for result in results:
-        turns, refusal = result["turns"], result["refusal"]
-        last = turns[-1]
+        turns, refusal, last = result["turns"], result["refusal"], result["turns"][-1]
         shown = [t for t in turns if t["turn"] in (1, 2, 5) or t["turn"] % 10 == 0 or t is last]
         lines += ["", f"### {result['kind']}", ""]
         lines += _common.md_table(
             "turn | turn time (ms) | turn CPU (ms) | stored after (KB) | added by the turn (KB) | largest event (KB)",
             [
-                [t["turn"], _common.fmt_ms(t["seconds"]), _common.fmt_ms(t["cpu_seconds"])]
-                + [_kb(t[k]) for k in ("stored_bytes", "added_bytes", "largest_event_bytes")]
+                [t["turn"], fmt_ms(t["seconds"]), fmt_ms(t["cpu_seconds"])]
+                + [kb(t[k] / 1024) for k in ("stored_bytes", "added_bytes", "largest_event_bytes")]
                 for t in shown
             ],
         )
         lines += [""] + _common.md_table(
             "after turn | export (KB) | export / stored | export time (ms)",
-            [
-                [e["turn"], _kb(e["bytes"]), f"{e['ratio']:.2f}", _common.fmt_ms(e["seconds"])]
-                for e in result["exports"]
-            ],
+            [[e["turn"], kb(e["bytes"] / 1024), f"{e['ratio']:.2f}", fmt_ms(e["seconds"])] for e in result["exports"]],
         )
-        lines += ["", f"{len(turns)} turns, {result['events']} events, {_kb(last['stored_bytes'])} KB stored."]
+        lines += ["", f"{len(turns)} turns, {result['events']} events, {kb(last['stored_bytes'] / 1024)} KB stored."]
         if refusal:
             lines.append(
                 f"Turn {refusal['turn']} was refused: HTTP {refusal['status']}, code `{refusal.get('code')}`,"
-                f" in {_common.fmt_ms(refusal['seconds'])} ms (before the model runs)."
+                f" in {fmt_ms(refusal['seconds'])} ms (before the model runs)."
             )
-    lines += ["", "### Targets", "", *(f"- {verdict}" for verdict in judge(results))]
-    return lines
-
-
-def history_ratio(turns: list[dict]) -> tuple[float, float, float]:
-    """(fresh, largest, largest / fresh): median CPU of turns 2-4 (turn 1 also warms the process)
-    and of the last three the session allowed."""
-    fresh = statistics.median(t["cpu_seconds"] for t in turns[1:4])
-    largest = statistics.median(t["cpu_seconds"] for t in turns[-3:])
-    return fresh, largest, largest / fresh
-
-
-def judge(results: list[dict]) -> list[str]:
-    verdicts = []
-    for result in results:
-        fresh, largest, ratio = history_ratio(result["turns"])
-        verdicts.append(
-            f"{'MET' if ratio <= 3 else 'MISSED'} ({result['kind']}): a turn at the largest allowed session <= 3x a"
-            f" fresh one (issue 14), CPU per turn: {_common.fmt_ms(largest)} ms at turns"
-            f" {result['turns'][-3]['turn']}-{result['turns'][-1]['turn']} vs {_common.fmt_ms(fresh)} ms at turns"
-            f" 2-4 = {ratio:.2f}x"
-        )
-    return verdicts
-
-
-def run(args) -> tuple[list[str], dict]:
-    with tempfile.TemporaryDirectory(prefix="session-limits-bench-") as tmp:
-        env = {"DJANGO_CACHE_DIR": str(Path(tmp) / "cache"), "DJANGO_ALLOWED_HOSTS": "testserver"}
-        os.environ.update({**env, **loadgen.UNTHROTTLED})
-        for name in ("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
-            os.environ.pop(name, None)  # the offline model: no network, no cost
-        if args.quick:
-            os.environ["SESSION_MAX_TURNS"] = "10"
-        _common.setup_django(Path(tmp) / "bench.db")
-        from django.conf import settings
-
-        from agent.plans import max_plan_versions
-
-        limits = {name: getattr(settings, name) for name in LIMITS} | {"PLAN_MAX_VERSIONS": max_plan_versions()}
-        results = [run_scenario(kind, settings.SESSION_MAX_TURNS + 1) for kind in ("latin", "cjk")]
-    return render(results, limits), {"limits": limits, "scenarios": results, "verdicts": judge(results)}
+    verdicts = judge(results)
+    return lines + _common.targets(verdicts), {"limits": limits, "scenarios": results, "verdicts": verdicts}
 
 
 if __name__ == "__main__":

@@ -1,11 +1,8 @@
-#!/usr/bin/env python3
-"""Session store: is our DjangoSessionService, sealing as an API request does, at least as fast as
-ADK's own SqliteSessionService over a session's whole lifecycle? ADK's DatabaseSessionService and
-InMemorySessionService (the floor) run beside them, every call awaited inside `async_to_sync` as a
-Django view runs the Runner, in databases that also hold background sessions.
+"""Session store: is our DjangoSessionService, sealing as an API request does, at least as fast as ADK's own
+SqliteSessionService over a session's whole lifecycle? ADK's DatabaseSessionService and InMemorySessionService
+(the floor) beside them, every call awaited inside `async_to_sync` as a Django view runs the Runner, in databases
+that also hold background sessions. postgres_bench.py runs the same on PostgreSQL. Figures: results/store.md.
 """
-
-from __future__ import annotations
 
 import gc
 import json
@@ -17,10 +14,9 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from benchmarks import _common  # noqa: E402
 
-APP, USER = "resume_agent", "owner-bench"
+APP, USER, EVENTS_PER_SESSION, BASELINE = "resume_agent", "owner-bench", 14, "adk_sqlite"
 OPS = {
     "create": "create_session (3 KB state)",
     "append": "append_event (~1 KB)",
@@ -29,10 +25,7 @@ OPS = {
     "list": "list_sessions (one user)",
     "delete": "delete_session",
 }
-EVENTS_PER_SESSION = 14
-BASELINE = "adk_sqlite"
-# Fictional, like the data: the key source of every lifecycle of ours.
-BENCH_TOKEN = "benchmark-token-not-a-real-one-0123456789abc"
+BENCH_TOKEN = "benchmark-token-not-a-real-one-0123456789abc"  # fictional: the key source of our lifecycles
 PACKAGES = ["Django", "google-adk", "google-genai", "SQLAlchemy", "aiosqlite", "asgiref", "pydantic"]
 EVENT_TEXT = (
     "請把「翠鳥雲端」那段經歷改寫成三個有具體數字的重點，並保留 Kubernetes 遷移的成果。"
@@ -43,9 +36,7 @@ EVENT_TEXT = (
 
 def _fit(text: str, target_bytes: int) -> str:
     """`text` repeated, then cut on a character boundary, to `target_bytes` of UTF-8."""
-    while len(text.encode()) < target_bytes:
-        text += text
-    return text.encode()[:target_bytes].decode(errors="ignore")
+    return (text * (target_bytes // len(text.encode()) + 1)).encode()[:target_bytes].decode(errors="ignore")
 
 
 def _event(index: int, text: str, invocation_id: str):
@@ -55,12 +46,9 @@ def _event(index: int, text: str, invocation_id: str):
     role = "user" if index % 2 == 0 else "model"
     # What agent/tools.py records every fourth event: a growing list of plan versions.
     delta = {"plan_versions": [f"v{k + 1}: 改寫經歷重點" for k in range(index // 4 + 1)]} if index % 4 == 3 else {}
-    return Event(
-        invocation_id=invocation_id,
-        author="user" if role == "user" else "resume_agent",
-        content=types.Content(role=role, parts=[types.Part(text=text)]),
-        actions=EventActions(state_delta=delta),
-    )
+    content = types.Content(role=role, parts=[types.Part(text=text)])
+    author = "user" if role == "user" else "resume_agent"
+    return Event(invocation_id=invocation_id, author=author, content=content, actions=EventActions(state_delta=delta))
 
 
 class Workload:
@@ -69,8 +57,7 @@ class Workload:
         overhead = len(_event(0, "", "inv-0").model_dump_json(exclude_none=True).encode())
         self.texts = [_fit(f"[{i:02d}] " + event_text, event_bytes - overhead) for i in range(EVENTS_PER_SESSION)]
 
-    def event(self, index: int, invocation_id: str):
-        # A fresh Event (new id, current timestamp), built outside the timed call.
+    def event(self, index: int, invocation_id: str):  # a fresh Event (new id, timestamp), built outside the timing
         return _event(index, self.texts[index], invocation_id)
 
     def sizes(self) -> dict:
@@ -83,8 +70,7 @@ async def lifecycle(service, workload: Workload) -> dict[str, list[float]]:
     """One lifecycle, timed operation by operation (seconds per call)."""
     from google.adk.sessions.base_session_service import GetSessionConfig
 
-    times: dict[str, list[float]] = defaultdict(list)
-    ids = {"app_name": APP, "user_id": USER}
+    times, ids = defaultdict(list), {"app_name": APP, "user_id": USER}
 
     async def timed(op: str, call):
         started = time.perf_counter()
@@ -94,8 +80,7 @@ async def lifecycle(service, workload: Workload) -> dict[str, list[float]]:
 
     session = await timed("create", service.create_session(**ids, state=dict(workload.state)))
     for i in range(len(workload.texts)):
-        event = workload.event(i, f"inv-{i // 2}")
-        await timed("append", service.append_event(session, event))
+        await timed("append", service.append_event(session, workload.event(i, f"inv-{i // 2}")))
     full = await timed("get_all", service.get_session(**ids, session_id=session.id))
     assert full is not None and len(full.events) == len(workload.texts), "get_session lost events"
     config = GetSessionConfig(num_recent_events=5)
@@ -115,36 +100,30 @@ async def seed(service, workload: Workload, sessions: int) -> None:
             await service.append_event(session, workload.event(i, f"bg-{i // 2}"))
 
 
-def make_services(tmp: Path) -> dict:
-    from google.adk.sessions import DatabaseSessionService, InMemorySessionService
-    from google.adk.sessions.sqlite_session_service import SqliteSessionService
-
-    from sessions_app.storage.adk_service import DjangoSessionService
-
-    return {
-        "ours": DjangoSessionService(),
-        "adk_sqlite": SqliteSessionService(str(tmp / "adk_sqlite.db")),
-        "adk_database": DatabaseSessionService(f"sqlite+aiosqlite:///{tmp / 'adk_database.db'}"),
-        "in_memory": InMemorySessionService(),
-    }
-
-
-def measure(services: dict, workload: Workload, reps: int, lifecycles: int) -> dict:
-    """raw[name][rep][op] = seconds per call; services take turns lifecycle by lifecycle, the order rotating."""
+def measure(services: dict, workload: Workload, params: dict) -> dict:
+    """Seeds each service and runs a warm-up lifecycle (not timed), under the token the API enters for a request;
+    then raw[name][rep][op] = seconds per call, services taking turns lifecycle by lifecycle, the order rotating."""
     from asgiref.sync import async_to_sync
 
-    names = list(services)
+    from sessions_app.security.crypto import token_context
+
+    names, reps, lifecycles = list(services), params["reps"], params["lifecycles"]
     raw = {name: [] for name in names}
-    for rep in range(reps):
-        per_rep = {name: defaultdict(list) for name in names}
-        for i in range(lifecycles):
-            shift = (rep * lifecycles + i) % len(names)
-            for name in names[shift:] + names[:shift]:
-                for op, values in async_to_sync(lifecycle)(services[name], workload).items():
-                    per_rep[name][op].extend(values)
-        for name in names:
-            raw[name].append(dict(per_rep[name]))
-        print(f"  repetition {rep + 1}/{reps} done", file=sys.stderr)
+    with token_context(BENCH_TOKEN):
+        for service in services.values():
+            async_to_sync(seed)(service, workload, params["background"])
+            async_to_sync(lifecycle)(service, workload)
+        gc.collect()
+        for rep in range(reps):
+            per_rep = {name: defaultdict(list) for name in names}
+            for i in range(lifecycles):
+                shift = (rep * lifecycles + i) % len(names)
+                for name in names[shift:] + names[:shift]:
+                    for op, values in async_to_sync(lifecycle)(services[name], workload).items():
+                        per_rep[name][op].extend(values)
+            for name in names:
+                raw[name].append(dict(per_rep[name]))
+            print(f"  repetition {rep + 1}/{reps} done", file=sys.stderr)
     return raw
 
 
@@ -154,26 +133,59 @@ def summarise(raw: dict, baseline: str = BASELINE) -> dict:
     means = {name: {op: [sum(rep[op]) / len(rep[op]) for rep in reps] for op in OPS} for name, reps in raw.items()}
     for name, reps in raw.items():
         means[name]["lifecycle"] = [sum(sum(rep[op]) for op in OPS) / len(rep["create"]) for rep in reps]
+
+    def ratio(values, op):
+        return statistics.median([a / b for a, b in zip(values, means[baseline][op], strict=False) if b > 0])
+
     return {
-        name: {
-            op: {
-                "median_s": statistics.median(values),
-                "ratio": statistics.median([a / b for a, b in zip(values, means[baseline][op], strict=False) if b > 0]),
-            }
-            for op, values in per_op.items()
-        }
+        name: {op: {"median_s": statistics.median(values), "ratio": ratio(values, op)} for op, values in per_op.items()}
         for name, per_op in means.items()
     }
 
 
-def render(summary: dict, sizes: dict, args) -> list[str]:
+def table(summary: dict, first: str) -> list[str]:
+    """Time per call (median) and ratio to the baseline, per op and service."""
+    labels = {**OPS, "lifecycle": "**whole lifecycle**"}
+    cells = {
+        op: [f"{_common.fmt_ms(s[op]['median_s'])} ({s[op]['ratio']:.2f}×)" for s in summary.values()] for op in labels
+    }
+    rows = [[label, *cells[op]] for op, label in labels.items()]
+    return _common.md_table(" | ".join([first, *summary]), rows)
+
+
+def params(quick: bool) -> dict:
+    return dict(zip(("reps", "lifecycles", "background"), (3, 2, 5) if quick else (9, 12, 50), strict=True))
+
+
+def run(args) -> tuple[list[str], dict]:
+    from asgiref.sync import async_to_sync
+
+    p = params(args.quick)
+    with tempfile.TemporaryDirectory(prefix="store_bench_") as tmpdir:
+        tmp = Path(tmpdir)
+        _common.setup_django(f"sqlite:///{tmp / 'bench.db'}")
+        from google.adk.sessions import DatabaseSessionService, InMemorySessionService
+        from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+        from sessions_app.storage.adk_service import DjangoSessionService
+
+        services = {
+            "ours": DjangoSessionService(),
+            "adk_sqlite": SqliteSessionService(str(tmp / "adk_sqlite.db")),
+            "adk_database": DatabaseSessionService(f"sqlite+aiosqlite:///{tmp / 'adk_database.db'}"),
+            "in_memory": InMemorySessionService(),
+        }
+        workload = Workload()
+        raw = measure(services, workload, p)
+        async_to_sync(services["adk_database"].close)()
+    summary, sizes = summarise(raw), workload.sizes()
     ours, base = summary["ours"]["lifecycle"], summary[BASELINE]["lifecycle"]
     lines = [
         f"Workload per lifecycle: create (state JSON {sizes['state_json_bytes']:,} B), {len(sizes['events'])} × "
         f"append_event ({min(sizes['events']):,}-{max(sizes['events']):,} B of event JSON), "
         "get_session (all events, then num_recent_events=5), list_sessions, delete_session. "
-        f"{args.reps} repetitions × {args.lifecycles} lifecycles per service, services taking turns; "
-        f"{args.background} background sessions (14 events each) in every database. Each figure: median over "
+        f"{p['reps']} repetitions × {p['lifecycles']} lifecycles per service, services taking turns; "
+        f"{p['background']} background sessions (14 events each) in every database. Each figure: median over "
         f"repetitions of the mean per call; ratio: median over repetitions of (time / {BASELINE} time).",
         "",
         f"**Headline: whole lifecycle, ours / ADK SqliteSessionService (time) = {ours['ratio']:.2f}** "
@@ -182,37 +194,9 @@ def render(summary: dict, sizes: dict, args) -> list[str]:
         "",
         "### Time per call, ms (median) and ratio to adk_sqlite",
         "",
+        *table(summary, "operation"),
     ]
-    rows = [
-        [OPS.get(op, "**whole lifecycle**")]
-        + [f"{_common.fmt_ms(s[op]['median_s'])} ({s[op]['ratio']:.2f}×)" for s in summary.values()]
-        for op in (*OPS, "lifecycle")
-    ]
-    return lines + _common.md_table(" | ".join(["operation", *summary]), rows)
-
-
-def run(args) -> tuple[list[str], dict]:
-    args.reps, args.lifecycles, args.background = (3, 2, 5) if args.quick else (9, 12, 50)
-    with tempfile.TemporaryDirectory(prefix="store_bench_") as tmpdir:
-        _common.setup_django(Path(tmpdir) / "bench.db")
-        from asgiref.sync import async_to_sync
-
-        from sessions_app.security.crypto import token_context
-
-        workload = Workload()
-        services = make_services(Path(tmpdir))
-        # The token our store seals with, entered as the API enters it for a request.
-        with token_context(BENCH_TOKEN):
-            for service in services.values():  # background sessions and a warm-up lifecycle, not timed
-                async_to_sync(seed)(service, workload, args.background)
-                async_to_sync(lifecycle)(service, workload)
-            gc.collect()
-            raw = measure(services, workload, args.reps, args.lifecycles)
-        async_to_sync(services["adk_database"].close)()
-    summary = summarise(raw)
-    params = {"reps": args.reps, "lifecycles": args.lifecycles, "background": args.background}
-    data = {"params": params, "workload": workload.sizes(), "summary": summary, "raw": raw}
-    return render(summary, workload.sizes(), args), data
+    return lines, {"params": p, "workload": sizes, "summary": summary, "raw": raw}
 
 
 if __name__ == "__main__":
