@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import _common, loadgen  # noqa: E402
+from benchmarks import _common  # noqa: E402
 
 OURS = "sessions_app.infra.loop_middleware."
 STOCK = {  # ours -> Django's
@@ -76,12 +75,11 @@ def run(args) -> tuple[list[str], dict]:
     requests = 200 if args.quick else 2000
     results = {}
     with tempfile.TemporaryDirectory(prefix="request-cost-") as tmp:
-        env = loadgen.clean_env(DJANGO_VAR_DIR=tmp)
+        env = _common.clean_env(DJANGO_VAR_DIR=tmp)
         for label, path in PATHS.items():
             for middleware in ("ours", "django"):
-                command = [sys.executable, __file__, "--measure", middleware, path, str(requests)]
-                out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
-                results.setdefault(label, {})[middleware] = json.loads(out.strip().splitlines()[-1])
+                cost, _ = _common.run_child(__file__, ["--measure", middleware, path, str(requests)], env)
+                results.setdefault(label, {})[middleware] = cost
     rows = [
         [label, f"{r['ours']:.2f}", f"{r['django']:.2f}", f"{r['ours'] / r['django']:.2f}x"]
         for label, r in results.items()
