@@ -92,7 +92,8 @@ bench: dev-venv
 
 # Mutation testing of the guarantee modules ([tool.mutmut] in pyproject.toml),
 # outside `make test` and CI: long, since every mutant reruns the tests that
-# reach its function. mutmut works in mutants/ and
+# reach its function. mutmut works in mutants/ (its pytest runs load
+# tests/mutation_plugin.py, which `make test` does not) and
 # keeps its results there (a rerun tests only what changed); then
 # docs/MUTATION_REPORT.md. MUTANT_CHILDREN: parallel workers.
 MUTANT_CHILDREN ?= 2
