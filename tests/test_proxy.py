@@ -25,6 +25,7 @@ from sessions_app.supervisor import gunicorn_command
 
 from .privacy import encodings, fixture_resume
 from .test_servers import ROOT, _free_port, launch, migrated_env, wait_until_serving
+from .waiting import wait_until
 
 SITE = ROOT / "config" / "nginx" / "resume-agent.conf"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -106,14 +107,16 @@ def _nginx(prefix: Path, upstream_port: int):
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 10
-    while True:
+
+    def answering() -> bool:
         try:
             httpx.get(f"{base}/", timeout=1)
-            break
+            return True
         except httpx.TransportError:
-            assert process.poll() is None and time.monotonic() < deadline, (prefix / "main.error.log").read_text()
-            time.sleep(0.05)
+            assert process.poll() is None, (prefix / "main.error.log").read_text()
+            return False
+
+    assert wait_until(answering, timeout=10), (prefix / "main.error.log").read_text()
     yield base, prefix
     process.terminate()
     process.wait(timeout=10)

@@ -5,7 +5,6 @@ test's database, killed with SIGKILL while it holds the lock, as a crashed serve
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from django.utils import timezone
@@ -15,6 +14,7 @@ from sessions_app.models import AgentSession
 
 from .factories import make_session
 from .test_servers import ROOT, service_env
+from .waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TURN_TIMEOUT = 60  # a lock is taken over as stale after 90 s: far beyond this test's wait
@@ -57,12 +57,7 @@ def holder(tmp_path):
 
 
 def _taken_within(session_pk: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if repository.lock_turn(session_pk, TURN_TIMEOUT):
-            return True
-        time.sleep(0.05)
-    return False
+    return bool(wait_until(lambda: repository.lock_turn(session_pk, TURN_TIMEOUT), timeout=seconds, interval=0.05))
 
 
 def test_a_lock_held_by_a_running_process_is_not_taken(holder):
