@@ -37,6 +37,7 @@ if not Path(NGINX).exists() and os.environ.get("CI") == "true":
     pytest.fail("nginx is not installed, and CI must run the proxy test (`make system-packages`)", pytrace=False)
 pytestmark = [
     pytest.mark.sqlite_only,
+    pytest.mark.slow,
     pytest.mark.skipif(
         not Path(NGINX).exists(),
         reason="nginx is not installed: the proxy test is skipped (`make system-packages` installs it as root)",

@@ -17,7 +17,7 @@ from .privacy import encodings, fixture_resume
 from .test_servers import ROOT, _free_port, launch, wait_until_serving
 from .waiting import wait_until
 
-pytestmark = pytest.mark.sqlite_only
+pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 
 SCHEDULE = "purge expired sessions"
 

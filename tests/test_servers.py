@@ -17,6 +17,7 @@ from django.conf import settings
 from .privacy import find_in_text, fixture_markers, fixture_resume
 from .waiting import wait_until
 
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SERVERS = {

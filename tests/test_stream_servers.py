@@ -19,7 +19,7 @@ from .gemini_double import GeminiDouble, call_answer, text_answer
 from .test_servers import BIN, _free_port, service_env, start_server
 from .waiting import wait_until
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 SERVERS = {
     "make-run-gunicorn-asgi": lambda port: gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1),

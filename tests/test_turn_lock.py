@@ -60,6 +60,7 @@ def _taken_within(session_pk: int, seconds: float) -> bool:
     return bool(wait_until(lambda: repository.lock_turn(session_pk, TURN_TIMEOUT), timeout=seconds, interval=0.05))
 
 
+@pytest.mark.slow
 def test_a_lock_held_by_a_running_process_is_not_taken(holder):
     session = make_session()
     process = holder(session.pk)
@@ -73,6 +74,7 @@ def _a_dead_process_id() -> int:
     return ended.pid
 
 
+@pytest.mark.slow
 def test_a_lock_whose_holder_was_killed_is_free_at_once(holder):
     session = make_session()
     process = holder(session.pk)

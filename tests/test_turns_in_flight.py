@@ -19,7 +19,7 @@ from .privacy import fixture_resume
 from .test_servers import _free_port, launch, migrated_env, wait_until_serving
 from .waiting import wait_until_async
 
-pytestmark = pytest.mark.sqlite_only
+pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 TURNS = 100
 
 

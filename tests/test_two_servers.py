@@ -33,7 +33,7 @@ from .privacy import fixture_resume
 from .test_servers import BIN, ROOT, _free_port, launch, service_env, wait_until_serving
 from .waiting import wait_until
 
-pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True), pytest.mark.slow]
 CREATES_ALLOWED = 3
 MESSAGE = {"message": "Please draft my plan"}
 SECOND_CLUSTER = "resume-agent-second"
