@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SECRET_KEY_FILE := var/secret_key
 
-.PHONY: run test venv dev-venv migrate admin bench mutants clean
+.PHONY: run test test-fast venv dev-venv migrate admin bench mutants clean
 
 # The service's packages (requirements.txt) for `make run`; the tools for tests,
 # benchmarks and mutation testing on top (requirements-dev.txt). Each stamp is
@@ -72,6 +72,14 @@ test: dev-venv system-packages
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m tests.backends
+
+# The quick check while working (under a minute on 2 cores): ruff, then the suite on SQLite
+# without the tests marked `slow` (servers, browsers, a filled filesystem). CI and `make test`
+# run everything, on both backends.
+test-fast: dev-venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	env -u DATABASE_URL -u CACHE_URL -u REDIS_URL $(PY) -m pytest -q -m "not slow"
 
 # All benchmarks (about 12 minutes on 2 cores), then benchmarks/RESULTS.md.
 # Each script also runs alone, e.g. `.venv/bin/python benchmarks/store_bench.py --quick --out var/bench`
