@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 SECRET_KEY_FILE := var/secret_key
 
-.PHONY: run test venv dev-venv migrate admin bench mutants clean
+.PHONY: run test test-fast venv dev-venv migrate admin bench mutants clean
 
 # The service's packages (requirements.txt) for `make run`; the tools for tests,
 # benchmarks and mutation testing on top (requirements-dev.txt). Each stamp is
@@ -74,6 +74,15 @@ test: dev-venv system-packages
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m tests.backends
 
+# The quick check while working (under a minute on 2 cores): ruff, then the suite on SQLite
+# without the tests marked `slow` (servers, browsers, a filled filesystem). CI and `make test`
+# run everything, on both backends.
+test-fast: dev-venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
+	env -u DATABASE_URL -u CACHE_URL -u REDIS_URL $(PY) -m pytest -q -m "not slow"
+
 # All benchmarks (about 12 minutes on 2 cores), then benchmarks/RESULTS.md.
 # Each script also runs alone, e.g. `.venv/bin/python benchmarks/store_bench.py --quick --out var/bench`
 # (--out: where <name>.md and .json go; default benchmarks/results).
@@ -94,7 +103,8 @@ bench: dev-venv
 
 # Mutation testing of the guarantee modules ([tool.mutmut] in pyproject.toml),
 # outside `make test` and CI: long, since every mutant reruns the tests that
-# reach its function. mutmut works in mutants/ and
+# reach its function. mutmut works in mutants/ (its pytest runs load
+# tests/mutation_plugin.py, which `make test` does not) and
 # keeps its results there (a rerun tests only what changed); then
 # docs/MUTATION_REPORT.md. MUTANT_CHILDREN: parallel workers.
 MUTANT_CHILDREN ?= 2

@@ -1,5 +1,3 @@
-import contextlib
-import fcntl
 import hashlib
 import io
 import logging
@@ -50,21 +48,6 @@ def pytest_collection_modifyitems(config, items):
         for marker, reason in skipped.items():
             if item.get_closest_marker(marker):
                 item.add_marker(pytest.mark.skip(reason=f"{reason}: the other leg of `make test` runs it"))
-    if _under_mutmut():
-        _fastest_first(items)
-
-
-def _fastest_first(items) -> None:
-    """Under mutmut, a mutant's tests run fastest first (mutmut's own timings of the clean
-    run), and mutmut stops at the first failure: a mutant is usually killed by a quick unit
-    test, which otherwise waited behind the server tests in an arbitrary order."""
-    timings = Path("mutmut-stats.json")  # mutmut runs the tests in mutants/, beside it
-    if not timings.exists():
-        return
-    import json
-
-    duration = json.loads(timings.read_text())["duration_by_test"]
-    items.sort(key=lambda item: duration.get(item.nodeid, float("inf")))
 
 
 @pytest.fixture
@@ -92,72 +75,23 @@ def stored_files():
     return postgres_files
 
 
-def _mutant_slot(base: Path, project: str) -> int | None:
-    """Under mutmut, the worker slot this forked mutant run holds (a flock held for the
-    process's life), so runs one after another in a slot reuse its migrated test database.
-
-    The locks sit in a folder of their own: the settings' test database name may already
-    point at the folder of the process mutmut forked from, which removed it when it ended."""
-    if not _under_mutmut():
-        return None
-    directory = base / f"resume-agent-{project}-mutmut-slots"
-    directory.mkdir(mode=0o700, exist_ok=True)
-    for slot in range(16):
-        handle = open(directory / f"slot_{slot}.lock", "w")  # noqa: SIM115 (held open)
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            continue
-        _HELD_SLOT.append(handle)
-        return slot
-    return None
+class _Hooks:
+    @pytest.hookspec(firstresult=True)
+    def pytest_test_files_folder(self, base: Path, project: str) -> Path | None:
+        """A folder for this run's test database and cache, kept after the run; None for one of
+        this process's own, removed after it. (`make mutants` gives one per worker slot:
+        tests/mutation_plugin.py.)"""
 
 
-_HELD_SLOT: list = []
-
-
-def _under_mutmut(*, stats: bool = False) -> bool:
-    name = os.environ.get("MUTANT_UNDER_TEST", "")
-    return "__mutmut_" in name or (stats and name == "stats")
-
-
-# What a process builds once is rebuilt under mutmut, which forks each mutant's run from a
-# process that already built it: a mutant of that code would otherwise go unseen.
-@pytest.fixture(autouse=True)
-def _statements_built_for_this_test():
-    """The repository's SQL (built at import, then cached per connection). Per test, and in
-    mutmut's stats run too, so every test that runs SQL is one that can see such a mutant."""
-    if _under_mutmut(stats=True):
-        from sessions_app.storage import repository
-
-        for statement in vars(repository).values():
-            if isinstance(statement, repository._Sql):
-                statement.__init__(statement.template)
-    yield
+def pytest_addhooks(pluginmanager):
+    pluginmanager.add_hookspecs(_Hooks)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _urls_built_in_this_run():
-    """The URLconf, with the admin's own URLs (`get_urls`)."""
-    if _under_mutmut():
-        import importlib
-
-        from django.urls import clear_url_caches
-
-        import config.urls
-
-        importlib.reload(config.urls)
-        clear_url_caches()
-    yield
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _files_of_this_process():
+def _files_of_this_process(request):
     """The test database and the cache belong to the process that runs the tests, in a
-    private directory of its own: per worker slot under mutmut (which runs each mutant in a
-    fork of one process; see `django_db_setup`), else per process. The write gate locks a
-    database's directory, so two test runs sharing one would wait for each other's writes.
+    private directory of its own. The write gate locks a database's directory, so two test
+    runs sharing one would wait for each other's writes.
 
     On a tmpfs (/dev/shm) where the machine has one: a test needs no durability, and the
     fsyncs of SQLite's commits took about a third of the suite's time on disk.
@@ -170,52 +104,22 @@ def _files_of_this_process():
 
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(name).parent
     project = hashlib.sha256(str(Path(__file__).resolve().parent).encode()).hexdigest()[:8]
-    slot = _mutant_slot(base, project)
-    label = f"mutmut-slot{slot}" if slot is not None else f"test-{os.getpid()}"
-    folder = base / f"resume-agent-{project}-{label}"
+    kept = request.config.hook.pytest_test_files_folder(base=base, project=project)
+    folder = kept or base / f"resume-agent-{project}-test-{os.getpid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
-    file_name = "test_sessions_slot.db" if slot is not None else "test_sessions.db"
-    settings.DATABASES["default"]["TEST"]["NAME"] = str(folder / file_name)
+    settings.DATABASES["default"]["TEST"]["NAME"] = str(folder / "test_sessions.db")
     cache = settings.CACHES["default"]
     if cache["BACKEND"] == "sessions_app.infra.cache.SQLiteCache":
         cache = {**cache, "LOCATION": str(folder / "cache")}
     with override_settings(CACHES={"default": cache}):
         yield
-    if slot is None:  # a slot's directory holds its template for the next mutant's run
+    if not kept:
         shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings(_files_of_this_process, django_db_modify_db_settings_parallel_suffix):
-    """pytest-django's seam for the test database's name: runs after the fixture above.
-
-    In a mutmut slot, the database starts as the copy of the slot's freshly migrated
-    template (kept by `django_db_setup`), so migrating it again is a no-op."""
-    name = settings.DATABASES["default"]["TEST"].get("NAME", "")
-    if name.endswith(".db") and "_slot" in name and os.path.exists(f"{name}.template"):
-        for sidecar in ("-journal", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(name + sidecar)
-        shutil.copyfile(f"{name}.template", name)
-
-
-@pytest.fixture(scope="session")
-def django_db_keepdb(request):
-    """pytest-django's --reuse-db, always on in a mutmut slot (its file is a fresh copy)."""
-    return request.config.getvalue("reuse_db") or "_slot" in settings.DATABASES["default"]["TEST"].get("NAME", "")
-
-
-@pytest.fixture(scope="session")
-def django_db_setup(django_db_setup, django_db_blocker):
-    """pytest-django's setup; in a mutmut slot, the freshly migrated file is kept as the
-    slot's template before any test writes to it (what later runs in the slot start from)."""
-    name = settings.DATABASES["default"]["TEST"].get("NAME", "")
-    if "_slot" in name and not os.path.exists(f"{name}.template"):
-        with django_db_blocker.unblock():
-            connection.close()
-        shutil.copyfile(name, f"{name}.template.tmp")
-        os.replace(f"{name}.template.tmp", f"{name}.template")
-    yield
+def django_db_modify_db_settings(_files_of_this_process, django_db_modify_db_settings):
+    """pytest-django's seam for the test database's name: runs after the fixture above."""
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 # Django's language code, and the browser's locale that asks for it.
 LANGUAGES = {"en": "en-US", "zh-hant": "zh-TW"}
 
-pytestmark = [needs_chromium, pytest.mark.browser]
+pytestmark = [needs_chromium, pytest.mark.browser, pytest.mark.slow]
 
 
 def _make_session(owner_id, last_activity, events=2):

@@ -129,6 +129,7 @@ def test_django_q_models_have_no_admin_pages():
             reverse(f"admin:django_q_{name}", args=[1] if name.endswith("change") else [])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("who", ["superuser", "staff with every django_q permission"])
 def test_no_admin_url_creates_or_changes_a_schedule(client, django_user_model, hostile_targets, who):
     schedule, task = hostile_targets

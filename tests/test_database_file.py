@@ -94,6 +94,7 @@ def test_existing_sidecars_readable_by_others_are_made_owner_only(umask_022, tmp
         holder.close()
 
 
+@pytest.mark.slow
 def test_manage_py_makes_var_and_the_database_owner_only(umask_022, tmp_path):
     var = tmp_path / "var"
     var.mkdir()  # as an older version, or `mkdir -p var`, left it: 0755

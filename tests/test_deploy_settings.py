@@ -12,6 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each test starts a Python of its own
 ROOT = Path(__file__).resolve().parent.parent
 OLD_DEBUG_KEY = "insecure-key-for-debug-and-tests-only"
 TLS_ENVIRONMENT = {"DJANGO_HTTPS": "1", "DJANGO_SECURE_PROXY_SSL_HEADER": "1"}

@@ -26,7 +26,7 @@ import pytest
 from tests.privacy import find_in_text, fixture_markers, fixture_resume
 from tests.test_servers import BIN, ROOT, _free_port, service_env, start_server
 
-pytestmark = pytest.mark.sqlite_only
+pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 
 VOLUME_BYTES = 6 * 1024 * 1024
 HEADROOM = 1536 * 1024

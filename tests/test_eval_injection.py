@@ -329,6 +329,7 @@ def test_a_scripted_model_that_flags_and_ignores_passes(tmp_path):
 # --- the service database is never touched (subprocess, no Django) -------------------
 
 
+@pytest.mark.slow
 def test_eval_subprocess_leaves_the_database_alone(tmp_path):
     db = tmp_path / "service.db"
     with sqlite3.connect(db) as conn:
@@ -372,6 +373,7 @@ def test_eval_subprocess_leaves_the_database_alone(tmp_path):
     assert "PASS" in proc.stdout
 
 
+@pytest.mark.slow
 def test_runs_as_a_script_path_too(tmp_path):
     out = tmp_path / "s.json"
     proc = subprocess.run(

@@ -70,6 +70,7 @@ def _bound(text: str, per_char: int = WORK_PER_CHAR, per_line: int = WORK_PER_CH
     return per_char * len(fold(text)) + per_line * (text.count("\n") + 1)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hostile_resumes())
 def test_the_screen_and_the_guards_do_bounded_work_per_character(resume):

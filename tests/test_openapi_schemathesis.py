@@ -103,6 +103,7 @@ def test_every_answer_matches_the_schema(case):
     case.call_and_validate()
 
 
+@pytest.mark.slow
 def test_a_created_session_is_followed_through_the_links(many_sessions_allowed):
     api_schema = _load(_config(("stateful",)))
     links = api_schema.raw_schema["paths"]["/agent/sessions"]["post"]["responses"]["201"]["links"]

@@ -43,7 +43,7 @@ KEY_PATTERN = re.compile(r"^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 # (Playwright's browser locale, the page's language). zh-Hant joins once its catalogue holds the page's strings.
 LOCALES = [("en-US", "en"), ("zh-TW", "zh-hant")]
 
-pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True), pytest.mark.browser]
+pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.slow]
 
 
 def _fill(template: str, **values) -> str:

@@ -24,6 +24,7 @@ import pytest
 from sessions_app.infra.supervisor import gunicorn_command
 from tests.privacy import encodings, fixture_resume
 from tests.test_servers import ROOT, _free_port, launch, migrated_env, wait_until_serving
+from tests.waiting import wait_until
 
 SITE = ROOT / "config" / "nginx" / "resume-agent.conf"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -35,6 +36,7 @@ if not Path(NGINX).exists() and os.environ.get("CI") == "true":
     pytest.fail("nginx is not installed, and CI must run the proxy test (`make system-packages`)", pytrace=False)
 pytestmark = [
     pytest.mark.sqlite_only,
+    pytest.mark.slow,
     pytest.mark.skipif(
         not Path(NGINX).exists(),
         reason="nginx is not installed: the proxy test is skipped (`make system-packages` installs it as root)",
@@ -105,14 +107,16 @@ def _nginx(prefix: Path, upstream_port: int):
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 10
-    while True:
+
+    def answering() -> bool:
         try:
             httpx.get(f"{base}/", timeout=1)
-            break
+            return True
         except httpx.TransportError:
-            assert process.poll() is None and time.monotonic() < deadline, (prefix / "main.error.log").read_text()
-            time.sleep(0.05)
+            assert process.poll() is None, (prefix / "main.error.log").read_text()
+            return False
+
+    assert wait_until(answering, timeout=10), (prefix / "main.error.log").read_text()
     yield base, prefix
     process.terminate()
     process.wait(timeout=10)

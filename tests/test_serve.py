@@ -15,8 +15,9 @@ import pytest
 
 from tests.privacy import encodings, fixture_resume
 from tests.test_servers import ROOT, _free_port, launch, wait_until_serving
+from tests.waiting import wait_until
 
-pytestmark = pytest.mark.sqlite_only
+pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 
 SCHEDULE = "purge expired sessions"
 
@@ -67,12 +68,14 @@ def served(tmp_path):
     log_path = tmp_path / "serve.log"
     command = [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}"]
     process = launch(command, env, log_path)
+
+    def start_up_purge_done() -> bool:
+        assert process.poll() is None, log_path.read_text()
+        return b"start-up purge:" in log_path.read_bytes()
+
     # Once the start-up purge is done, the scheduler's: its first look at the schedule comes
     # as it starts. Were it quicker than this insert, the test waits for its next run.
-    deadline = time.monotonic() + 30
-    while b"start-up purge:" not in log_path.read_bytes():
-        assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()
-        time.sleep(0.01)
+    assert wait_until(start_up_purge_done, timeout=30, interval=0.01), log_path.read_text()
     _insert_expired_sessions(db, 300)
     process, base = wait_until_serving(process, command, log_path, port)
     children = _children(process.pid)
@@ -172,9 +175,7 @@ def test_web_and_scheduler_share_sqlite_and_stop_together(served):
 
     process.send_signal(signal.SIGINT)  # what Ctrl-C sends
     assert process.wait(timeout=30) == 0
-    deadline = time.monotonic() + 10
-    while any(_alive(child) for child in children) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: not any(_alive(child) for child in children), timeout=10, interval=0.2)
     assert not any(_alive(child) for child in children)
     everything = log_path.read_bytes()
     assert [form for form, data in encodings(query_token).items() if data in everything] == []

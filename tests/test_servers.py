@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -16,7 +15,9 @@ import pytest
 from django.conf import settings
 
 from tests.privacy import find_in_text, fixture_markers, fixture_resume
+from tests.waiting import wait_until
 
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SERVERS = {
@@ -72,13 +73,16 @@ def launch(command: list[str], env: dict, log_path: Path) -> subprocess.Popen:
 
 def wait_until_serving(process: subprocess.Popen, command: list[str], log_path: Path, port: int):
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def answering() -> bool:
         try:
             httpx.get(f"{base}/api/schema/", timeout=1)
-            return process, base
+            return True
         except httpx.TransportError:
-            time.sleep(0.2)
+            return False
+
+    if wait_until(answering, timeout=30, interval=0.2):
+        return process, base
     process.kill()
     process.wait()
     pytest.fail(f"{command[0]} did not start:\n{log_path.read_text()}")

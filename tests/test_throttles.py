@@ -141,6 +141,7 @@ print(sum(allowed))
 """
 
 
+@pytest.mark.slow
 def test_processes_sharing_the_cache_let_exactly_the_limit_through(tmp_path):
     """4 processes x 15 threads, one client address, limit 30: the counter is atomic across processes."""
     env = {

@@ -56,6 +56,7 @@ def _translated(entry: polib.POEntry) -> bool:
     return bool(entry.msgstr)
 
 
+@pytest.mark.slow  # makemessages, in a process of its own
 def test_every_string_of_ours_has_its_traditional_chinese_translation(extracted):
     untranslated = [
         entry.msgid for entry in _entries(extracted).values() if "fuzzy" in entry.flags or not _translated(entry)
@@ -63,6 +64,7 @@ def test_every_string_of_ours_has_its_traditional_chinese_translation(extracted)
     assert untranslated == []
 
 
+@pytest.mark.slow
 def test_the_committed_catalogue_is_the_extracted_one(extracted):
     committed = _entries(polib.pofile(str(CATALOGUE / "django.po")))
     current = _entries(extracted)

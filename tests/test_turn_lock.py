@@ -5,7 +5,6 @@ test's database, killed with SIGKILL while it holds the lock, as a crashed serve
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from django.utils import timezone
@@ -14,6 +13,7 @@ from sessions_app.models import AgentSession
 from sessions_app.storage import repository
 from tests.factories import make_session
 from tests.test_servers import ROOT, service_env
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TURN_TIMEOUT = 60  # a lock is taken over as stale after 90 s: far beyond this test's wait
@@ -56,14 +56,10 @@ def holder(tmp_path):
 
 
 def _taken_within(session_pk: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if repository.lock_turn(session_pk, TURN_TIMEOUT):
-            return True
-        time.sleep(0.05)
-    return False
+    return bool(wait_until(lambda: repository.lock_turn(session_pk, TURN_TIMEOUT), timeout=seconds, interval=0.05))
 
 
+@pytest.mark.slow
 def test_a_lock_held_by_a_running_process_is_not_taken(holder):
     session = make_session()
     process = holder(session.pk)
@@ -77,6 +73,7 @@ def _a_dead_process_id() -> int:
     return ended.pid
 
 
+@pytest.mark.slow
 def test_a_lock_whose_holder_was_killed_is_free_at_once(holder):
     session = make_session()
     process = holder(session.pk)

@@ -8,7 +8,6 @@ knows that all turns are waiting on the model at once when the double has receiv
 import asyncio
 import signal
 import sys
-import time
 
 import httpx
 import pytest
@@ -17,8 +16,9 @@ from sessions_app.infra.supervisor import gunicorn_command
 from tests.gemini_double import GeminiDouble
 from tests.privacy import fixture_resume
 from tests.test_servers import _free_port, launch, migrated_env, wait_until_serving
+from tests.waiting import wait_until_async
 
-pytestmark = pytest.mark.sqlite_only
+pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 TURNS = 100
 
 
@@ -62,11 +62,13 @@ def test_a_hundred_turns_wait_on_the_model_at_once_and_the_next_is_told_to_come_
                     asyncio.ensure_future(client.post(url, json={"message": "Plan please"}, headers=headers))
                     for url, headers in sessions[:TURNS]
                 ]
-                deadline = time.monotonic() + 60
-                while len(double.requests) < TURNS:  # every turn's first model call has arrived
-                    assert time.monotonic() < deadline, (len(double.requests), log_path.read_text())
+
+                def every_first_model_call_arrived() -> bool:
                     assert not any(turn.done() for turn in turns), [t.result().status_code for t in turns if t.done()]
-                    await asyncio.sleep(0.01)
+                    return len(double.requests) >= TURNS
+
+                arrived = await wait_until_async(every_first_model_call_arrived, timeout=60, interval=0.01)
+                assert arrived, (len(double.requests), log_path.read_text())
                 page = await client.get("/", timeout=10)  # while all of them wait
                 url, headers = sessions[TURNS]
                 beyond = await client.post(url, json={"message": "Plan please"}, headers=headers, timeout=10)

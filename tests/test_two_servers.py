@@ -30,8 +30,9 @@ from tests.factories import make_session
 from tests.gemini_double import GeminiDouble
 from tests.privacy import fixture_resume
 from tests.test_servers import BIN, ROOT, _free_port, launch, service_env, wait_until_serving
+from tests.waiting import wait_until
 
-pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True), pytest.mark.slow]
 CREATES_ALLOWED = 3
 MESSAGE = {"message": "Please draft my plan"}
 SECOND_CLUSTER = "resume-agent-second"
@@ -100,10 +101,12 @@ def clusters(tmp_path, scale_out_env):
                 start_new_session=True,
             )
         started.append(process)
-        deadline = time.monotonic() + 30
-        while b"running." not in (tmp_path / f"{name}.log").read_bytes():
-            assert process.poll() is None and time.monotonic() < deadline, f"{name} did not start"
-            time.sleep(0.1)
+
+        def running() -> bool:
+            assert process.poll() is None, f"{name} did not start"
+            return b"running." in (tmp_path / f"{name}.log").read_bytes()
+
+        assert wait_until(running, timeout=30, interval=0.1), f"{name} did not start"
         return process
 
     yield start
@@ -215,12 +218,12 @@ def _expired_sessions(count: int) -> list[int]:
 
 
 def _wait_for_purges(count: int, timeout: float = 120) -> list[Task]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def finished() -> list[Task]:
         done = list(Task.objects.filter(func=PURGE_TASK))
-        if len(done) >= count:
-            return done
-        time.sleep(0.2)
+        return done if len(done) >= count else []
+
+    if done := wait_until(finished, timeout=timeout, interval=0.2):
+        return done
     pytest.fail(f"{count} purge task(s) did not finish in {timeout} s")
 
 
