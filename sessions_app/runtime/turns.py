@@ -1,19 +1,20 @@
-"""One conversation turn: the ADK Runner on our session store, made safe to call from a view.
+"""One conversation turn: the ADK Runner on a session read beforehand, made safe to call from a view.
 
 A turn is all or nothing. Two turns on one session never run at once (the
 second gets `TurnInProgress`, a 409), and a turn that fails part way (the
 model errs or times out) leaves nothing behind, so the history never holds
 half a turn and the next turn starts clean.
 
-How: the Runner of a turn reads the session from our store but appends its
-events (the user's message, each model call, each tool result) to a
-`TurnBuffer`, which applies them to the in-memory session exactly as every
-ADK session service does and keeps them. Only when the model has finished
-are they written, all in ONE transaction that also releases the turn lock.
-So a failed turn writes nothing (there is nothing to roll back), and a turn
-takes SQLite's write lock twice (lock, store) instead of once per event,
-which is what lifted throughput (benchmarks/results/sqlite_choices.md). The
-write lock is never held while the model runs, however slow the model is.
+How: the session is read in the request's thread, under the turn lock; the
+Runner then runs on the process's event loop against a `TurnBuffer`, which
+serves that session from memory and keeps its events (the user's message,
+each model call, each tool result), applied to the in-memory session exactly
+as every ADK session service does. Only when the model has finished are they
+written, all in ONE transaction that also releases the turn lock. So a failed
+turn writes nothing (there is nothing to roll back), the loop never touches
+the database, and a turn takes SQLite's write lock twice (lock, store) instead
+of once per event (benchmarks/results/sqlite_choices.md). The write lock is
+never held while the model runs, however slow the model is.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Sessions, their events, the owner's `user:` state, ADK's `app:` state and the
 deletion audit are written here and nowhere else, and content is sealed and
 opened here (`sealing` says how). It is synchronous and knows neither HTTP nor
 ADK's session semantics (state prefixes, temp state, stale markers): the ADK
-adapter (`store`), the services, selectors, turns and the purge call it.
+adapter (`adk_service`), the services, selectors, the turn and the purge call it.
 
 Content needs the owner's token in `crypto.token_context`: without one,
 reading or writing content raises `KeyUnavailable` before anything is written;
