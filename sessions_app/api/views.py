@@ -308,6 +308,6 @@ class SessionExportView(OwnedSessionView):
     @hide_locals
     def get(self, request, session_id):
         session = self.owned_session(session_id)
-        response = Response(services.export(session))
+        response = Response(SessionExport(services.export(session)).data)
         response["Content-Disposition"] = f'attachment; filename="session-{session.session_id}.json"'
         return response
