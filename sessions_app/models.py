@@ -45,13 +45,13 @@ class AgentSession(models.Model):
     # Bumped by every appended event; ADK's Session carries it back to us as
     # its storage marker, which is how a stale writer is told apart.
     revision = models.PositiveBigIntegerField(_("revision"), default=0)
-    # Set while a conversation turn runs, so a second concurrent turn on the
+    # The turn lock where it is a row (PostgreSQL; on SQLite it is a file lock):
+    # set while a conversation turn runs, so a second concurrent turn on the
     # same session is refused (409) instead of interleaving its events.
     turn_started_at = models.DateTimeField(_("turn started at"), null=True, blank=True)
-    # Who holds the turn lock: the holder's database connection on PostgreSQL,
-    # its process on SQLite (sessions_app.storage.repository.lock_turn). A lock whose
-    # holder is gone is free at once; one whose holder is unknown, after the
-    # turn timeout.
+    # Who holds the row lock: the holder's database connection on PostgreSQL
+    # (sessions_app.storage.turn_lock). A lock whose holder is gone is free at
+    # once; one whose holder is unknown, after the turn timeout.
     turn_holder = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:

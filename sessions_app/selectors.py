@@ -20,7 +20,7 @@ from sessions_app import retention
 from sessions_app.choices import FailureKind
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, IntegrityFailure
-from sessions_app.storage import repository
+from sessions_app.storage import repository, turn_lock
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
@@ -78,6 +78,11 @@ def sessions_with_metadata(sessions: QuerySet) -> QuerySet:
 
 
 SessionUsage = repository.SessionUsage
+
+
+def turn_running(session: AgentSession) -> bool:
+    """Whether a turn of the session runs now (holds its turn lock)."""
+    return turn_lock.turn_is_locked(session.pk)
 
 
 def session_usage(session: AgentSession) -> SessionUsage | None:

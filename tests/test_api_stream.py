@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sessions_app.models import AgentSession, SessionEvent
-from sessions_app.storage import repository
+from sessions_app.storage import turn_lock
 
 pytestmark = pytest.mark.django_db
 
@@ -80,8 +80,9 @@ def test_errors_before_the_stream_are_the_usual_json_answers(api, new_session):
     assert (missing.status_code, missing.content) == (404, plain_missing.content)
     assert missing["Content-Type"] == "application/json"
     session = AgentSession.objects.get(session_id=session_id)
-    assert repository.lock_turn(session.pk, 60)  # another turn runs
+    assert turn_lock.lock_turn(session.pk, 60)  # another turn runs
     busy = _post(api, session_id, token, **STREAM)
+    turn_lock.release_turn(session.pk)
     assert busy.status_code == 409 and busy["Content-Type"] == "application/json" and "detail" in busy.json()
 
 

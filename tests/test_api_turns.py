@@ -7,6 +7,7 @@ import pytest
 from google.genai import errors as genai_errors
 
 from sessions_app.models import AgentSession, SessionEvent
+from sessions_app.storage import turn_lock
 from tests.scripted_llm import call_response, text_response
 
 pytestmark = pytest.mark.django_db
@@ -129,10 +130,10 @@ def test_turn_timeout_is_504(api, new_session, scripted_model, settings):
 
 def test_a_turn_already_running_gets_409(api, new_session):
     session_id, token = new_session()
-    from django.utils import timezone
-
-    AgentSession.objects.filter(session_id=session_id).update(turn_started_at=timezone.now())
+    session_pk = AgentSession.objects.get(session_id=session_id).pk
+    assert turn_lock.lock_turn(session_pk, 60)  # another turn runs
     response = _say(api, session_id, token)
+    turn_lock.release_turn(session_pk)
     assert response.status_code == 409
     assert response.json() == {"detail": "這個 session 正在處理上一則訊息，請等它完成後再送出"}
     assert _history(api, session_id, token) == []

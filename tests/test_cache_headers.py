@@ -4,10 +4,10 @@ import json
 import uuid
 
 import pytest
-from django.utils import timezone
 from google.genai import errors as genai_errors
 
 from sessions_app.models import AgentSession
+from sessions_app.storage import turn_lock
 from tests.scripted_llm import text_response
 
 pytestmark = pytest.mark.django_db
@@ -87,9 +87,10 @@ def test_owned_session_endpoints_and_their_errors(api, new_session, scripted_mod
         ),
         "415 message": api.post(f"{base}/messages", "message=hi", content_type="text/plain", **auth),
     }
-    AgentSession.objects.filter(session_id=session_id).update(turn_started_at=timezone.now())
+    session_pk = AgentSession.objects.get(session_id=session_id).pk
+    assert turn_lock.lock_turn(session_pk, 60)  # another turn runs
     answers["409 turn running"] = api.post(f"{base}/messages", {"message": "hi"}, format="json", **auth)
-    AgentSession.objects.filter(session_id=session_id).update(turn_started_at=None)
+    turn_lock.release_turn(session_pk)
     answers["204 delete"] = api.delete(base, **auth)
     for name, response in answers.items():
         assert response.status_code == int(name[:3]), (name, response.content)

@@ -25,6 +25,7 @@ from sessions_app import purge, selectors, tasks
 from sessions_app.api.middleware import DiskFullAnswers
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, SessionEvent
+from sessions_app.storage import turn_lock
 from tests.factories import make_session
 from tests.privacy import find_in_text, fixture_markers, fixture_resume
 
@@ -210,7 +211,7 @@ def test_under_the_headroom_content_is_refused_before_anything_is_written(api, n
         assert message.status_code == 507 and message.json()["code"] == "storage_low"
         assert words in message.json()["detail"]
     assert (AgentSession.objects.count(), SessionEvent.objects.count()) == (sessions, events)
-    assert AgentSession.objects.get().turn_started_at is None  # not even the turn lock was taken
+    assert not turn_lock.turn_is_locked(AgentSession.objects.get().pk)  # not even the turn lock was taken
     # Reading and deleting are never refused for lack of room.
     assert api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 200
     assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 204

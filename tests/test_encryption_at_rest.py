@@ -25,6 +25,7 @@ from sessions_app.models import AgentSession, AppState, SessionEvent, UserState
 from sessions_app.security import crypto, sealing
 from sessions_app.security.crypto import VERSION, DecryptionFailed, KeyUnavailable, token_context
 from sessions_app.security.tokens import owner_id_for
+from sessions_app.storage import turn_lock
 from sessions_app.storage.adk_service import DjangoSessionService
 from tests.privacy import encodings, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
 from tests.scripted_llm import text_response
@@ -290,7 +291,7 @@ def test_altered_or_moved_ciphertext_is_the_uniform_404(api, two_sessions, tampe
         assert _comparable(response) == baseline, (method, path, response.content)
     assert model.requests == []  # no turn started
     assert (SessionEvent.objects.count(), AgentSession.objects.get(session_id=mine).revision) == rows_before
-    assert not AgentSession.objects.get(session_id=mine).turn_started_at  # the turn lock was released
+    assert not turn_lock.turn_is_locked(AgentSession.objects.get(session_id=mine).pk)  # the turn lock was released
     # The owner can still delete it: deleting needs no key.
     assert api.delete(f"/agent/sessions/{mine}", HTTP_X_SESSION_TOKEN=token).status_code == 204
 

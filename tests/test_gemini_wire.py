@@ -18,6 +18,7 @@ from google.adk.runners import Runner
 from agent import APP_NAME, build_agent
 from sessions_app.models import AgentSession, IntegrityFailure, SessionEvent
 from sessions_app.runtime import turns
+from sessions_app.storage import turn_lock
 from sessions_app.storage.adk_service import DjangoSessionService
 from tests.gemini_double import GeminiDouble, call_answer, text_answer
 
@@ -121,7 +122,7 @@ def test_a_turn_without_an_answer_is_an_error_and_is_not_kept(api, new_session, 
     assert _history(api, session_id, token) == history
     assert SessionEvent.objects.count() == events
     assert AgentSession.objects.get(session_id=session_id).state == state
-    assert not AgentSession.objects.get(session_id=session_id).turn_started_at  # the lock was released
+    assert not turn_lock.turn_is_locked(AgentSession.objects.get(session_id=session_id).pk)  # the lock was released
 
     gemini.answer(text_answer("Hi again."))
     assert _say(api, session_id, token, "third").status_code == 200

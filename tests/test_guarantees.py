@@ -26,6 +26,7 @@ from sessions_app.runtime.turns import TurnBuffer
 from sessions_app.security import crypto
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.selectors import owned_live_session
+from sessions_app.storage import turn_lock
 from tests.factories import make_session, make_user_state
 from tests.scripted_llm import text_response
 
@@ -296,7 +297,7 @@ def test_turn_lock_is_held_while_the_turn_is_written(api, new_session, scripted_
         # transaction: it sees what another request would see once that
         # transaction commits, and it needs no second write lock to ask.
         seen["in_transaction"] = connection.in_atomic_block
-        seen["lock"] = AgentSession.objects.get(session_id=session_id).turn_started_at
+        seen["lock"] = turn_lock.turn_is_locked(AgentSession.objects.get(session_id=session_id).pk)
         seen["second"] = _say(api, session_id, token, "second")
 
     def store_pending_with_a_second_turn(self, *args, **kwargs):
@@ -307,8 +308,8 @@ def test_turn_lock_is_held_while_the_turn_is_written(api, new_session, scripted_
     first = _say(api, session_id, token, "first")
 
     assert seen["second"].status_code == 409
-    assert seen["in_transaction"] and seen["lock"] is not None
+    assert seen["in_transaction"] and seen["lock"]
     assert first.status_code == 200
-    assert AgentSession.objects.get(session_id=session_id).turn_started_at is None
+    assert not turn_lock.turn_is_locked(AgentSession.objects.get(session_id=session_id).pk)
     monkeypatch.setattr(TurnBuffer, "store_pending", store_pending)
     assert [m["text"] for m in _history(api, session_id, token)] == ["first", "Hi 林語晴, the first answer."]

@@ -24,6 +24,7 @@ from sessions_app import selectors
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import owner_id_for
+from sessions_app.storage import turn_lock
 from sessions_app.storage.adk_service import DjangoSessionService
 from tests.privacy import encodings, fixture_markers
 
@@ -76,7 +77,7 @@ def _assert_every_read_is_the_uniform_404(api, session_id, token, kind, caplog):
             assert _comparable(response) == baseline, (method, path, response.content)
     # Nothing was written by the refused turn, and its lock was released.
     assert (SessionEvent.objects.count(), AgentSession.objects.get(session_id=session_id).revision) == rows_before
-    assert not AgentSession.objects.get(session_id=session_id).turn_started_at
+    assert not turn_lock.turn_is_locked(AgentSession.objects.get(session_id=session_id).pk)
 
     # One line per refused read: the session's public id and the kind, nothing else.
     lines = [r.getMessage() for r in caplog.records if r.name == "sessions_app.storage.failure_counts"]

@@ -6,7 +6,6 @@ import contextlib
 import datetime as dt
 
 import pytest
-import time_machine
 from asgiref.sync import async_to_sync
 from django.utils import timezone
 from google.adk.events.event import Event, EventActions
@@ -18,7 +17,6 @@ from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import repository
 from sessions_app.storage.adk_service import DjangoSessionService, split_state
-from tests.factories import make_session
 from tests.scripted_llm import call_response, text_response
 
 pytestmark = pytest.mark.django_db
@@ -227,17 +225,3 @@ def test_every_transaction_passes_the_write_gate_of_our_backend():
         assert connection._holds_write_gate is not None
         raise ZeroDivisionError
     assert connection._holds_write_gate is None
-
-
-# A turn cannot outlive AGENT_TURN_TIMEOUT_SECONDS; a lock older than that plus a margin
-# of 30 s was left by a crashed worker and may be taken over, a younger one may not.
-@pytest.mark.parametrize("age_beyond_timeout,taken_over", [(29.5, False), (30.5, True)])
-def test_a_turn_lock_is_taken_over_only_past_the_timeout_and_its_margin(age_beyond_timeout, taken_over):
-
-    session = make_session()
-    timeout = 60
-    with time_machine.travel(dt.datetime(2031, 1, 1, 12, 0, tzinfo=dt.UTC), tick=False) as traveller:
-        assert repository.lock_turn(session.pk, timeout)
-        assert not repository.lock_turn(session.pk, timeout)  # held
-        traveller.shift(timeout + age_beyond_timeout)
-        assert repository.lock_turn(session.pk, timeout) is taken_over

@@ -14,6 +14,7 @@ import pytest
 
 from sessions_app.infra.supervisor import gunicorn_command
 from sessions_app.models import AgentSession, SessionEvent
+from sessions_app.storage import turn_lock
 from tests.gemini_double import GeminiDouble, call_answer, text_answer
 from tests.test_servers import BIN, _free_port, service_env, start_server
 from tests.waiting import wait_until
@@ -102,7 +103,9 @@ def test_a_client_that_hangs_up_mid_turn_leaves_the_session_as_it_was(server, ge
         connection.sock.shutdown(2)  # the client hangs up mid-turn
         connection.close()
         stopped = wait_until(
-            lambda: AgentSession.objects.get(session_id=session_id).turn_started_at is None, timeout=15, interval=0.1
+            lambda: not turn_lock.turn_is_locked(AgentSession.objects.get(session_id=session_id).pk),
+            timeout=15,
+            interval=0.1,
         )
         assert stopped, "the turn of a client that hung up was never stopped"
     time.sleep(0.5)  # the model answers now: nothing may be stored from it

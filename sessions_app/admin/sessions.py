@@ -92,7 +92,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
     change_list_template = f"{TEMPLATES}/change_list.html"
     # Metadata only: the state holds the resume, and events are not shown at all.
     exclude = ["state"]
-    fields = ["session_id", "owner", "app_name", *SESSION_METADATA_FIELDS, "revision", "turn_started_at"]
+    fields = ["session_id", "owner", "app_name", *SESSION_METADATA_FIELDS, "revision", "turn_running"]
     readonly_fields = fields
 
     def get_queryset(self, request):
@@ -131,6 +131,10 @@ class AgentSessionAdmin(admin.ModelAdmin):
         return request.user.has_perm(f"{self.opts.app_label}.{codename}")
 
     # --- columns -------------------------------------------------------------
+
+    @admin.display(description=_("turn running"), boolean=True)
+    def turn_running(self, session):
+        return selectors.turn_running(session)
 
     @admin.display(description=_("session"), ordering="session_id")
     def short_id(self, session):

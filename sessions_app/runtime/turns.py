@@ -10,11 +10,12 @@ Runner then runs on the process's event loop against a `TurnBuffer`, which
 serves that session from memory and keeps its events (the user's message,
 each model call, each tool result), applied to the in-memory session exactly
 as every ADK session service does. Only when the model has finished are they
-written, all in ONE transaction that also releases the turn lock. So a failed
-turn writes nothing (there is nothing to roll back), the loop never touches
-the database, and a turn takes SQLite's write lock twice (lock, store) instead
-of once per event (benchmarks/results/sqlite_choices.md). The write lock is
-never held while the model runs, however slow the model is.
+written, all in ONE transaction, and the turn lock is freed as it commits
+(sessions_app.storage.turn_lock). So a failed turn writes nothing (there is
+nothing to roll back), the loop never touches the database, and a turn takes
+SQLite's write lock once (the turn lock is not a row there) instead of once per
+event (benchmarks/results/sqlite_choices.md). The write lock is never held while
+the model runs, however slow the model is.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
 from django.views.decorators.debug import sensitive_variables
 from google.adk.agents.invocation_context import LlmCallsLimitExceededError
 from google.adk.agents.run_config import RunConfig
@@ -52,7 +52,7 @@ from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession
 from sessions_app.runtime import event_loop
 from sessions_app.selectors import session_usage
-from sessions_app.storage import repository
+from sessions_app.storage import repository, turn_lock
 from sessions_app.storage.adk_service import DjangoSessionService, event_deltas, read_session, writer_view
 from sessions_app.storage.failure_counts import record_unknown_tool_calls
 
@@ -246,11 +246,10 @@ class StartedTurn:
 
     @sensitive_variables()
     def keep(self, result: TurnResult) -> TurnResult:
-        """Stores the whole turn in one transaction that also frees the lock."""
+        """Stores the whole turn in one transaction; the lock is freed as it commits."""
         session, base = self.session, self._base
-        with transaction.atomic():
+        with turn_lock.storing_then_releasing(session.pk):
             self.buffer.store_pending(base.app_name, session.owner_id, session.session_id)
-            repository.release_turn(session.pk)
         if self._mark_released():
             turns_in_flight.release()
         unknown = sum(call["outcome"] == "unknown" for call in result.tool_calls)
@@ -268,7 +267,7 @@ class StartedTurn:
         if running is not None and not running.done():
             running.cancel()
         try:
-            repository.release_turn(self.session.pk)
+            turn_lock.release_turn(self.session.pk)
         finally:
             turns_in_flight.release()
 
@@ -310,7 +309,7 @@ def start_turn(session: AgentSession, message: str, report: Callable[[dict], Non
     disk_space.ensure_headroom()
     turns_in_flight.take()
     try:
-        locked = repository.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS)
+        locked = turn_lock.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS)
     except BaseException:
         turns_in_flight.release()
         raise

@@ -20,7 +20,6 @@ SQLite took to run them (benchmarks/results/store.md).
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -29,7 +28,6 @@ from typing import TYPE_CHECKING
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Func, IntegerField, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
-from django.utils import timezone
 
 from sessions_app import retention
 from sessions_app.choices import FailureKind
@@ -568,81 +566,6 @@ def _check_not_stale(cursor, connection, seen: WriterView, pk: int, revision: in
         last = cursor.fetchone()
         if (last[0] if last else None) != seen.last_event_id:
             raise StaleWriter(pk)
-
-
-# --- The turn lock -----------------------------------------------------------------------
-
-
-def _stale_lock_cutoff(turn_timeout_seconds: float) -> dt.datetime:
-    # A turn cannot outlive its timeout; a lock older than that was left by a
-    # holder nobody can check on, and may be taken over.
-    return timezone.now() - dt.timedelta(seconds=turn_timeout_seconds + 30)
-
-
-# Who holds a lock, so that a lock dies with its holder instead of blocking the
-# session until the cutoff above. On PostgreSQL the holder is the database
-# connection of the turn (its backend's pid and start time): a killed server's
-# connections end, and their backends leave pg_stat_activity, at once. On SQLite
-# every server runs on the one machine that holds the file, so the holder is the
-# process. A pid used again by a new process looks alive: that lock waits for
-# the cutoff, as an unknown holder's does.
-POSTGRESQL_HOLDER = "'pg:' || pid || ':' || extract(epoch from backend_start)"
-THIS_CONNECTION = f"SELECT {POSTGRESQL_HOLDER} FROM pg_stat_activity WHERE pid = pg_backend_pid()"
-LIVE_CONNECTION = f"SELECT 1 FROM pg_stat_activity WHERE {POSTGRESQL_HOLDER} = %s"
-
-
-def _this_holder(connection) -> str:
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(THIS_CONNECTION)
-            return cursor.fetchone()[0]
-    return f"pid:{os.getpid()}"
-
-
-def holder_is_alive(holder: str) -> bool:
-    """Whether the turn lock's holder may still be running its turn (True when it cannot be told)."""
-    kind, _, identity = holder.partition(":")
-    connection = _connection()
-    if kind == "pg" and connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(LIVE_CONNECTION, [holder])
-            return cursor.fetchone() is not None
-    if kind == "pid" and connection.vendor == "sqlite" and identity.isdigit():
-        try:
-            os.kill(int(identity), 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:  # another user's process
-            return True
-    return True
-
-
-# In a transaction, so it passes the write gate (sessions_app.infra.sqlite_backend)
-# instead of waiting in SQLite's busy handler. Taking the lock is one
-# `UPDATE ... WHERE free`, and taking a dead holder's lock one `UPDATE ... WHERE
-# holder = the dead one`: atomic on SQLite (one writer at a time) and on PostgreSQL
-# under READ COMMITTED, where a second UPDATE of the same row waits for the first
-# to commit, then rechecks its WHERE on the row as the first left it (taken: it
-# updates nothing).
-def lock_turn(session_pk: int, turn_timeout_seconds: float) -> bool:
-    """Takes the session's turn lock; False when another turn holds it."""
-    holder = _this_holder(_connection())
-    taken = {"turn_started_at": timezone.now(), "turn_holder": holder}
-    session = AgentSession.objects.filter(pk=session_pk)
-    with transaction.atomic():
-        free = Q(turn_started_at__isnull=True) | Q(turn_started_at__lt=_stale_lock_cutoff(turn_timeout_seconds))
-        if session.filter(free).update(**taken):
-            return True
-        current = session.values_list("turn_holder", flat=True).first()
-        if not current or holder_is_alive(current):
-            return False
-        return bool(session.filter(turn_holder=current).update(**taken))
-
-
-def release_turn(session_pk: int) -> None:
-    # One statement: inside a turn's transaction it needs no savepoint of its own.
-    with transaction.atomic(savepoint=False):
-        AgentSession.objects.filter(pk=session_pk).update(turn_started_at=None, turn_holder="")
 
 
 # --- Erase -------------------------------------------------------------------------------
