@@ -57,6 +57,7 @@ from sessions_app.api.throttles import (
 )
 from sessions_app.models import AgentSession
 from sessions_app.runtime import turns
+from sessions_app.runtime.runner import process_runner
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import TOKEN_HEADER
 
@@ -249,7 +250,7 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
         session = self.owned_session(session_id)
         payload = MessageRequest(data=self.request.data)
         payload.is_valid(raise_exception=True)
-        return turns.start_turn(session, payload.validated_data["message"], report)
+        return turns.start_turn(process_runner(), session, payload.validated_data["message"], report)
 
     def finalize_response(self, request, response, *args, **kwargs):
         if isinstance(response, Response) and isinstance(
