@@ -1,3 +1,4 @@
+import contextlib
 import hashlib
 import io
 import logging
@@ -159,19 +160,24 @@ def new_session(api):
 
 
 @pytest.fixture
-def scripted_model(monkeypatch):
-    """Makes the API's Runner use a ScriptedLlm with the given steps; returns the model."""
-    from google.adk.runners import Runner
+def install_runner():
+    """`install_runner(runner)`: the API's turns run on `runner` (a test's model) until the test
+    ends (sessions_app/runtime/runner.py, `using_runner`); returns the runner."""
+    from sessions_app.runtime.runner import using_runner
 
-    from agent import APP_NAME, build_agent
-    from sessions_app.runtime import turns
-    from sessions_app.storage.adk_service import DjangoSessionService
+    with contextlib.ExitStack() as installed:
+        yield lambda runner: installed.enter_context(using_runner(runner))
+
+
+@pytest.fixture
+def scripted_model(install_runner):
+    """Makes the API's Runner use a ScriptedLlm with the given steps; returns the model."""
+    from sessions_app.runtime.runner import build_runner
     from tests.scripted_llm import ScriptedLlm
 
     def install(*steps) -> ScriptedLlm:
         model = ScriptedLlm(steps=list(steps))
-        runner = Runner(app_name=APP_NAME, agent=build_agent(model), session_service=DjangoSessionService())
-        monkeypatch.setattr(turns, "get_runner", lambda: runner)
+        install_runner(build_runner(model))
         return model
 
     return install
@@ -230,24 +236,18 @@ def restore_sqlite_settings(db_path):
 
 
 @pytest.fixture
-def gemini(monkeypatch):
+def gemini(monkeypatch, install_runner):
     """The API's Runner on ADK's Gemini class, talking HTTP to a local double of the Gemini REST
     API (tests/gemini_double.py); yields the double. (The server tests have their own: the double
     alone, for the servers they start.)"""
     from google.adk.models.google_llm import Gemini
-    from google.adk.runners import Runner
 
-    from agent import APP_NAME, build_agent
-    from sessions_app.runtime import turns
-    from sessions_app.storage.adk_service import DjangoSessionService
+    from sessions_app.runtime.runner import build_runner
     from tests.gemini_double import GeminiDouble
 
     double = GeminiDouble().start()
     monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", double.url)
-    runner = Runner(
-        app_name=APP_NAME, agent=build_agent(Gemini(model="gemini-2.5-flash")), session_service=DjangoSessionService()
-    )
-    monkeypatch.setattr(turns, "get_runner", lambda: runner)
+    install_runner(build_runner(Gemini(model="gemini-2.5-flash")))
     yield double
     double.stop()

@@ -207,14 +207,14 @@ def _stated_count(reply: str) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("fixture", sorted(RESUMES))
-def test_claim_count_in_the_reply_is_the_turns_verification(fixture, monkeypatch):
+def test_claim_count_in_the_reply_is_the_turns_verification(fixture):
     resume = RESUMES[fixture]
     turns_ = asyncio.run(_conversation(MESSAGES, resume))
     # What the service returns: sessions_app.runtime.turns reads the reply from the events and
-    # runs verify_reply on it (the label lookup is pointed at this conversation's Runner).
-    monkeypatch.setattr(turns, "get_runner", lambda: turns_[0]["harness"].runner)
+    # runs verify_reply on it (the tools and the model's label are this conversation's agent's).
+    agent = turns_[0]["harness"].runner.agent
     for message, turn in zip(MESSAGES, turns_, strict=True):
-        result = turns._summarise(turn["events"], resume)
+        result = turns._summarise(turn["events"], resume, agent)
         assert result.verification == verify_reply(final_text(turn["events"]), resume), message
         supported = sum(check["supported"] for check in result.verification)
         assert _stated_count(result.reply) == (supported, len(result.verification)), message

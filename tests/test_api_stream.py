@@ -151,3 +151,41 @@ def test_a_stream_closed_before_its_first_event_frees_the_turn(api, new_session)
         signals.request_finished.connect(close_old_connections)
     assert turns_in_flight.count == 0
     assert _post(api, session_id, token).status_code == 200  # no 409: the lock was freed
+
+
+@pytest.mark.parametrize(
+    "accept, streamed",
+    [
+        ("text/event-stream", True),
+        ("text/*", True),
+        ("text/event-stream; charset=utf-8, application/json", True),  # the more specific first
+        ("text/event-stream, application/json", False),  # a tie: JSON
+        ("application/json", False),
+        ("*/*", False),
+    ],
+)
+def test_the_accept_header_chooses_the_stream_as_drf_negotiates(api, new_session, accept, streamed):
+    session_id, token = new_session()
+    response = _post(api, session_id, token, HTTP_ACCEPT=accept)
+    assert response.status_code == 200 and response.streaming == streamed
+    if streamed:
+        list(response.streaming_content)
+
+
+def test_only_a_turns_answer_varies_with_accept(api, new_session):
+    """A turn's answer is JSON or a stream as the client accepts (`Vary: Accept`); no other answer
+    of the view depends on Accept: its errors, the 404 among them, are the same JSON for every client."""
+
+    def varies(response) -> bool:
+        return "Accept" in [name.strip() for name in response.get("Vary", "").split(",")]
+
+    session_id, token = new_session()
+    streamed = _post(api, session_id, token, **STREAM)
+    list(streamed.streaming_content)
+    assert varies(streamed) and varies(_post(api, session_id, token))
+    auth = {"HTTP_X_SESSION_TOKEN": token}
+    assert not varies(api.get(f"/agent/sessions/{session_id}/messages", **auth, **STREAM))
+    assert not varies(_post(api, "0" * 32, token, **STREAM))
+    assert not varies(_post(api, session_id, token, message="", **STREAM))  # a 400
+    refused = _post(api, session_id, token, HTTP_ACCEPT="application/xml")
+    assert refused.status_code == 406 and not varies(refused)

@@ -4,7 +4,7 @@ import pytest
 from django.apps import apps
 from django.conf import settings
 
-from sessions_app.runtime import turns
+from sessions_app.runtime.runner import process_runner
 
 pytestmark = pytest.mark.backend_independent
 
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.backend_independent
 def test_runner_has_no_memory_or_artifact_service():
     # ADK's memory services keep conversations and have no delete; artifacts
     # would be another copy. The Runner gets neither.
-    runner = turns.get_runner()
+    runner = process_runner()
     assert runner.memory_service is None
     assert runner.artifact_service is None
 

@@ -13,13 +13,10 @@ import logging
 import time
 
 import pytest
-from google.adk.runners import Runner
 
-from agent import APP_NAME, build_agent
 from sessions_app.models import AgentSession, IntegrityFailure, SessionEvent
-from sessions_app.runtime import turns
+from sessions_app.runtime.runner import build_runner
 from sessions_app.storage import turn_lock
-from sessions_app.storage.adk_service import DjangoSessionService
 from tests.gemini_double import GeminiDouble, call_answer, text_answer
 
 pytestmark = pytest.mark.django_db
@@ -165,7 +162,7 @@ UNAVAILABLE = (503, {"error": {"code": 503, "message": "overloaded", "status": "
 
 
 @pytest.fixture
-def selected_gemini(monkeypatch):
+def selected_gemini(monkeypatch, install_runner):
     """The model the service picks with a key (select_model: Gemini with its retries) on a local
     double; AGENT_MODEL_ATTEMPTS as the test sets it before it calls `select()`."""
     double = GeminiDouble().start()
@@ -177,8 +174,7 @@ def selected_gemini(monkeypatch):
         from agent import select_model
 
         monkeypatch.setenv("AGENT_MODEL_ATTEMPTS", attempts)
-        runner = Runner(app_name=APP_NAME, agent=build_agent(select_model()), session_service=DjangoSessionService())
-        monkeypatch.setattr(turns, "get_runner", lambda: runner)
+        install_runner(build_runner(select_model()))
         return double
 
     yield select

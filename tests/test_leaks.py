@@ -22,8 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agent import APP_NAME, build_agent
-from sessions_app.runtime import turns
-from sessions_app.storage.adk_service import DjangoSessionService
+from sessions_app.runtime.runner import build_runner
 from tests.privacy import find_in_text, fixture_markers, fixture_resume
 
 pytestmark = pytest.mark.django_db
@@ -56,10 +55,8 @@ def _fake_gemini() -> Gemini:
 
 
 @pytest.fixture
-def gemini(monkeypatch):
-    runner = Runner(app_name=APP_NAME, agent=build_agent(_fake_gemini()), session_service=DjangoSessionService())
-    monkeypatch.setattr(turns, "get_runner", lambda: runner)
-    return runner
+def gemini(install_runner):
+    return install_runner(build_runner(_fake_gemini()))
 
 
 def _full_flow(api) -> str:

@@ -14,14 +14,11 @@ import httpx
 import pytest
 from django.conf import settings
 from google.adk.models.google_llm import Gemini
-from google.adk.runners import Runner
 from google.genai import Client
 from google.genai import errors as genai_errors
 
-from agent import APP_NAME, build_agent
 from sessions_app.infra.redaction import CONTENT_LOGGING_LIBRARIES, RedactLibraryRecords
-from sessions_app.runtime import turns
-from sessions_app.storage.adk_service import DjangoSessionService
+from sessions_app.runtime.runner import build_runner
 from tests.privacy import find_in_text
 
 MARKER = "模型錯誤標記-Quillfeather"
@@ -169,12 +166,9 @@ def _failing_gemini(exc: Exception) -> Gemini:
     [(_genai_error(503), 503), (_genai_error(429), 503), (_genai_error(400), 502), (RuntimeError(MARKER), 502)],
     ids=["server-error", "quota", "client-error", "plain-exception"],
 )
-def test_failed_turn_logs_no_model_error_text(api, new_session, monkeypatch, captured_logs, error, status):
+def test_failed_turn_logs_no_model_error_text(api, new_session, install_runner, captured_logs, error, status):
     protected, raw = captured_logs
-    runner = Runner(
-        app_name=APP_NAME, agent=build_agent(_failing_gemini(error)), session_service=DjangoSessionService()
-    )
-    monkeypatch.setattr(turns, "get_runner", lambda: runner)
+    install_runner(build_runner(_failing_gemini(error)))
     session_id, token = new_session()
     response = api.post(
         f"/agent/sessions/{session_id}/messages", {"message": "plan"}, format="json", HTTP_X_SESSION_TOKEN=token

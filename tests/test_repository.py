@@ -195,12 +195,30 @@ def test_append_events_stores_a_turn_in_one_call_and_a_retry_once():
 
 
 def test_split_state_is_adk_s_own_split():
-    """Pins the private ADK helper the adapter imports (google.adk.sessions._session_util):
-    prefixes split, temp dropped, values made JSON-safe as ADK's database services store them."""
+    """The adapter splits with ADK's public prefixes and pydantic-core: prefixes split, temp
+    dropped, values made JSON-safe as ADK's database services store them."""
     when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
     deltas = split_state({"app:a": 1, "user:u": [1], "temp:t": "gone", "s": when})
     assert deltas == {"app": {"a": 1}, "user": {"u": [1]}, "session": {"s": "2026-01-02T03:04:05Z"}}
     assert split_state(None) == NO_DELTAS
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {},
+        {"app:a": 1, "user:u": [1], "temp:t": "gone", "s": dt.datetime(2026, 1, 2, tzinfo=dt.UTC)},
+        {"app:": "empty key", "user:nested": {"a": [1, {"b": None}]}, "temp:": 0, "plain": "語晴"},
+        {"callback": len, "ok": 2, "app:set": {3}, "bytes": b"\x00"},
+    ],
+    ids=["empty", "prefixes", "edges", "not-json"],
+)
+def test_split_state_matches_adk_s_private_helper(state):
+    """What ADK's own services do (google.adk.sessions._session_util, private, compared here
+    only: the adapter does not import it), for the pinned ADK."""
+    from google.adk.sessions import _session_util
+
+    assert split_state(state) == _session_util.extract_json_safe_state_delta(state)
 
 
 # --- the write gate is the database backend's -------------------------------------------------

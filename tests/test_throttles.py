@@ -237,6 +237,19 @@ def test_a_scope_without_a_rate_is_not_throttled(rates):
     assert [_create("198.51.100.77") for _ in range(3)] == [201, 201, 201]
 
 
+@pytest.mark.django_db
+def test_a_changed_rate_holds_from_the_next_request(rates):
+    """DRF makes each request's throttles afresh, and SimpleRateThrottle's own __init__ asks
+    `get_rate()`, which reads the settings as they are now (not DRF's copy from import time)."""
+    with time_machine.travel("2030-01-01 10:30:00+00:00", tick=False):
+        rates(session_create="1/hour")
+        assert [_create("198.51.100.78"), _create("198.51.100.78")] == [201, 429]
+        rates(session_create="3/hour")
+        assert _create("198.51.100.78") == 201
+        rates()
+        assert _create("198.51.100.78") == 201  # no rate: no limit
+
+
 def test_a_counter_expires_one_second_after_its_window(rates, settings):
     """The counter lives for the rest of its window plus a second, then the cache drops it: a
     counter kept longer (or forever) would hold client addresses for nothing."""

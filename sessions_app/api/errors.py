@@ -36,13 +36,17 @@ class SessionNotFound(exceptions.NotFound):
     """Missing, someone else's, expired, deleted or malformed: the caller can't tell which."""
 
 
+def session_not_found_body() -> dict:
+    return {"detail": _("Session not found: it may have expired or been deleted.")}
+
+
 def session_not_found_response() -> HttpResponse:
     """The one 404 answer, byte for byte the same whatever the reason.
 
     Built here rather than by DRF's renderer so that the API views and the
     project's 404 handler (paths no view matches) send the same bytes.
     """
-    body = json.dumps({"detail": _("Session not found: it may have expired or been deleted.")}, ensure_ascii=False)
+    body = json.dumps(session_not_found_body(), ensure_ascii=False)
     # Marked here too, not only under /agent/: every 404 sends the same headers.
     return forbid_storing(HttpResponse(body.encode("utf-8"), status=404, content_type="application/json"))
 
@@ -132,7 +136,28 @@ def _view_name(context) -> str:
     return type(view).__name__ if view is not None else "?"
 
 
+_SERVER_ERROR = gettext_noop("Something went wrong on the server. No data was lost; please try again later.")
+
+
 def api_exception_handler(exc, context):
+    """DRF's EXCEPTION_HANDLER: the answer `exc` gets (`_answer`), the 404 as its one fixed answer."""
+    response = _answer(exc, context)
+    if response is not None and response.status_code == status.HTTP_404_NOT_FOUND:
+        return session_not_found_response()
+    return response
+
+
+def error_answer(exc: Exception) -> tuple[int, dict]:
+    """(status, body) of the answer `exc` gets, for a streamed turn's `error` event: the same
+    status and JSON body as the answer the API gives when no stream has begun."""
+    response = _answer(exc, {})
+    if response is None:  # DEBUG: no debug page inside a stream
+        return 500, {"detail": _(_SERVER_ERROR)}
+    return response.status_code, dict(response.data)
+
+
+def _answer(exc, context) -> Response | None:
+    """The answer to `exc` (status, JSON body, headers); None: Django's debug page (DEBUG)."""
     if isinstance(exc, InsufficientStorage):
         return storage_full_response("storage_low")  # disk_space logged the one line
     if isinstance(exc, DatabaseError) and is_disk_full(exc):
@@ -142,7 +167,7 @@ def api_exception_handler(exc, context):
     if isinstance(exc, _NOT_FOUND):
         if isinstance(exc, IntegrityCheckFailed):
             record_failure(exc)  # one log line and one count; the caller sees only the 404
-        return session_not_found_response()
+        return Response(session_not_found_body(), status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, TurnInProgress):
         return Response(
             {
@@ -198,18 +223,5 @@ def api_exception_handler(exc, context):
         logger.error(
             "unhandled %s in API view\n%s", type(exc).__name__, "".join(traceback.format_tb(exc.__traceback__))
         )
-        response = Response(
-            {"detail": _("Something went wrong on the server. No data was lost; please try again later.")},
-            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
-        )
+        response = Response({"detail": _(_SERVER_ERROR)}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
     return response
-
-
-def error_answer(exc: Exception) -> tuple[int, dict]:
-    """(status, body) of the answer `exc` gets, for a streamed turn's `error` event: the same
-    status and JSON body as the answer the API gives when no stream has begun."""
-    response = api_exception_handler(exc, {})
-    if response is None:  # DEBUG: no debug page inside a stream
-        return 500, {"detail": _("Something went wrong on the server. No data was lost; please try again later.")}
-    body = response.data if isinstance(response, Response) else json.loads(response.content)
-    return response.status_code, dict(body)

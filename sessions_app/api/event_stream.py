@@ -29,7 +29,9 @@ from django.http import StreamingHttpResponse
 from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
-from rest_framework.renderers import BaseRenderer
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import JSONRenderer
+from rest_framework.utils.mediatypes import media_type_matches, order_by_precedence
 
 from sessions_app.api.errors import error_answer
 from sessions_app.api.serializers import MessageResponse
@@ -38,16 +40,26 @@ from sessions_app.runtime.turns import StartedTurn
 MEDIA_TYPE = "text/event-stream"
 
 
-class EventStreamRenderer(BaseRenderer):
-    """Lets a client ask for the stream (content negotiation); the stream itself is a
-    StreamingHttpResponse, and error answers before it are JSON (the view's finalize_response)."""
+class JSONOrEventStream(DefaultContentNegotiation):
+    """Content negotiation (DRF's `content_negotiation_class`) for sending a message: JSON, or the
+    turn streamed. A client that asks for the stream is not refused (406) for accepting no JSON:
+    the view answers it with a StreamingHttpResponse once the turn has started (`turn_stream`),
+    and every answer before that, an error, is JSON whatever the client accepts."""
 
-    media_type = MEDIA_TYPE
-    format = "event-stream"
-    charset = "utf-8"
+    def asks_for_stream(self, request) -> bool:
+        """Whether the Accept header puts text/event-stream before application/json, in DRF's
+        order (the more specific media types first; JSON on a tie)."""
+        for media_types in order_by_precedence(self.get_accept_list(request)):
+            if any(media_type_matches(JSONRenderer.media_type, accepted) for accepted in media_types):
+                return False
+            if any(media_type_matches(MEDIA_TYPE, accepted) for accepted in media_types):
+                return True
+        return False
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return json.dumps(data, ensure_ascii=False).encode("utf-8")
+    def select_renderer(self, request, renderers, format_suffix=None):
+        if self.asks_for_stream(request):
+            return renderers[0], renderers[0].media_type  # the view's renderer (JSON), for its errors
+        return super().select_renderer(request, renderers, format_suffix)
 
 
 def _label(stage: dict) -> str:

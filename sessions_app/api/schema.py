@@ -26,6 +26,8 @@ class CleanTextSchema(OpenApiSerializerFieldExtension):
     target_class = "sessions_app.api.serializers.CleanTextField"
 
     def map_serializer_field(self, auto_schema, direction):
+        # drf-spectacular's documented way to augment its own mapping of a field (the docstring
+        # of OpenApiSerializerFieldExtension), despite the underscore.
         schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
         refused = {"anyOf": [{"pattern": BLANK_TEXT}, {"pattern": NUL_CHARACTER}]}
         return {**schema, "not": refused, "description": "Some visible character; no NUL character."}

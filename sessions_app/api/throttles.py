@@ -10,8 +10,10 @@ through per window, however many arrive at once. A refused request counts
 too (a client that keeps hammering stays refused until the window ends).
 
 Rates are REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"][scope] ("30/hour"), read
-on every request so a settings override takes effect. A refused request
-gets DRF's 429 with `Retry-After` (the seconds left in the window).
+on every request so a settings override takes effect: DRF makes a throttle per
+request, and SimpleRateThrottle's own `__init__` asks `get_rate()`, which here
+reads the settings (DRF's reads a copy taken when the class was defined). A
+refused request gets DRF's 429 with `Retry-After` (the seconds left in the window).
 """
 
 from __future__ import annotations
@@ -46,22 +48,15 @@ class FixedWindowThrottle(SimpleRateThrottle):
     """Allows `num_requests` per `duration`-second window for each key `get_cache_key` gives."""
 
     cache_format = "throttle:%(scope)s:%(ident)s"
-
-    def __init__(self):
-        # SimpleRateThrottle reads the rate once, from a class attribute; the
-        # rate is read per request instead (see `allow_request`).
-        self.rate = None
-        self.num_requests = self.duration = None
-        self.seconds_left = None
+    seconds_left: float | None = None
 
     def get_rate(self):
+        """The scope's rate in the settings as they are now; None (no limit) when it has none."""
         return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
 
     def allow_request(self, request, view) -> bool:
-        self.rate = self.get_rate()
         if self.rate is None:
             return True
-        self.num_requests, self.duration = self.parse_rate(self.rate)
         key = self.get_cache_key(request, view)
         if key is None:
             return True

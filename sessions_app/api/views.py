@@ -6,12 +6,11 @@ import functools
 import queue
 
 from asgiref.sync import sync_to_async
-from django.utils.cache import cc_delim_re
+from django.utils.cache import patch_vary_headers
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -19,7 +18,7 @@ from sessions_app import selectors, services
 from sessions_app.api.asynchronous import AwaitingAPIView
 from sessions_app.api.authentication import SessionTokenAuthentication
 from sessions_app.api.errors import SessionNotFound
-from sessions_app.api.event_stream import EventStreamRenderer, turn_stream
+from sessions_app.api.event_stream import JSONOrEventStream, turn_stream
 from sessions_app.api.schema import (
     ATTACHMENT,
     BODY_ERRORS,
@@ -57,6 +56,7 @@ from sessions_app.api.throttles import (
 )
 from sessions_app.models import AgentSession
 from sessions_app.runtime import turns
+from sessions_app.runtime.runner import process_runner
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import TOKEN_HEADER
 
@@ -191,7 +191,7 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
         ClientMessagePer48Throttle,
         SessionMessageThrottle,
     ]
-    renderer_classes = [JSONRenderer, EventStreamRenderer]
+    content_negotiation_class = JSONOrEventStream
 
     @hide_locals
     async def dispatch(self, request, *args, **kwargs):
@@ -204,7 +204,7 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
 
     @extend_schema(
         parameters=SESSION_PARAMETERS,
-        responses=json_only({200: Conversation, **SESSION_ERRORS}),
+        responses={200: Conversation, **SESSION_ERRORS},
         summary="The conversation so far",
     )
     async def get(self, request, session_id):
@@ -224,7 +224,7 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
     )
     @hide_locals
     async def post(self, request, session_id):
-        streamed = isinstance(request.accepted_renderer, EventStreamRenderer)
+        streamed = self.get_content_negotiator().asks_for_stream(request)
         # An ASGI request carries its scope: the stream is then read on the server's event loop.
         asynchronous = getattr(request, "scope", None) is not None
         stages, report = None, None
@@ -236,38 +236,24 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
             report = stages.put
         turn = await sync_to_async(self.start_turn)(session_id, report)
         if streamed:
-            return turn_stream(turn, stages, asynchronous)
-        try:
-            await turn.running.finished()  # the model thinks: no thread waits for it
-            result = await sync_to_async(_kept)(turn)
-        finally:
-            await sync_to_async(turn.close)()
-        return Response(MessageResponse(result).data)
+            response = turn_stream(turn, stages, asynchronous)
+        else:
+            try:
+                await turn.running.finished()  # the model thinks: no thread waits for it
+                result = await sync_to_async(_kept)(turn)
+            finally:
+                await sync_to_async(turn.close)()
+            response = Response(MessageResponse(result).data)
+        # Only a turn's answer depends on Accept (JSON or a stream); its errors are JSON whatever it says.
+        patch_vary_headers(response, ["Accept"])
+        return response
 
     @hide_locals
     def start_turn(self, session_id, report) -> turns.StartedTurn:
         session = self.owned_session(session_id)
         payload = MessageRequest(data=self.request.data)
         payload.is_valid(raise_exception=True)
-        return turns.start_turn(session, payload.validated_data["message"], report)
-
-    def finalize_response(self, request, response, *args, **kwargs):
-        if isinstance(response, Response) and isinstance(
-            getattr(request, "accepted_renderer", None), EventStreamRenderer
-        ):
-            # Only a started turn streams: every other answer (an error before the stream, the
-            # conversation) is JSON, whatever the client accepts.
-            request.accepted_renderer, request.accepted_media_type = JSONRenderer(), JSONRenderer.media_type
-        response = super().finalize_response(request, response, *args, **kwargs)
-        if not (request.method == "POST" and response.status_code == status.HTTP_200_OK):
-            # Only a turn's answer depends on Accept (JSON or a stream). DRF marks every answer of a
-            # view with two renderers `Vary: Accept`, which would set this view's 404 apart.
-            vary = [name for name in cc_delim_re.split(response.get("Vary", "")) if name and name != "Accept"]
-            if vary:
-                response["Vary"] = ", ".join(vary)
-            elif response.has_header("Vary"):
-                del response["Vary"]
-        return response
+        return turns.start_turn(process_runner(), session, payload.validated_data["message"], report)
 
 
 @hide_locals

@@ -6,7 +6,8 @@ model errs or times out) leaves nothing behind, so the history never holds
 half a turn and the next turn starts clean.
 
 How: the session is read in the request's thread, under the turn lock; the
-Runner then runs on the process's event loop against a `TurnBuffer`, which
+Runner the caller passes (the process's, `runtime/runner.py`) then runs, as a
+copy, on the process's event loop against a `TurnBuffer`, which
 serves that session from memory and keeps its events (the user's message,
 each model call, each tool result), applied to the in-memory session exactly
 as every ADK session service does. Only when the model has finished are they
@@ -21,7 +22,6 @@ the model runs, however slow the model is.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import threading
 import time
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.views.decorators.debug import sensitive_variables
+from google.adk.agents import LlmAgent
 from google.adk.agents.invocation_context import LlmCallsLimitExceededError
 from google.adk.agents.run_config import RunConfig
 from google.adk.events.event import Event
@@ -41,7 +42,7 @@ from google.adk.telemetry import ContentCapturingMode, TelemetryConfig
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from agent import APP_NAME, build_agent, model_label
+from agent import model_label
 from agent.events import tool_call_outcomes, visible_texts
 from agent.model_retries import requested_wait, turn_deadline, whole_seconds
 from agent.plans import plan_count
@@ -53,7 +54,7 @@ from sessions_app.models import AgentSession
 from sessions_app.runtime import event_loop
 from sessions_app.selectors import session_usage
 from sessions_app.storage import repository, turn_lock
-from sessions_app.storage.adk_service import DjangoSessionService, event_deltas, read_session, writer_view
+from sessions_app.storage.adk_service import event_deltas, read_session, writer_view
 from sessions_app.storage.failure_counts import record_unknown_tool_calls
 
 logger = logging.getLogger(__name__)
@@ -68,12 +69,6 @@ class TurnResult:
     total_tokens: int = 0
     latency_ms: int = 0
     model: str = ""
-
-
-@functools.lru_cache(maxsize=1)
-def get_runner() -> Runner:
-    """One Runner per process; it holds no per-session state."""
-    return Runner(app_name=APP_NAME, agent=build_agent(), session_service=DjangoSessionService())
 
 
 class TurnBuffer(BaseSessionService):
@@ -159,8 +154,8 @@ class ModelErrors(BasePlugin):
 
 
 def _turn_runner(base: Runner, buffer: TurnBuffer, plugins: list[BasePlugin]) -> Runner:
-    """The process's Runner (agent, plugins, services) with this turn's buffer as its session
-    service and this turn's plugins (its model-error recorder, its progress) added."""
+    """The Runner the turn was given (agent, plugins, services) with this turn's buffer as its
+    session service and this turn's plugins (its model-error recorder, its progress) added."""
     return Runner(
         app=base.app.model_copy(update={"plugins": [*base.app.plugins, *plugins]}),
         app_name=base.app_name,
@@ -197,13 +192,13 @@ class TurnProgress(BasePlugin):
 
 
 class StartedTurn:
-    """A turn whose lock is held, whose session is read and whose Runner runs on the process's
-    event loop. `answer()` waits for the model and verifies its reply, `keep()` stores the turn;
-    `close()` stops a turn that was not kept (a client gone mid-turn) and frees the lock: nothing
-    of it is stored. Build it with `start_turn`."""
+    """A turn whose lock is held, whose session is read and whose Runner (a copy of `runner` on
+    the turn's buffer) runs on the process's event loop. `answer()` waits for the model and
+    verifies its reply, `keep()` stores the turn; `close()` stops a turn that was not kept (a
+    client gone mid-turn) and frees the lock: nothing of it is stored. Build it with `start_turn`."""
 
-    def __init__(self, session: AgentSession, message: str, report: Callable[[dict], None] | None):
-        self.session = session
+    def __init__(self, runner: Runner, session: AgentSession, message: str, report: Callable[[dict], None] | None):
+        self.runner, self.session = runner, session
         self.started = time.monotonic()
         self._released = False
         self._release_lock = threading.Lock()  # keep() and close() may meet: a hang-up at the end
@@ -211,17 +206,16 @@ class StartedTurn:
             # Checked under the turn lock, so no turn of this session runs between
             # the check and the model.
             _check_session_limits(session)
-            base = self._base = get_runner()
             # Read once, under the lock, with the caller's token (encryption at rest: a
             # value that does not open fails here, and the API answers "not found").
-            stored = read_session(base.app_name, session.owner_id, session.session_id)
+            stored = read_session(runner.app_name, session.owner_id, session.session_id)
             if stored is None:
                 raise SessionMissing(session.session_id)
             self.resume_text = stored.state.get("resume_text", "")
             self.buffer, self.model_errors = TurnBuffer(stored), ModelErrors()
             plugins = [self.model_errors] if report is None else [self.model_errors, TurnProgress(report)]
-            runner = _turn_runner(base, self.buffer, plugins)
-            self.running = event_loop.submit(_run_agent(runner, session.owner_id, session.session_id, message))
+            turn_runner = _turn_runner(runner, self.buffer, plugins)
+            self.running = event_loop.submit(_run_agent(turn_runner, session.owner_id, session.session_id, message))
         except BaseException:
             self.close()
             raise
@@ -242,14 +236,14 @@ class StartedTurn:
         unanswered = _without_answer(events)
         if unanswered is not None:
             raise unanswered
-        return _summarise(events, self.resume_text)
+        return _summarise(events, self.resume_text, self.runner.agent)
 
     @sensitive_variables()
     def keep(self, result: TurnResult) -> TurnResult:
         """Stores the whole turn in one transaction; the lock is freed as it commits."""
-        session, base = self.session, self._base
+        session = self.session
         with turn_lock.storing_then_releasing(session.pk):
-            self.buffer.store_pending(base.app_name, session.owner_id, session.session_id)
+            self.buffer.store_pending(self.runner.app_name, session.owner_id, session.session_id)
         if self._mark_released():
             turns_in_flight.release()
         unknown = sum(call["outcome"] == "unknown" for call in result.tool_calls)
@@ -300,11 +294,14 @@ class TurnsInFlight:
 turns_in_flight = TurnsInFlight()
 
 
-def start_turn(session: AgentSession, message: str, report: Callable[[dict], None] | None = None) -> StartedTurn:
-    """Starts one turn of `session` with the user's `message`: TurnsBusy when the process runs as
-    many turns as it may, TurnInProgress while another runs on this session, SessionLimitReached
-    on a full session, disk_space's refusal under the storage headroom. Each stage of the turn is
-    given to `report` (a streamed turn's) as it happens, on the turn's event loop."""
+def start_turn(
+    runner: Runner, session: AgentSession, message: str, report: Callable[[dict], None] | None = None
+) -> StartedTurn:
+    """Starts one turn of `session` with the user's `message` on `runner` (the process's is
+    `runtime.runner.process_runner()`): TurnsBusy when the process runs as many turns as it may,
+    TurnInProgress while another runs on this session, SessionLimitReached on a full session,
+    disk_space's refusal under the storage headroom. Each stage of the turn is given to `report`
+    (a streamed turn's) as it happens, on the turn's event loop."""
     # Before the turn lock (a write) and the model: under the headroom, nothing is written.
     disk_space.ensure_headroom()
     turns_in_flight.take()
@@ -316,7 +313,7 @@ def start_turn(session: AgentSession, message: str, report: Callable[[dict], Non
     if not locked:
         turns_in_flight.release()
         raise TurnInProgress
-    return StartedTurn(session, message, report)
+    return StartedTurn(runner, session, message, report)
 
 
 @sensitive_variables()
@@ -344,7 +341,7 @@ async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str
 
 
 @sensitive_variables()
-def _summarise(events: list, resume_text: str) -> TurnResult:
+def _summarise(events: list, resume_text: str, agent: LlmAgent) -> TurnResult:
     reply_parts, llm_calls, total_tokens = [], 0, 0
     for event in events:
         if event.content is None or event.content.role != "model":
@@ -355,7 +352,6 @@ def _summarise(events: list, resume_text: str) -> TurnResult:
         if event.is_final_response():
             reply_parts += visible_texts(event)
     reply = "\n".join(reply_parts).strip()
-    agent = get_runner().agent
     calls = tool_call_outcomes(events, {getattr(tool, "name", None) or tool.__name__ for tool in agent.tools})
     # Verification does not depend on the model choosing to call verify_claims:
     # every reply is checked against the resume before it is returned.

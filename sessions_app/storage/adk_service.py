@@ -12,11 +12,10 @@ Each method is one `sync_to_async` (thread-sensitive) call into the
 repository: safe to await from the Runner's loop under WSGI and ASGI, one
 thread hop per call. The token in `crypto.token_context` goes with it.
 
-Two private ADK names cannot be avoided and are used here only: ADK exports
-no public way to split a state dict by prefix as its own services do
-(`_session_util`; tests/test_repository.py pins it), and a Session carries
-the revision it was read at in `_storage_update_marker`, as in ADK's
-database services (the stale-writer tests of the contract suite pin it).
+A Session carries the revision it was read at where ADK's own services keep it;
+ADK has no public seam for that, so `adk_marker` alone touches it. State is
+split by ADK's public prefixes (`State`) and made JSON-safe with pydantic-core,
+as ADK's own services do (tests/test_repository.py compares the two).
 """
 
 from __future__ import annotations
@@ -28,13 +27,15 @@ from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
-from google.adk.sessions import BaseSessionService, Session, State, _session_util
+from google.adk.sessions import BaseSessionService, Session, State
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
+from pydantic_core import to_jsonable_python
 from typing_extensions import override
 
 from sessions_app.exceptions import SessionMissing
 from sessions_app.models import DeletionAudit
 from sessions_app.storage import repository
+from sessions_app.storage.adk_marker import mark_revision, read_revision
 
 _STALE_MESSAGE = (
     "The session object is older than the stored session: another writer has"
@@ -44,8 +45,16 @@ _STALE_MESSAGE = (
 
 def split_state(state: dict[str, Any] | None) -> repository.Deltas:
     """`state` split by ADK's prefixes into app, user and session deltas (temp: dropped),
-    made JSON-safe as ADK's database services store it."""
-    return _session_util.extract_json_safe_state_delta(state or {})
+    made JSON-safe as ADK's database services store it (a value JSON cannot hold, its text)."""
+    deltas: repository.Deltas = {"app": {}, "user": {}, "session": {}}
+    for key, value in (state or {}).items():
+        if key.startswith(State.APP_PREFIX):
+            deltas["app"][key.removeprefix(State.APP_PREFIX)] = value
+        elif key.startswith(State.USER_PREFIX):
+            deltas["user"][key.removeprefix(State.USER_PREFIX)] = value
+        elif not key.startswith(State.TEMP_PREFIX):
+            deltas["session"][key] = value
+    return to_jsonable_python(deltas, serialize_unknown=True)
 
 
 def event_deltas(event: Event) -> repository.Deltas:
@@ -70,16 +79,15 @@ def _to_adk(loaded: repository.LoadedSession) -> Session:
         last_update_time=loaded.last_activity_at.timestamp(),
     )
     # The revision is the storage marker ADK's database services use to tell a stale writer.
-    session._storage_update_marker = str(loaded.revision)
+    mark_revision(session, loaded.revision)
     return session
 
 
 def writer_view(session: Session) -> repository.WriterView:
     """What the holder of `session` saw: its storage marker (the revision), or its last
     activity and last event when it carries none (a Session built elsewhere)."""
-    marker = session._storage_update_marker
     return repository.WriterView(
-        revision=None if marker is None else int(marker),
+        revision=read_revision(session),
         last_update_time=session.last_update_time,
         last_event_id=session.events[-1].id if session.events else None,
     )
@@ -145,7 +153,9 @@ class DjangoSessionService(BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         if event.partial:
             return event
-        # Temp state is visible to the rest of this invocation but never stored.
+        # Temp state is visible to the rest of this invocation but never stored. These three are
+        # BaseSessionService's helpers for the services built on it, called in the order ADK's own
+        # SqliteSessionService calls them, the write between (the contract suite's temp cases).
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         if await sync_to_async(self._store_event)(session, event):
@@ -166,5 +176,5 @@ class DjangoSessionService(BaseSessionService):
             return False
         # The stored time (microseconds) and revision, so the writer's copy and the next read compare equal.
         session.last_update_time = appended.last_activity_at.timestamp()
-        session._storage_update_marker = str(appended.revision)
+        mark_revision(session, appended.revision)
         return True
