@@ -47,6 +47,7 @@ from agent.model_retries import requested_wait, turn_deadline, whole_seconds
 from agent.plans import plan_count
 from agent.tools import MAX_CLAIMS
 from agent.verification import verify_reply
+from sessions_app import model_provider
 from sessions_app.exceptions import ModelFailure, SessionLimitReached, SessionMissing, TurnInProgress, TurnsBusy
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession
@@ -309,8 +310,11 @@ def start_turn(session: AgentSession, message: str, report: Callable[[dict], Non
     # Before the turn lock (a write) and the model: under the headroom, nothing is written.
     disk_space.ensure_headroom()
     turns_in_flight.take()
+    # Who this turn sends the session's content to, noted with the lock (before the model is called).
+    provider = model_provider.configured().id
+    unnoted = "" if provider in session.model_provider_ids else provider
     try:
-        locked = repository.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS)
+        locked = repository.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS, unnoted)
     except BaseException:
         turns_in_flight.release()
         raise

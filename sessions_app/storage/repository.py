@@ -624,19 +624,24 @@ def holder_is_alive(holder: str) -> bool:
 # under READ COMMITTED, where a second UPDATE of the same row waits for the first
 # to commit, then rechecks its WHERE on the row as the first left it (taken: it
 # updates nothing).
-def lock_turn(session_pk: int, turn_timeout_seconds: float) -> bool:
-    """Takes the session's turn lock; False when another turn holds it."""
+def lock_turn(session_pk: int, turn_timeout_seconds: float, model_provider: str = "") -> bool:
+    """Takes the session's turn lock; False when another turn holds it. With the lock, in the same
+    transaction, adds `model_provider` to the providers that received the session's content
+    (`AgentSession.model_providers`) unless it is there already."""
     holder = _this_holder(_connection())
     taken = {"turn_started_at": timezone.now(), "turn_holder": holder}
     session = AgentSession.objects.filter(pk=session_pk)
     with transaction.atomic():
         free = Q(turn_started_at__isnull=True) | Q(turn_started_at__lt=_stale_lock_cutoff(turn_timeout_seconds))
-        if session.filter(free).update(**taken):
-            return True
-        current = session.values_list("turn_holder", flat=True).first()
-        if not current or holder_is_alive(current):
-            return False
-        return bool(session.filter(turn_holder=current).update(**taken))
+        if not session.filter(free).update(**taken):
+            current = session.values_list("turn_holder", flat=True).first()
+            if not current or holder_is_alive(current) or not session.filter(turn_holder=current).update(**taken):
+                return False
+        if model_provider:
+            seen = session.values_list("model_providers", flat=True).first() or ""
+            if model_provider not in seen.split(","):
+                session.update(model_providers=f"{seen},{model_provider}" if seen else model_provider)
+        return True
 
 
 def release_turn(session_pk: int) -> None:
