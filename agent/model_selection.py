@@ -13,7 +13,7 @@ import httpx
 from google.adk.models.base_llm import BaseLlm
 from google.genai import types
 
-from agent.environment import is_truthy
+from agent.environment import OFFLINE, model_service
 from agent.model_retries import RetryingGemini
 from agent.offline import OfflineResumeModel
 
@@ -30,19 +30,12 @@ def _connection_pool() -> types.HttpOptions:
     return types.HttpOptions(async_client_args={"limits": limits})
 
 
-def _has_credentials() -> bool:
-    if os.environ.get("GOOGLE_API_KEY", "").strip():
-        return True
-    vertex = is_truthy(os.environ.get("GOOGLE_GENAI_USE_VERTEXAI", ""))
-    return vertex and bool(os.environ.get("GOOGLE_CLOUD_PROJECT", "").strip())
-
-
 def select_model() -> BaseLlm:
     """With credentials, Gemini (AGENT_MODEL, default gemini-2.5-flash) retrying a failed call
     (agent.model_retries): AGENT_MODEL_ATTEMPTS attempts in all (default 3; 1: none), waiting what
     the model asks, else AGENT_MODEL_RETRY_DELAY_SECONDS (default 1) doubled each time, at most 8 s,
     with jitter, within the turn's deadline. Else OfflineResumeModel()."""
-    if _has_credentials():
+    if model_service() != OFFLINE:
         name = os.environ.get("AGENT_MODEL", "").strip() or DEFAULT_MODEL
         attempts = int(os.environ.get("AGENT_MODEL_ATTEMPTS", "").strip() or 3)
         delay = float(os.environ.get("AGENT_MODEL_RETRY_DELAY_SECONDS", "").strip() or 1)

@@ -373,6 +373,19 @@ AGENT_MAX_TURNS_IN_FLIGHT = int(os.environ.get("AGENT_MAX_TURNS_IN_FLIGHT", "256
 # works: a client that went away is noticed when such a write fails, and its turn is stopped.
 STREAM_HEARTBEAT_SECONDS = float(os.environ.get("STREAM_HEARTBEAT_SECONDS", "1"))
 
+# --- The model provider (sessions_app/model_provider.py; docs/OPERATIONS.md, "The model provider") ---
+# With a real model, every turn sends the resume and the conversation to its provider; the page
+# and the create answer tell people who that is before they paste, and each session records the
+# providers its turns went to. MODEL_PROVIDER says which terms the model runs under:
+# gemini-api-paid, gemini-api-unpaid or vertex-ai (described from docs/DATA_INVENTORY.md), or a
+# name of the operator's own, described by MODEL_PROVIDER_DESCRIPTION (JSON: "name", "retention"
+# and "review", each {"en": ..., "zh-hant": ...}, and "terms_url"; it may also replace a built-in
+# description). Unset with a GOOGLE_API_KEY, people are told the unpaid quota's terms (a key does
+# not tell its quota) and `manage.py check` warns; without credentials (the offline model) both
+# are ignored: nothing leaves the server.
+MODEL_PROVIDER = os.environ.get("MODEL_PROVIDER", "").strip()
+MODEL_PROVIDER_DESCRIPTION = os.environ.get("MODEL_PROVIDER_DESCRIPTION", "").strip()
+
 # --- Abuse limits -------------------------------------------------------------------
 # A full session refuses new turns (409) before the model runs; counted from
 # clear metadata (user events, sealed sizes), so no key is needed. These
@@ -422,7 +435,11 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Resume agent API",
     "DESCRIPTION": "Paste a resume, talk with an agent about it. Only the holder of the session"
-    " token can read or delete a session; every miss is the same 404.",
+    " token can read or delete a session; every miss is the same 404. With a real model configured,"
+    " each message sends the resume and the conversation so far to the model's provider, which keeps"
+    " its own copy under its own terms: deleting a session here does not delete it. The create answer"
+    " says who that provider is (`model_provider`); a session's metadata and export name the providers"
+    " its turns went to (`model_providers`).",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI's files come from the drf-spectacular-sidecar package, not a CDN.

@@ -8,7 +8,8 @@ class SessionsAppConfig(AppConfig):
     verbose_name = _("Resume sessions")
 
     def ready(self) -> None:
-        # Importing registers the connection_created receiver, the system check
+        # Importing registers the connection_created receiver, the system checks
         # and the OpenAPI description of the token header.
+        from sessions_app import model_provider  # noqa: F401
         from sessions_app.api import schema  # noqa: F401
         from sessions_app.infra import sqlite  # noqa: F401

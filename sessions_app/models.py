@@ -53,6 +53,11 @@ class AgentSession(models.Model):
     # (sessions_app.storage.turn_lock). A lock whose holder is gone is free at
     # once; one whose holder is unknown, after the turn timeout.
     turn_holder = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # The model providers that received this session's content, comma-separated in the order
+    # first used (sessions_app.model_provider: "offline", "gemini-api-paid", ...): noted when a
+    # turn takes the lock, before the model is called, so a turn that failed counts too. Empty
+    # until the first turn: creating a session sends nothing to a model.
+    model_providers = models.TextField(_("model providers"), blank=True, default="", db_default="")
 
     class Meta:
         constraints = [
@@ -64,6 +69,11 @@ class AgentSession(models.Model):
 
     def __str__(self) -> str:
         return f"session {self.session_id[:8]}"
+
+    @property
+    def model_provider_ids(self) -> list[str]:
+        """Who received this session's resume and conversation (see `model_providers`)."""
+        return [name for name in self.model_providers.split(",") if name]
 
 
 class SessionEvent(models.Model):

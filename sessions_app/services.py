@@ -158,6 +158,8 @@ def _metadata(session: AgentSession, state: dict, messages: list[dict]) -> dict:
         # Versions saved so far (the oldest may have been dropped: agent.plans).
         "plan_versions": plan_count(state),
         "flags": flags(state),
+        # Who received its content: the providers its turns went to, not today's configuration.
+        "model_providers": session.model_provider_ids,
     }
 
 

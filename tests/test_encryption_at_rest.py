@@ -47,6 +47,7 @@ CLEAR_COLUMNS = {
         "revision",
         "turn_started_at",
         "turn_holder",
+        "model_providers",  # which model providers received the content (no personal data)
     },
     SessionEvent: {"id", "agent_session_id", "seq", "event_id", "invocation_id", "author", "timestamp"},
     UserState: {"id", "app_name", "owner_id", "updated_at"},

@@ -431,3 +431,48 @@ def test_a_clean_resume_shows_no_flags(live_server, settings, tmp_path):
         page.click("#key-done")
         expect(page.locator("#session-view")).to_be_visible()
         expect(page.locator("#flags")).to_be_hidden()
+
+
+@pytest.mark.parametrize("provider", ["offline", "gemini"])
+@pytest.mark.parametrize("locale,lang", LOCALES)
+def test_the_page_says_who_else_sees_the_resume_before_it_is_pasted(
+    live_server, request, tmp_path, locale, lang, provider
+):
+    """Issue 30: next to the resume box and above it, before anything is pasted: offline, that
+    nothing leaves the server; with a Gemini key (the local double's), to whom the resume and the
+    conversation go, how long the provider keeps them, and its terms."""
+    from playwright.sync_api import expect
+
+    from sessions_app import model_provider
+
+    if provider == "gemini":
+        request.getfixturevalue("gemini")  # GOOGLE_API_KEY set, the model calls going to the local double
+    with translation.override(lang):
+        described = model_provider.configured()
+        notice, retention = described.notice(), str(described.retention)
+    assert described.id == ("gemini-api-unpaid" if provider == "gemini" else "offline")
+    with chromium(tmp_path, locale=locale, viewport={"width": 1280, "height": 900}) as context:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.goto(f"{live_server.url}/")
+        box = page.locator("#provider-notice")
+        expect(box).to_be_visible()
+        expect(page.locator("#provider-text")).to_have_text(notice)
+        if provider == "gemini":
+            expect(box).to_contain_text(retention)
+            expect(page.locator("#provider-terms")).to_have_attribute("href", described.terms_url)
+        else:
+            expect(box).to_contain_text(notice.split(":")[0].split("：")[0])  # "Nothing leaves this server"
+            expect(page.locator("#provider-terms")).to_have_count(0)
+        # Before the resume box: first in the document, and above it on the screen.
+        follows = page.evaluate(
+            "document.getElementById('provider-notice').compareDocumentPosition(document.getElementById('resume-text'))"
+            " & Node.DOCUMENT_POSITION_FOLLOWING"
+        )
+        assert follows
+        notice_box, resume_box = box.bounding_box(), page.locator("#resume-text").bounding_box()
+        assert notice_box["y"] + notice_box["height"] <= resume_box["y"]
+        shot = tmp_path / "provider.png"
+        page.locator("#start-form").screenshot(path=shot)
+    if provider == "gemini":
+        _save_screenshots({"provider": shot}, lang)

@@ -92,7 +92,15 @@ class AgentSessionAdmin(admin.ModelAdmin):
     change_list_template = f"{TEMPLATES}/change_list.html"
     # Metadata only: the state holds the resume, and events are not shown at all.
     exclude = ["state"]
-    fields = ["session_id", "owner", "app_name", *SESSION_METADATA_FIELDS, "revision", "turn_running"]
+    fields = [
+        "session_id",
+        "owner",
+        "app_name",
+        *SESSION_METADATA_FIELDS,
+        "revision",
+        "turn_running",
+        "model_providers",
+    ]
     readonly_fields = fields
 
     def get_queryset(self, request):

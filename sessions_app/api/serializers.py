@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from agent.screening import KINDS, MODEL_FLAG_KIND
+from sessions_app.model_provider import IDENTIFIER
 
 # Python's whitespace (str.isspace, what str.strip removes), spelled out so the
 # patterns mean the same in Python, ECMA (JSON Schema) and Rust regexes.
@@ -50,10 +51,41 @@ class CreateSessionRequest(serializers.Serializer):
     resume_text = CleanTextField(max_length=settings.RESUME_MAX_CHARS)
 
 
+def _provider_id(**kwargs) -> serializers.RegexField:
+    return serializers.RegexField(
+        IDENTIFIER,
+        help_text="`offline` (nothing leaves this server), `gemini-api-paid`, `gemini-api-unpaid`, `vertex-ai`, or"
+        " a name the operator gave a provider it describes.",
+        **kwargs,
+    )
+
+
+class ModelProviderNotice(serializers.Serializer):
+    """Who receives what the person sends with each message, as the web page says it before a resume
+    is pasted. The texts are in the client's language."""
+
+    id = _provider_id()
+    name = serializers.CharField()
+    leaves_server = serializers.BooleanField(
+        help_text="false: the offline model answers on this server and nothing is sent anywhere."
+    )
+    retention = serializers.CharField(help_text="How long the provider keeps what it receives.")
+    review = serializers.CharField(help_text="Whether people at the provider may read it, and why.")
+    terms_url = serializers.URLField(allow_null=True, help_text="The provider's terms; null for the offline model.")
+    notice = serializers.CharField(
+        help_text="All of it in plain words: what is sent, to whom, for how long, and that deleting the session"
+        " here does not delete the provider's copy."
+    )
+
+
 class CreateSessionResponse(serializers.Serializer):
     session_id = serializers.UUIDField()
     token = serializers.CharField(help_text="Shown once. Send it as X-Session-Token.")
     expires_at = serializers.DateTimeField()
+    model_provider = ModelProviderNotice(
+        help_text="Who this server sends the resume and the conversation to, with each message (its configuration"
+        " now; the session's metadata later names the providers that did receive them)."
+    )
 
 
 class MessageRequest(serializers.Serializer):
@@ -94,6 +126,12 @@ class _SessionTimes(serializers.Serializer):
     last_activity_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField()
     turns = serializers.IntegerField()
+    model_providers = serializers.ListField(
+        child=_provider_id(),
+        help_text="The model providers that received the resume and the conversation, in the order first used"
+        " (one per configuration the turns ran under; a turn that failed counts, since it was sent). Empty"
+        " before the first message: creating a session sends nothing to a model.",
+    )
 
 
 class SuspiciousFlag(serializers.Serializer):

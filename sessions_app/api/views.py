@@ -14,7 +14,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app import selectors, services
+from sessions_app import model_provider, selectors, services
 from sessions_app.api.asynchronous import AwaitingAPIView
 from sessions_app.api.authentication import SessionTokenAuthentication
 from sessions_app.api.errors import SessionNotFound
@@ -96,7 +96,12 @@ class SessionCreateView(APIView):
         payload = CreateSessionRequest(data=request.data)
         payload.is_valid(raise_exception=True)
         created = services.create_session(payload.validated_data["resume_text"])
-        body = {"session_id": created.session_id, "token": created.token, "expires_at": created.expires_at}
+        body = {
+            "session_id": created.session_id,
+            "token": created.token,
+            "expires_at": created.expires_at,
+            "model_provider": model_provider.configured().answer(),
+        }
         return Response(CreateSessionResponse(body).data, status=status.HTTP_201_CREATED)
 
 

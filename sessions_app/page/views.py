@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_safe
 
-from agent import is_offline, select_model
+from sessions_app import model_provider
 from sessions_app.security.tokens import TOKEN_HEADER
 
 # Where the tab keeps the session's id and token (sessionStorage: gone with the tab).
@@ -75,13 +75,16 @@ def _script_strings() -> dict[str, str]:
 
 @require_safe
 def session_page(request):
+    provider = model_provider.configured()
     context = {
         "resume_max_chars": settings.RESUME_MAX_CHARS,
         "resume_max_text": number_format(settings.RESUME_MAX_CHARS, force_grouping=True),
         "message_max_chars": settings.MESSAGE_MAX_CHARS,
         "message_max_text": number_format(settings.MESSAGE_MAX_CHARS, force_grouping=True),
         "token_header": TOKEN_HEADER,
-        "offline_model": is_offline(select_model()),
+        # Who else receives what is pasted here: said next to the resume box, before pasting.
+        "model_provider": provider,
+        "offline_model": not provider.leaves_server,
         "script_config": {
             "sessionsUrl": reverse("session-create"),
             "tokenHeader": TOKEN_HEADER,

@@ -48,6 +48,7 @@ from agent.model_retries import requested_wait, turn_deadline, whole_seconds
 from agent.plans import plan_count
 from agent.tools import MAX_CLAIMS
 from agent.verification import verify_reply
+from sessions_app import model_provider
 from sessions_app.exceptions import ModelFailure, SessionLimitReached, SessionMissing, TurnInProgress, TurnsBusy
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession
@@ -302,7 +303,7 @@ def start_turn(
     TurnInProgress while another runs on this session, SessionLimitReached on a full session,
     disk_space's refusal under the storage headroom. Each stage of the turn is given to `report`
     (a streamed turn's) as it happens, on the turn's event loop."""
-    # Before the turn lock (a write) and the model: under the headroom, nothing is written.
+    # Before the turn lock and the model: under the headroom, nothing is written.
     disk_space.ensure_headroom()
     turns_in_flight.take()
     try:
@@ -313,6 +314,17 @@ def start_turn(
     if not locked:
         turns_in_flight.release()
         raise TurnInProgress
+    # Who this turn sends the session's content to, noted before the model is called, so that a
+    # turn that fails or a server killed mid-turn still leaves it said. A write only the first
+    # time a session's turn goes to that provider.
+    provider = model_provider.configured().id
+    if provider not in session.model_provider_ids:
+        try:
+            repository.note_model_provider(session.pk, provider)
+        except BaseException:
+            turn_lock.release_turn(session.pk)
+            turns_in_flight.release()
+            raise
     return StartedTurn(runner, session, message, report)
 
 

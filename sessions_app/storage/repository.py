@@ -568,6 +568,16 @@ def _check_not_stale(cursor, connection, seen: WriterView, pk: int, revision: in
             raise StaleWriter(pk)
 
 
+def note_model_provider(session_pk: int, provider: str) -> None:
+    """Adds `provider` to the model providers that received the session's content
+    (`AgentSession.model_providers`, in the order first used) unless it is there already."""
+    session = AgentSession.objects.filter(pk=session_pk)
+    with transaction.atomic():
+        seen = session.values_list("model_providers", flat=True).first() or ""
+        if provider not in seen.split(","):
+            session.update(model_providers=f"{seen},{provider}" if seen else provider)
+
+
 # --- Erase -------------------------------------------------------------------------------
 
 
