@@ -90,8 +90,6 @@ bench: dev-venv
 	$(PY) benchmarks/store_bench.py
 	$(PY) benchmarks/service_bench.py
 	$(PY) benchmarks/request_cost_bench.py
-	$(PY) benchmarks/turn_profile.py
-	$(PY) benchmarks/gemini_path_bench.py
 	$(PY) benchmarks/screen_bench.py
 	$(PY) benchmarks/purge_bench.py
 	$(PY) benchmarks/journal_modes.py
