@@ -1,6 +1,5 @@
 """Collects the sections in benchmarks/results/ into benchmarks/RESULTS.md (`make bench` ends with it).
-The sections of retired scripts (growth, turn_profile, gemini_path) are kept as recorded; each such file's first
-line names the commit that last had its script.
+A retired script's section is kept as recorded; its file's first line names the commit that last had the script.
 """
 
 import sys
