@@ -89,7 +89,6 @@ test-fast: dev-venv
 bench: dev-venv
 	$(PY) benchmarks/store_bench.py
 	$(PY) benchmarks/service_bench.py
-	$(PY) benchmarks/screen_bench.py
 	$(PY) benchmarks/purge_bench.py
 	$(PY) benchmarks/journal_modes.py
 	$(PY) benchmarks/session_limits_bench.py
