@@ -92,7 +92,6 @@ bench: dev-venv
 	$(PY) benchmarks/purge_bench.py
 	$(PY) benchmarks/journal_modes.py
 	$(PY) benchmarks/session_limits_bench.py
-	$(PY) benchmarks/postgres_bench.py
 	$(PY) benchmarks/memory_bench.py
 	$(PY) benchmarks/report.py
 

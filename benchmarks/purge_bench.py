@@ -31,7 +31,7 @@ PACKAGES = ["Django", "django-q2", "google-adk", "gunicorn", "httpx"]
 
 
 def params(quick: bool) -> dict:
-    """Sizes, shared with postgres_bench.py: expired sessions, clients, their warm-up, the window without a purge
+    """Sizes: expired sessions, clients, their warm-up, the window without a purge
     and the longest the purge may take (seconds)."""
     sessions = 1000 if quick else 10000
     return {"sessions": sessions, "clients": 4, "warmup": 3, "baseline": 8 if quick else 20} | {
