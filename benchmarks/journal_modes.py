@@ -385,6 +385,7 @@ def _delete_cells(i: int, r: Result) -> list:
         busy, log, done = r.checkpoint
         notes.append(f"checkpoint busy={busy} log={log} checkpointed={done} in {r.checkpoint_seconds:.2f} s")
     cells = [i, r.config.label, r.config.secure_delete, "yes" if r.before_ok else "**NO**"]
+    cells += [_hits(r.pre_commit["-journal"]) + f", {_size(r.journal_max_during)}" * bool(r.journal_max_during)]
     cells += [_hits(r.after[name]) for name in ("main", "-journal", "-wal")] + [sidecars or "none"]
     verdict = r.verdict if r.verdict == "clean" else f"**{r.verdict}**"
     return cells + [verdict, "LEAK: " + ", ".join(leaks) if leaks else "clean", "; ".join(notes)]
@@ -399,7 +400,6 @@ def _temp_cells(t: TempResult) -> list:
 
 def render(results: list[Result], temp_results: list[TempResult], tmp_files_left: int) -> list[str]:
     chinese = sum(1 for m in MARKERS if not m.isascii())
-    journals = [r for r in results if r.config.journal_mode in ("DELETE", "PERSIST") and r.config.secure_delete == "ON"]
     return [
         f"Markers: {len(MARKERS)} ({chinese} Traditional Chinese, {len(MARKERS) - chinese} English), each"
         " searched as UTF-8 and as \\uXXXX (lower- and upper-case hex).",
@@ -407,25 +407,14 @@ def render(results: list[Result], temp_results: list[TempResult], tmp_files_left
         "### After DELETE + COMMIT of the marker session",
         "",
         *_common.md_table(
-            "# | config | secure_delete | markers before (all forms found) | main after | -journal after | -wal after"
-            " | sidecar files after | verdict | after all connections closed | note",
+            "# | config | secure_delete | markers before (all forms found) | -journal before COMMIT, its largest size"
+            " | main after | -journal after | -wal after | sidecar files after | verdict | after all connections closed"
+            " | note",
             [_delete_cells(i, r) for i, r in enumerate(results, 1)],
         ),
         "",
         f"`**n/{len(MARKERS)}**` = n of the markers found in that file (forms: utf-8 = raw UTF-8, \\u ="
         " json.dumps escapes). `0` = file present, nothing found. temp_store=MEMORY in all rows above.",
-        "",
-        "### The rollback journal during the delete transaction (before COMMIT)",
-        "",
-        *_common.md_table(
-            "config | secure_delete | -journal max size during delete | markers in -journal before COMMIT"
-            " | -journal after COMMIT",
-            [
-                [r.config.label, r.config.secure_delete, _size(r.journal_max_during), _hits(r.pre_commit["-journal"])]
-                + [f"{_size(r.after['-journal'].size)} kept" if r.after["-journal"].exists else "unlinked"]
-                for r in journals
-            ],
-        ),
         "",
         "### temp_store: statement journals of large transactions (journal_mode=DELETE, secure_delete=ON)",
         "",
