@@ -254,11 +254,9 @@ class Result:
 
 def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: int = 1000) -> Result:
     """Insert, commit, delete the marker session (cascade), commit, scan every file."""
-    tmp = Path(tempfile.mkdtemp(prefix="journal_modes_"))
-    db = tmp / "sessions.db"
-    conn = connect(db, config)
-    connections = [conn]  # closed in this order: the last one to close checkpoints a WAL
-    try:
+    with tempfile.TemporaryDirectory(prefix="journal_modes_", ignore_cleanup_errors=True) as tmp:
+        db = Path(tmp) / "sessions.db"
+        connections = [conn := connect(db, config)]  # closed in this order: the last one to close checkpoints a WAL
         conn.execute("BEGIN IMMEDIATE")
         others = list(range(sizes.other_sessions))
         for n in others[: len(others) // 2]:
@@ -297,10 +295,6 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
             connection.close()  # the reader's read transaction ends with it
         journal_max = max(watcher.journal_max, pre_commit["-journal"].size)
         return Result(config, before_ok, pre_commit, journal_max, after, scan_database(db), rows_left, *checkpoint)
-    finally:
-        for connection in connections:
-            connection.close()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # The TTL purge shape: one DELETE with a subquery, cascading to events.
@@ -338,10 +332,9 @@ class TempResult:
 
 def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: Sizes = Sizes()) -> TempResult:
     """One large transaction (TEMP_SCENARIOS) over `rows` marker sessions, its temp files watched."""
-    tmp = Path(tempfile.mkdtemp(prefix="journal_modes_temp_"))
-    db = tmp / "sessions.db"
-    conn = connect(db, Config(CHOSEN.journal_mode, "ON", temp_store=temp_store))
-    try:
+    with tempfile.TemporaryDirectory(prefix="journal_modes_temp_", ignore_cleanup_errors=True) as tmp:
+        db = Path(tmp) / "sessions.db"
+        conn = connect(db, Config(CHOSEN.journal_mode, "ON", temp_store=temp_store))
         state, events = marker_state(sizes.state_bytes), marker_events(2, sizes.event_bytes)
         conn.execute("BEGIN IMMEDIATE")
         for n in range(rows):
@@ -358,10 +351,8 @@ def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: S
         conn.set_progress_handler(None, 0)
         conn.execute("COMMIT")
         main_after = scan_database(db)["main"]
-        return TempResult(scenario, temp_store, rows, dict(watcher.temp_files), watcher.temp_hits, main_after)
-    finally:
         conn.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        return TempResult(scenario, temp_store, rows, dict(watcher.temp_files), watcher.temp_hits, main_after)
 
 
 def _size(n: int) -> str:
