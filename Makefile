@@ -83,7 +83,7 @@ test-fast: dev-venv
 	$(VENV)/bin/lint-imports --no-cache
 	env -u DATABASE_URL -u CACHE_URL -u REDIS_URL $(PY) -m pytest -q -m "not slow"
 
-# All benchmarks (about 12 minutes on 2 cores), then benchmarks/RESULTS.md.
+# All benchmarks (about 23 minutes on 2 cores), then benchmarks/RESULTS.md.
 # Each script also runs alone, e.g. `.venv/bin/python benchmarks/store_bench.py --quick --out var/bench`
 # (--out: where <name>.md and .json go; default benchmarks/results).
 bench: dev-venv
