@@ -83,21 +83,15 @@ test-fast: dev-venv
 	$(VENV)/bin/lint-imports --no-cache
 	env -u DATABASE_URL -u CACHE_URL -u REDIS_URL $(PY) -m pytest -q -m "not slow"
 
-# All benchmarks (about 12 minutes on 2 cores), then benchmarks/RESULTS.md.
+# All benchmarks (about 23 minutes on 2 cores), then benchmarks/RESULTS.md.
 # Each script also runs alone, e.g. `.venv/bin/python benchmarks/store_bench.py --quick --out var/bench`
 # (--out: where <name>.md and .json go; default benchmarks/results).
 bench: dev-venv
 	$(PY) benchmarks/store_bench.py
 	$(PY) benchmarks/service_bench.py
-	$(PY) benchmarks/request_cost_bench.py
-	$(PY) benchmarks/turn_profile.py
-	$(PY) benchmarks/gemini_path_bench.py
-	$(PY) benchmarks/screen_bench.py
 	$(PY) benchmarks/purge_bench.py
 	$(PY) benchmarks/journal_modes.py
 	$(PY) benchmarks/session_limits_bench.py
-	$(PY) benchmarks/erasure_space_bench.py
-	$(PY) benchmarks/postgres_bench.py
 	$(PY) benchmarks/memory_bench.py
 	$(PY) benchmarks/report.py
 

@@ -115,10 +115,6 @@ def fmt(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None or x != x else f"{x:,.{digits}f}"
 
 
-def ratio(a: float, b: float) -> float:
-    return a / b if b else float("nan")
-
-
 def _rounded(value):  # floats rounded (seconds to 0.1 µs), recursively
     if isinstance(value, dict):
         return {str(key): _rounded(item) for key, item in value.items()}

@@ -254,11 +254,9 @@ class Result:
 
 def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: int = 1000) -> Result:
     """Insert, commit, delete the marker session (cascade), commit, scan every file."""
-    tmp = Path(tempfile.mkdtemp(prefix="journal_modes_"))
-    db = tmp / "sessions.db"
-    conn = connect(db, config)
-    connections = [conn]  # closed in this order: the last one to close checkpoints a WAL
-    try:
+    with tempfile.TemporaryDirectory(prefix="journal_modes_", ignore_cleanup_errors=True) as tmp:
+        db = Path(tmp) / "sessions.db"
+        connections = [conn := connect(db, config)]  # closed in this order: the last one to close checkpoints a WAL
         conn.execute("BEGIN IMMEDIATE")
         others = list(range(sizes.other_sessions))
         for n in others[: len(others) // 2]:
@@ -297,10 +295,6 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
             connection.close()  # the reader's read transaction ends with it
         journal_max = max(watcher.journal_max, pre_commit["-journal"].size)
         return Result(config, before_ok, pre_commit, journal_max, after, scan_database(db), rows_left, *checkpoint)
-    finally:
-        for connection in connections:
-            connection.close()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # The TTL purge shape: one DELETE with a subquery, cascading to events.
@@ -338,10 +332,9 @@ class TempResult:
 
 def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: Sizes = Sizes()) -> TempResult:
     """One large transaction (TEMP_SCENARIOS) over `rows` marker sessions, its temp files watched."""
-    tmp = Path(tempfile.mkdtemp(prefix="journal_modes_temp_"))
-    db = tmp / "sessions.db"
-    conn = connect(db, Config(CHOSEN.journal_mode, "ON", temp_store=temp_store))
-    try:
+    with tempfile.TemporaryDirectory(prefix="journal_modes_temp_", ignore_cleanup_errors=True) as tmp:
+        db = Path(tmp) / "sessions.db"
+        conn = connect(db, Config(CHOSEN.journal_mode, "ON", temp_store=temp_store))
         state, events = marker_state(sizes.state_bytes), marker_events(2, sizes.event_bytes)
         conn.execute("BEGIN IMMEDIATE")
         for n in range(rows):
@@ -358,10 +351,8 @@ def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: S
         conn.set_progress_handler(None, 0)
         conn.execute("COMMIT")
         main_after = scan_database(db)["main"]
-        return TempResult(scenario, temp_store, rows, dict(watcher.temp_files), watcher.temp_hits, main_after)
-    finally:
         conn.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        return TempResult(scenario, temp_store, rows, dict(watcher.temp_files), watcher.temp_hits, main_after)
 
 
 def _size(n: int) -> str:
@@ -385,6 +376,7 @@ def _delete_cells(i: int, r: Result) -> list:
         busy, log, done = r.checkpoint
         notes.append(f"checkpoint busy={busy} log={log} checkpointed={done} in {r.checkpoint_seconds:.2f} s")
     cells = [i, r.config.label, r.config.secure_delete, "yes" if r.before_ok else "**NO**"]
+    cells += [_hits(r.pre_commit["-journal"]) + f", {_size(r.journal_max_during)}" * bool(r.journal_max_during)]
     cells += [_hits(r.after[name]) for name in ("main", "-journal", "-wal")] + [sidecars or "none"]
     verdict = r.verdict if r.verdict == "clean" else f"**{r.verdict}**"
     return cells + [verdict, "LEAK: " + ", ".join(leaks) if leaks else "clean", "; ".join(notes)]
@@ -399,7 +391,6 @@ def _temp_cells(t: TempResult) -> list:
 
 def render(results: list[Result], temp_results: list[TempResult], tmp_files_left: int) -> list[str]:
     chinese = sum(1 for m in MARKERS if not m.isascii())
-    journals = [r for r in results if r.config.journal_mode in ("DELETE", "PERSIST") and r.config.secure_delete == "ON"]
     return [
         f"Markers: {len(MARKERS)} ({chinese} Traditional Chinese, {len(MARKERS) - chinese} English), each"
         " searched as UTF-8 and as \\uXXXX (lower- and upper-case hex).",
@@ -407,25 +398,14 @@ def render(results: list[Result], temp_results: list[TempResult], tmp_files_left
         "### After DELETE + COMMIT of the marker session",
         "",
         *_common.md_table(
-            "# | config | secure_delete | markers before (all forms found) | main after | -journal after | -wal after"
-            " | sidecar files after | verdict | after all connections closed | note",
+            "# | config | secure_delete | markers before (all forms found) | -journal before COMMIT, its largest size"
+            " | main after | -journal after | -wal after | sidecar files after | verdict | after all connections closed"
+            " | note",
             [_delete_cells(i, r) for i, r in enumerate(results, 1)],
         ),
         "",
         f"`**n/{len(MARKERS)}**` = n of the markers found in that file (forms: utf-8 = raw UTF-8, \\u ="
         " json.dumps escapes). `0` = file present, nothing found. temp_store=MEMORY in all rows above.",
-        "",
-        "### The rollback journal during the delete transaction (before COMMIT)",
-        "",
-        *_common.md_table(
-            "config | secure_delete | -journal max size during delete | markers in -journal before COMMIT"
-            " | -journal after COMMIT",
-            [
-                [r.config.label, r.config.secure_delete, _size(r.journal_max_during), _hits(r.pre_commit["-journal"])]
-                + [f"{_size(r.after['-journal'].size)} kept" if r.after["-journal"].exists else "unlinked"]
-                for r in journals
-            ],
-        ),
         "",
         "### temp_store: statement journals of large transactions (journal_mode=DELETE, secure_delete=ON)",
         "",

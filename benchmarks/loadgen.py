@@ -144,7 +144,7 @@ def describe_error(response: httpx.Response) -> str:
     return f"HTTP {response.status_code}: " + response.text.replace("\n", " ")[:60]
 
 
-async def _client_loop(target, base_url: str, result: LoadResult, timeout: float, stop: threading.Event | None):
+async def _client_loop(target, result: LoadResult, timeout: float, stop: threading.Event | None):
     async def timed(kind: str, call):
         started = time.monotonic()
         try:
@@ -159,7 +159,7 @@ async def _client_loop(target, base_url: str, result: LoadResult, timeout: float
     def out_of_time() -> bool:
         return time.monotonic() >= result.t_end or (stop is not None and stop.is_set())
 
-    async with httpx.AsyncClient(base_url=base_url, timeout=timeout) as client:
+    async with httpx.AsyncClient(base_url=target.base_url, timeout=timeout) as client:
         while not out_of_time():
             created = await timed("create", target.create(client))
             if not created or created[1] is None:
@@ -177,18 +177,15 @@ async def _client_loop(target, base_url: str, result: LoadResult, timeout: float
                 result.cycles_completed += 1
 
 
-def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=60.0, stop=None, started=None, urls=()):
+def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=60.0, stop=None, started=None):
     """N closed-loop clients for warmup_s + duration_s (or until the threading.Event `stop` is set, if sooner);
-    hard-stopped at warmup + duration + timeout + 30 s. `started` is set once the clients run. `urls`: the base URLs
-    of several servers of one deployment, client i talking to urls[i % len(urls)] (default: the target's own)."""
+    hard-stopped at warmup + duration + timeout + 30 s. `started` is set once the clients run."""
     result = LoadResult(target=target.name, clients=clients, warmup_s=warmup_s, duration_s=duration_s)
-    urls = list(urls) or [target.base_url]
 
     async def main():
         result.t_measure = time.monotonic() + warmup_s
         result.t_end = result.t_measure + duration_s
-        loops = [_client_loop(target, urls[i % len(urls)], result, timeout, stop) for i in range(clients)]
-        tasks = [asyncio.create_task(loop) for loop in loops]
+        tasks = [asyncio.create_task(_client_loop(target, result, timeout, stop)) for _ in range(clients)]
         if started is not None:
             started.set()
         done, pending = await asyncio.wait(tasks, timeout=warmup_s + duration_s + timeout + 30)
@@ -205,29 +202,21 @@ def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=6
     return result
 
 
-def measured_load(target, clients: int, warmup: float, duration: float, pids: list[int], **kwargs) -> dict:
+def measured_load(target, clients: int, warmup: float, duration: float, pids: list[int], sampler=None, **kwargs):
     """run_load's summary with the CPU of the process trees `pids` over the whole run (per successful turn) and the
-    machine's cores; with `reaped_pid` (PostgreSQL), that tree's CPU with its reaped children too. `sampler`: a
-    Sampler running meanwhile."""
-    has_reaped, reaped, sampler = "reaped_pid" in kwargs, kwargs.pop("reaped_pid", None), kwargs.pop("sampler", None)
-
-    def cpu() -> tuple[float, float]:
-        return sum(map(tree_cpu_seconds, pids)), tree_cpu_seconds(reaped, reaped=True) if reaped else math.nan
-
-    before, machine = cpu(), MachineCpu()
+    machine's cores. `sampler`: a Sampler running meanwhile."""
+    before, machine = sum(map(tree_cpu_seconds, pids)), MachineCpu()
     if sampler:
         sampler.start()
     result = run_load(target, clients, warmup, duration, **kwargs)
     if sampler:
         sampler.stop.set()
         sampler.join()
-    servers, db = (b - a for a, b in zip(before, cpu(), strict=True))
+    servers = sum(map(tree_cpu_seconds, pids)) - before
     turns = sum(1 for op in result.ops if op.kind == "turn" and op.ok)
-    per_turn = (lambda s: 1000 * s / turns) if turns else (lambda s: math.nan)
-    m = machine.stop(servers, *([0.0 if math.isnan(db) else db] if has_reaped else []))
+    m, per_turn = machine.stop(servers), 1000 * servers / turns if turns else math.nan
     summary = result.summary() | {"cpu_seconds": servers, "cycles_completed": result.cycles_completed}
-    summary |= {"cpu_ms_per_turn": per_turn(servers), "machine": m}
-    return summary | ({"postgres_cpu_seconds": db, "postgres_cpu_ms_per_turn": per_turn(db)} if has_reaped else {})
+    return summary | {"cpu_ms_per_turn": per_turn, "machine": m}
 
 
 def check_history(events: list[dict]) -> dict:
@@ -284,8 +273,7 @@ def concurrent_turn_check(target, trials: int = 20, timeout: float = 60.0) -> di
 
 
 def _stat(pid: int) -> list[str]:
-    """Fields of /proc/<pid>/stat after the command name: [0] state, [11] utime, [12] stime, [13] cutime, [14] cstime
-    (of the children it has reaped)."""
+    """Fields of /proc/<pid>/stat after the command name: [0] state, [11] utime, [12] stime."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
@@ -306,16 +294,15 @@ def process_tree(pid: int) -> list[int]:
     return seen
 
 
-def cpu_seconds(pid: int, reaped: bool = False) -> float:
-    """utime + stime of one process; with `reaped`, plus that of the children it has waited for."""
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of one process."""
     fields = _stat(pid)
-    return sum(map(int, fields[11 : 15 if reaped else 13])) / os.sysconf("SC_CLK_TCK") if len(fields) > 14 else 0.0
+    return sum(map(int, fields[11:13])) / os.sysconf("SC_CLK_TCK") if len(fields) > 14 else 0.0
 
 
-def tree_cpu_seconds(pid: int, reaped: bool = False) -> float:
-    """CPU time of pid and its live descendants. `reaped` also counts children gone since: a server
-    that forks a process per connection (PostgreSQL) reaps them all the time."""
-    return sum(cpu_seconds(p, reaped) for p in process_tree(pid))
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of pid and its live descendants."""
+    return sum(map(cpu_seconds, process_tree(pid)))
 
 
 def pss_kb(pid: int) -> int:
@@ -348,11 +335,8 @@ class MachineCpu:
         busy, steal = (sum(d) - d[3] - d[4]) / hz, d[7] / hz  # all but idle and iowait
         loadgen = (sum(os.times()[:2]) - self.self_start) / wall
         other = max(0.0, (busy - steal - sum(server_cpu_seconds)) / wall - loadgen)
-        servers = [s / wall for s in server_cpu_seconds]
-        return {"wall_s": wall, "steal_cores": steal / wall, "loadgen_cores": loadgen} | {
-            "server_cores": servers,
-            "other_cores": other,
-        }
+        cores = {"wall_s": wall, "steal_cores": steal / wall, "loadgen_cores": loadgen}
+        return cores | {"server_cores": [s / wall for s in server_cpu_seconds], "other_cores": other}
 
 
 class Sampler(threading.Thread):

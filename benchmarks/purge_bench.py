@@ -18,7 +18,6 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -28,15 +27,6 @@ from benchmarks._common import fmt, verdict  # noqa: E402
 EVENTS_PER_SESSION = 14
 MARKER = "anon-purgebench-"  # every expired session's owner id starts with it (a clear column)
 PACKAGES = ["Django", "django-q2", "google-adk", "gunicorn", "httpx"]
-
-
-def params(quick: bool) -> dict:
-    """Sizes, shared with postgres_bench.py: expired sessions, clients, their warm-up, the window without a purge
-    and the longest the purge may take (seconds)."""
-    sessions = 1000 if quick else 10000
-    return {"sessions": sessions, "clients": 4, "warmup": 3, "baseline": 8 if quick else 20} | {
-        "budget": max(60.0, sessions / 100)
-    }
 
 
 def build_database(path: Path, sessions: int) -> dict:
@@ -94,10 +84,11 @@ def timed_purge(db: Path, secure_delete: str) -> dict:
     return result
 
 
-def live_turns(env: dict, p: dict, tmp: Path, opened, left) -> dict:
-    """Turns served by gunicorn (environment `env`: its database) from p["clients"] clients without a purge, then
-    during `manage.py purge_sessions` on the same database. `opened(purge_pid)` tells when the purge has reached
-    the database, `left()` counts the expired sessions (MARKER owners) left at the end."""
+def live_turns(db: Path, p: dict, tmp: Path) -> dict:
+    """Turns served by gunicorn on `db` from p["clients"] clients without a purge, then during `manage.py
+    purge_sessions` on the same file (from when it opens the file, not while Python starts); the expired sessions
+    (MARKER owners) left at the end."""
+    env = loadgen.ours_env(db, tmp)
     server, target = loadgen.start_ours(env, tmp / "server.log", gunicorn=True)
     purge = None
     try:
@@ -112,9 +103,8 @@ def live_turns(env: dict, p: dict, tmp: Path, opened, left) -> dict:
         with open(tmp / "purge.log", "wb") as log:
             command = [_common.PY, "manage.py", "purge_sessions"]
             purge = subprocess.Popen(command, cwd=_common.ROOT_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
-        # The window starts when the purge opens the database (just before it purges), not while Python starts.
         window, deadline = _Window(server.pid, purge.pid), time.monotonic() + p["budget"]
-        while purge.poll() is None and time.monotonic() < deadline and not opened(purge.pid):
+        while purge.poll() is None and time.monotonic() < deadline and not _has_open(purge.pid, db):
             time.sleep(0.02)
         windows["during purge"] = during = _Window(server.pid, purge.pid) if purge.poll() is None else window
         while purge.poll() is None and time.monotonic() < deadline:
@@ -124,7 +114,9 @@ def live_turns(env: dict, p: dict, tmp: Path, opened, left) -> dict:
         time.sleep(1.0)
         stop.set()
         result: loadgen.LoadResult = load.result(timeout=120)
-        expired_left = left()
+        with contextlib.closing(sqlite3.connect(db, timeout=30)) as conn:
+            query = "SELECT COUNT(*) FROM sessions_app_agentsession WHERE owner_id LIKE ?"
+            expired_left = conn.execute(query, (MARKER + "%",)).fetchone()[0]
     finally:
         if purge is not None:
             loadgen.stop_server(purge, signal.SIGTERM, timeout=10)
@@ -145,16 +137,19 @@ def live_turns(env: dict, p: dict, tmp: Path, opened, left) -> dict:
     }
 
 
+def _has_open(pid: int, path: Path) -> bool:
+    with contextlib.suppress(OSError):
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(path.resolve()) for fd in os.listdir(f"/proc/{pid}/fd"))
+    return False
+
+
 class _Window:
     """A stretch of the live run: its times and the cores used by the server, the purge and the rest."""
 
     def __init__(self, server_pid: int, purge_pid: int | None = None):
         self.server_pid, self.purge_pid, self.purge_cpu = server_pid, purge_pid, 0.0
-        self.machine, self.server0, self.t0 = (
-            loadgen.MachineCpu(),
-            loadgen.tree_cpu_seconds(server_pid),
-            time.monotonic(),
-        )
+        self.machine, self.server0 = loadgen.MachineCpu(), loadgen.tree_cpu_seconds(server_pid)
+        self.t0 = time.monotonic()
 
     def sample(self) -> None:
         if self.purge_pid:  # read while it lives: its counters go when it exits
@@ -168,61 +163,32 @@ class _Window:
         self.result = {"seconds": round(self.t1 - self.t0, 2), "cores": cores}
 
 
-def live_lines(live: dict) -> list[str]:
-    """The windows of `live_turns` as a table, then what the purge process and the server left."""
-    lines = _common.md_table(
-        "window | seconds | turns | turns/s | turn p50 ms | p95 ms | p99 ms | max ms | errors"
-        " | cores: server / purge / load gen / other processes",
-        [
-            [name, w["seconds"], w["turns"], fmt(w["turns_per_s"])]
-            + [fmt(w["turn_ms"][p], 0) for p in ("p50", "p95", "p99", "max")]
-            + [len(w["errors"]), " / ".join(map(str, w["cores"]))]
-            for name, w in live["windows"].items()
-        ],
-    )
-    server_log = ", ".join(f"`{k}` x{v}" for k, v in live["server_log"].items())
-    return lines + [
-        "",
-        f"Purge process: exit {live['purge_returncode']}, `{' '.join(live['purge_output_tail'])}`;"
-        f" expired sessions left: {live['expired_left']}; server log: {server_log}"
-        f"; failed requests in all phases: {live['errors_all_phases']}.",
-    ]
-
-
 def run(args) -> tuple[list[str], dict]:
-    p = params(args.quick)
+    sessions = 1000 if args.quick else 10000
+    # The live run's clients, their warm-up, the window without a purge and the longest the purge may take (s).
+    p = {"sessions": sessions, "clients": 4, "warmup": 3, "baseline": 8 if args.quick else 20}
+    p["budget"] = max(60.0, sessions / 100)
     with tempfile.TemporaryDirectory(prefix="purge-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        print(f"building {p['sessions']:,} expired sessions ...", flush=True)
-        built = build_database(tmp / "template.db", p["sessions"])
-
-        def copy(name: str) -> Path:
-            return Path(shutil.copyfile(tmp / "template.db", tmp / name))
-
-        on, off = timed_purge(copy("on.db"), "on"), timed_purge(copy("off.db"), "off")
+        print(f"building {sessions:,} expired sessions ...", flush=True)
+        built = build_database(tmp / "template.db", sessions)
+        on, off = (timed_purge(Path(shutil.copyfile(tmp / "template.db", tmp / f"{x}.db")), x) for x in ("on", "off"))
         print(f"  secure_delete ON {on['sessions_per_s']:,.0f}, OFF {off['sessions_per_s']:,.0f} sessions/s")
         print("live turns without / during a purge ...", flush=True)
-        db = copy("live.db")
-
-        def opened(pid: int) -> bool:
-            with contextlib.suppress(OSError):
-                return any(
-                    os.readlink(f"/proc/{pid}/fd/{fd}") == str(db.resolve()) for fd in os.listdir(f"/proc/{pid}/fd")
-                )
-            return False
-
-        def expired_left() -> int:
-            with closing(sqlite3.connect(db, timeout=30)) as conn:
-                query = "SELECT COUNT(*) FROM sessions_app_agentsession WHERE owner_id LIKE ?"
-                return conn.execute(query, (MARKER + "%",)).fetchone()[0]
-
-        live = live_turns(loadgen.ours_env(db, tmp), p, tmp, opened, expired_left)
+        live = live_turns(Path(shutil.copyfile(tmp / "template.db", tmp / "live.db")), p, tmp)
     b, d = (live["windows"][name]["turn_ms"]["p99"] for name in ("without purge", "during purge"))
     verdicts = [
         verdict(on["sessions_per_s"] >= 1000, ">= 1,000 sessions/s purged with secure_delete on:")
         + f" {on['sessions_per_s']:,.0f} sessions/s ({on['sessions_per_working_s']:,.0f}/s without the pauses)",
         verdict(d <= 2 * b, f"turn p99 during the purge <= 2x without it: {d:.0f} ms vs {b:.0f} ms = {d / b:.2f}x"),
     ]
+    windows = [
+        [name, w["seconds"], w["turns"], fmt(w["turns_per_s"])]
+        + [fmt(w["turn_ms"][q], 0) for q in ("p50", "p95", "p99", "max")]
+        + [len(w["errors"]), " / ".join(map(str, w["cores"]))]
+        for name, w in live["windows"].items()
+    ]
+    server_log = ", ".join(f"`{k}` x{v}" for k, v in live["server_log"].items())
     lines = [
         f"Database: {built['sessions']:,} expired sessions x {EVENTS_PER_SESSION} events ({built['events']:,} sealed"
         f" events, ~{built['avg_event_bytes']} bytes each, file {built['file_mb']} MB, built in {built['build_s']} s)."
@@ -250,7 +216,15 @@ def run(args) -> tuple[list[str], dict]:
         f"gunicorn as `manage.py serve` starts it (`{loadgen.gunicorn_line()}`), on a copy of the same database;"
         " each client repeats create -> 3 turns -> read -> delete. The purge runs in its own process.",
         "",
-        *live_lines(live),
+        *_common.md_table(
+            "window | seconds | turns | turns/s | turn p50 ms | p95 ms | p99 ms | max ms | errors"
+            " | cores: server / purge / load gen / other processes",
+            windows,
+        ),
+        "",
+        f"Purge process: exit {live['purge_returncode']}, `{' '.join(live['purge_output_tail'])}`;"
+        f" expired sessions left: {live['expired_left']}; server log: {server_log}"
+        f"; failed requests in all phases: {live['errors_all_phases']}.",
         *_common.targets(verdicts),
     ]
     return lines, {"built": built, "secure_delete_on": on, "secure_delete_off": off, "live": live, "verdicts": verdicts}

@@ -1,5 +1,5 @@
 """Collects the sections in benchmarks/results/ into benchmarks/RESULTS.md (`make bench` ends with it).
-growth.md was written by benchmarks/growth_bench.py, since removed (see git history): kept as recorded.
+A retired script's section is kept as recorded; its file's first line names the commit that last had the script.
 """
 
 import sys
@@ -8,8 +8,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _common  # noqa: E402
 
-SECTIONS = "store growth service turn_profile gemini_path screen purge session_limits erasure_space journal_modes"
-SECTIONS += " postgres memory"
+SECTIONS = "store growth service request_cost turn_profile gemini_path screen purge session_limits erasure_space"
+SECTIONS += " journal_modes postgres memory"
 
 if __name__ == "__main__":
     info = _common.machine_info(["Django", "google-adk", "gunicorn", "django-q2"])

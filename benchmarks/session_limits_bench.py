@@ -91,10 +91,10 @@ def judge(results: list[dict]) -> list[str]:
     for result in results:
         turns = result["turns"]
         fresh, largest = (statistics.median(t["cpu_seconds"] for t in some) for some in (turns[1:4], turns[-3:]))
+        what = f"a turn at the largest allowed session ({result['kind']}) <= 3x a fresh one (issue 14), CPU per turn:"
         verdicts.append(
-            f"{'MET' if largest / fresh <= 3 else 'MISSED'} ({result['kind']}): a turn at the largest allowed session"
-            f" <= 3x a fresh one (issue 14), CPU per turn:"
-            f" {fmt_ms(largest)} ms at turns {turns[-3]['turn']}-{turns[-1]['turn']} vs {fmt_ms(fresh)} ms at turns"
+            _common.verdict(largest / fresh <= 3, what)
+            + f" {fmt_ms(largest)} ms at turns {turns[-3]['turn']}-{turns[-1]['turn']} vs {fmt_ms(fresh)} ms at turns"
             f" 2-4 = {largest / fresh:.2f}x"
         )
     return verdicts

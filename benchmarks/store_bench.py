@@ -1,7 +1,7 @@
 """Session store: is our DjangoSessionService, sealing as an API request does, at least as fast as ADK's own
 SqliteSessionService over a session's whole lifecycle? ADK's DatabaseSessionService and InMemorySessionService
 (the floor) beside them, every call awaited inside `async_to_sync` as a Django view runs the Runner, in databases
-that also hold background sessions. postgres_bench.py runs the same on PostgreSQL. Figures: results/store.md.
+that also hold background sessions. Figures: results/store.md.
 """
 
 import gc
@@ -127,15 +127,15 @@ def measure(services: dict, workload: Workload, params: dict) -> dict:
     return raw
 
 
-def summarise(raw: dict, baseline: str = BASELINE) -> dict:
+def summarise(raw: dict) -> dict:
     """Per service and op: median over repetitions of the mean per call, and of the paired
-    ratio to the baseline (a service of `raw`) in the same repetition."""
+    ratio to BASELINE in the same repetition."""
     means = {name: {op: [sum(rep[op]) / len(rep[op]) for rep in reps] for op in OPS} for name, reps in raw.items()}
     for name, reps in raw.items():
         means[name]["lifecycle"] = [sum(sum(rep[op]) for op in OPS) / len(rep["create"]) for rep in reps]
 
     def ratio(values, op):
-        return statistics.median([a / b for a, b in zip(values, means[baseline][op], strict=False) if b > 0])
+        return statistics.median([a / b for a, b in zip(values, means[BASELINE][op], strict=False) if b > 0])
 
     return {
         name: {op: {"median_s": statistics.median(values), "ratio": ratio(values, op)} for op, values in per_op.items()}
@@ -143,24 +143,10 @@ def summarise(raw: dict, baseline: str = BASELINE) -> dict:
     }
 
 
-def table(summary: dict, first: str) -> list[str]:
-    """Time per call (median) and ratio to the baseline, per op and service."""
-    labels = {**OPS, "lifecycle": "**whole lifecycle**"}
-    cells = {
-        op: [f"{_common.fmt_ms(s[op]['median_s'])} ({s[op]['ratio']:.2f}×)" for s in summary.values()] for op in labels
-    }
-    rows = [[label, *cells[op]] for op, label in labels.items()]
-    return _common.md_table(" | ".join([first, *summary]), rows)
-
-
-def params(quick: bool) -> dict:
-    return dict(zip(("reps", "lifecycles", "background"), (3, 2, 5) if quick else (9, 12, 50), strict=True))
-
-
 def run(args) -> tuple[list[str], dict]:
     from asgiref.sync import async_to_sync
 
-    p = params(args.quick)
+    p = dict(zip(("reps", "lifecycles", "background"), (3, 2, 5) if args.quick else (9, 12, 50), strict=True))
     with tempfile.TemporaryDirectory(prefix="store_bench_") as tmpdir:
         tmp = Path(tmpdir)
         _common.setup_django(f"sqlite:///{tmp / 'bench.db'}")
@@ -180,6 +166,12 @@ def run(args) -> tuple[list[str], dict]:
         async_to_sync(services["adk_database"].close)()
     summary, sizes = summarise(raw), workload.sizes()
     ours, base = summary["ours"]["lifecycle"], summary[BASELINE]["lifecycle"]
+    ops = {**OPS, "lifecycle": "**whole lifecycle**"}
+    cell = "{} ({:.2f}×)".format
+    rows = [
+        [label, *(cell(_common.fmt_ms(s[op]["median_s"]), s[op]["ratio"]) for s in summary.values())]
+        for op, label in ops.items()
+    ]
     lines = [
         f"Workload per lifecycle: create (state JSON {sizes['state_json_bytes']:,} B), {len(sizes['events'])} × "
         f"append_event ({min(sizes['events']):,}-{max(sizes['events']):,} B of event JSON), "
@@ -194,7 +186,7 @@ def run(args) -> tuple[list[str], dict]:
         "",
         "### Time per call, ms (median) and ratio to adk_sqlite",
         "",
-        *table(summary, "operation"),
+        *_common.md_table(" | ".join(["operation", *summary]), rows),
     ]
     return lines, {"params": p, "workload": sizes, "summary": summary, "raw": raw}
 

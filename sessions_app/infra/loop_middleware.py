@@ -3,7 +3,7 @@
 Django's MiddlewareMixin, under ASGI, calls each `process_request` and `process_response` in a
 thread (`sync_to_async`) and waits for it: with thirteen middleware that was about twenty hand-offs
 to a thread and back for every request. With the four below (and ours) on the loop, a small
-request costs 10 to 23 % less CPU (benchmarks/results/request_cost.md).
+request costs less CPU (the figures: benchmarks/results/request_cost.md).
 
 The hooks of the classes below only read the request and set headers, lazy objects or a language;
 they never wait on a database, a file or the network, so under ASGI they are called on the loop
