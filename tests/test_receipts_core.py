@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sessions_app.receipts import merkle
+from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
 from sessions_app.receipts.merkle import EMPTY_ROOT, MerkleTree, leaf_hash, node_hash
+from sessions_app.receipts.note import Signer, Verifier, open_note
 from sessions_app.receipts.strict import Rejected
 
 pytestmark = pytest.mark.backend_independent
@@ -194,3 +196,124 @@ def test_a_changed_proof_hash_or_leaf_is_rejected():
             assert rejected(merkle.verify_inclusion, leaf_hash(LEAF_INPUTS[index]), index, 8, changed, root)
         assert rejected(merkle.verify_inclusion, leaf_hash(b"other"), index, 8, proof, root)
         assert rejected(merkle.verify_inclusion, leaf_hash(LEAF_INPUTS[index]), index ^ 1, 8, proof, root)
+
+
+# --- Signed notes (golang.org/x/mod sumdb/note/note_test.go, C2SP signed-note.md) --------------
+
+PETER_SKEY = "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz"
+PETER_VKEY = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"
+ENOCH_VKEY = "EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop"
+NOTE_TEXT = "If you think cryptography is the answer to your problem,\nthen you don't know what your problem is.\n"
+PETER_SIGNATURE = "x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM="
+PETER_SIG = f"— PeterNeumann {PETER_SIGNATURE}\n"
+ENOCH_SIG = "— EnochRoot rwz+eBzmZa0SO3NbfRGzPCpDckykFXSdeX+MNtCOXm2/5n2tiOHp+vAF1aGrQ5ovTG01oOTGwnWLox33WWd1RvMc+QQ=\n"
+
+
+def test_go_signer_key_signs_exactly_as_go():
+    # Ed25519 is deterministic, so the same key and text give Go's signature byte for byte.
+    signer = Signer.from_skey(PETER_SKEY)
+    assert signer.verifier.vkey == PETER_VKEY
+    assert signer.skey == PETER_SKEY
+    assert signer.sign(NOTE_TEXT) == NOTE_TEXT + "\n" + PETER_SIG
+
+
+def test_go_signed_note_opens_with_either_known_key_and_skips_unknown_ones():
+    peter, enoch = Verifier.from_vkey(PETER_VKEY), Verifier.from_vkey(ENOCH_VKEY)
+    message = NOTE_TEXT + "\n" + PETER_SIG + ENOCH_SIG
+    assert open_note(message, [peter]) == NOTE_TEXT
+    assert open_note(message, [enoch]) == NOTE_TEXT
+    assert open_note(message, [peter, enoch]) == NOTE_TEXT
+    assert rejected(open_note, message, [])
+    assert rejected(open_note, NOTE_TEXT + "\n" + PETER_SIG, [enoch])
+
+
+def test_c2sp_signed_note_example():
+    verifier = Verifier.from_vkey("example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k")
+    signature = "Uw2QOkn8srV1yJGh2VYRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72IneyaQM="
+    text = "This is an example message.\n"
+    assert open_note(f"{text}\n— example.com/foo {signature}\n", [verifier]) == text
+
+
+def test_malformed_notes_are_rejected():
+    peter = Verifier.from_vkey(PETER_VKEY)
+    # note_test.go's badMsgs, its corrupted signature, and Go's limit on signatures.
+    bad_messages = [
+        NOTE_TEXT,
+        NOTE_TEXT + "\n",
+        NOTE_TEXT + "\n" + PETER_SIG[:-1],
+        "\x01" + NOTE_TEXT + "\n" + PETER_SIG,
+        NOTE_TEXT + f"\n— Bad Name {PETER_SIGNATURE}",
+        NOTE_TEXT + "\n" + PETER_SIG + "Unexpected line.\n",
+        NOTE_TEXT + "\n" + PETER_SIG[:60] + "ABCD" + PETER_SIG[60:],
+        NOTE_TEXT + "\n" + PETER_SIG * 101,
+        # A known key's failing signature rejects the note even beside a good one.
+        NOTE_TEXT + "\n" + PETER_SIG + PETER_SIG[:60] + "ABCD" + PETER_SIG[60:],
+    ]
+    for message in bad_messages:
+        assert rejected(open_note, message, [peter]), message
+
+
+def test_mangled_verifier_keys_are_rejected():
+    # As note_test.go's TestNewVerifier: every proper substring and every byte moved by one.
+    for start in range(len(PETER_VKEY) + 1):
+        for end in range(start + 1, len(PETER_VKEY) + 1):
+            if (start, end) != (0, len(PETER_VKEY)):
+                assert rejected(Verifier.from_vkey, PETER_VKEY[start:end])
+    for position, char in enumerate(PETER_VKEY):
+        assert rejected(Verifier.from_vkey, PETER_VKEY[:position] + chr(ord(char) + 1) + PETER_VKEY[position + 1 :])
+    assert rejected(Verifier.from_vkey, "PeterNeumann+cc469956+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TWBADKEY==")
+    assert rejected(Verifier.from_vkey, "PeterNeumann+173116ae+ZRpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW")
+
+
+def test_generated_keys_round_trip():
+    signer = Signer.generate("deletions.example/log")
+    assert Signer.from_skey(signer.skey).verifier == signer.verifier
+    assert Verifier.from_vkey(signer.verifier.vkey) == signer.verifier
+    assert open_note(signer.sign("one\n\ntwo\n"), [signer.verifier]) == "one\n\ntwo\n"
+    for text in ["no newline", "two newlines\n\n", "a\ttab\n"]:
+        with pytest.raises(ValueError):
+            signer.sign(text)
+
+
+# --- Checkpoints (C2SP tlog-checkpoint) -------------------------------------------------------
+
+ORIGIN = "deletions.example/log"
+LOG = Signer(ORIGIN, hashlib.sha256(b"the test log's seed").digest())  # fixed: the same bytes every run
+OTHER_LOG = Signer(ORIGIN, hashlib.sha256(b"another log of the same name").digest())
+
+
+def test_checkpoint_text_round_trip():
+    checkpoint = Checkpoint(ORIGIN, 8, bytes.fromhex(ROOTS[8]), ("extension",))
+    text = checkpoint.text()
+    assert text == f"{ORIGIN}\n8\n{base64.b64encode(checkpoint.root).decode()}\nextension\n"
+    assert Checkpoint.parse(text) == checkpoint
+    assert open_checkpoint(checkpoint.sign(LOG), LOG.verifier) == checkpoint
+
+
+def test_malformed_checkpoints_are_rejected():
+    root = "XcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg="
+    spare_bits_moved = root[:-2] + "h="  # decodes to the same bytes
+    bad_texts = [
+        f"{ORIGIN}\n8\n",
+        f"{ORIGIN}\n08\n{root}\n",
+        f"{ORIGIN}\n+8\n{root}\n",
+        f"{ORIGIN}\n8\n{root}",
+        f"{ORIGIN}\n8\n{root[:-4]}\n",
+        f"{ORIGIN}\n8\n{root}\n\nextension\n",
+        f"{ORIGIN}\n8\n{spare_bits_moved}\n",
+        f"\n8\n{root}\n",
+    ]
+    assert base64.b64decode(root) == base64.b64decode(spare_bits_moved) == bytes.fromhex(ROOTS[8])
+    for text in bad_texts:
+        assert rejected(Checkpoint.parse, text), text
+
+
+def test_a_checkpoint_counts_only_if_its_log_signed_it():
+    checkpoint = Checkpoint(ORIGIN, 8, bytes.fromhex(ROOTS[8]))
+    assert rejected(open_checkpoint, checkpoint.sign(OTHER_LOG), LOG.verifier)
+    renamed = Signer("elsewhere.example/log", hashlib.sha256(b"the test log's seed").digest())
+    assert rejected(open_checkpoint, renamed.sign(checkpoint.text()), renamed.verifier)
+    # A witness's cosignature beside the log's is skipped, not a reason to refuse.
+    witness = Signer("witness.example", hashlib.sha256(b"a witness").digest())
+    cosigned = checkpoint.sign(LOG) + witness.sign(checkpoint.text()).split("\n\n")[1]
+    assert open_checkpoint(cosigned, LOG.verifier) == checkpoint
