@@ -8,8 +8,13 @@ example in C2SP's signed-note.md.
 """
 
 import base64
+import dataclasses
 import hashlib
 import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -18,13 +23,17 @@ from hypothesis import strategies as st
 
 from sessions_app.receipts import merkle
 from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
+from sessions_app.receipts.entry import DeletionEntry, session_digest
 from sessions_app.receipts.merkle import EMPTY_ROOT, MerkleTree, leaf_hash, node_hash
 from sessions_app.receipts.note import Signer, Verifier, open_note
+from sessions_app.receipts.receipt import Receipt, hashes_text
 from sessions_app.receipts.strict import Rejected
+from sessions_app.receipts.verify import main, verify_log_grew, verify_receipt
 
 pytestmark = pytest.mark.backend_independent
 
-PROBES = json.loads((Path(__file__).parent / "fixtures" / "rfc6962_probes.json").read_text())
+ROOT_DIR = Path(__file__).parent.parent
+PROBES = json.loads((ROOT_DIR / "tests" / "fixtures" / "rfc6962_probes.json").read_text())
 # transparency-dev's testonly.LeafInputs() and RootHashes() (sizes 0 to 8).
 LEAF_INPUTS = [bytes.fromhex(value) for value in ["", "00", "10", "2021", "3031", "40414243", "5051525354555657"]]
 LEAF_INPUTS.append(bytes.fromhex("606162636465666768696a6b6c6d6e6f"))
@@ -317,3 +326,234 @@ def test_a_checkpoint_counts_only_if_its_log_signed_it():
     witness = Signer("witness.example", hashlib.sha256(b"a witness").digest())
     cosigned = checkpoint.sign(LOG) + witness.sign(checkpoint.text()).split("\n\n")[1]
     assert open_checkpoint(cosigned, LOG.verifier) == checkpoint
+
+
+# --- Entries ---------------------------------------------------------------------------------
+
+SESSION_IDS = [f"4f5e6d7c-0000-4000-8000-00000000000{n}" for n in range(7)]
+ENTRY_FIELDS = {
+    "created": datetime(2026, 5, 1, 13, 42, 5, 123456, tzinfo=UTC),
+    "erased_at": datetime(2026, 5, 2, 11, 14, 7, 900000, tzinfo=timezone(timedelta(hours=2))),
+    "trigger": "owner_delete",
+    "events": 12,
+    "plan_versions": 3,
+    "bytes_erased": 48213,
+    "rows_deleted": 17,
+    "sqlite_secure_delete": True,
+    "sealed_with_unstored_key": True,
+    "model_provider": "gemini",
+}
+LEAF = (
+    b'{"created":"2026-05-01T13:00:00Z","erased":{"bytes":48213,"events":12,"plan_versions":3},'
+    b'"erased_at":"2026-05-02T09:14:07Z","how":{"model_provider":"gemini","rows_deleted":17,'
+    b'"sealed_with_unstored_key":true,"sqlite_secure_delete":true},'
+    b'"session":"SESSION","trigger":"owner_delete","v":1}'
+)
+
+
+def entry_for(session_id: str, **changes) -> DeletionEntry:
+    return DeletionEntry.for_session(session_id, **{**ENTRY_FIELDS, **changes})
+
+
+def test_the_leaf_bytes_are_the_documented_canonical_json():
+    entry = entry_for(SESSION_IDS[0])
+    digest = hashlib.sha256(SESSION_IDS[0].encode()).hexdigest()
+    assert entry.session == session_digest(SESSION_IDS[0]) == digest
+    assert entry.leaf_bytes() == LEAF.replace(b"SESSION", digest.encode())
+    assert DeletionEntry.from_leaf_bytes(entry.leaf_bytes()) == entry
+
+
+def test_every_trigger_round_trips():
+    for trigger in ("owner_delete", "admin", "ttl_purge", "max_age", "startup_purge", "adk_delete_session"):
+        entry = entry_for(SESSION_IDS[0], trigger=trigger)
+        assert DeletionEntry.from_leaf_bytes(entry.leaf_bytes()).trigger == trigger
+
+
+def test_leaf_bytes_with_another_spelling_are_rejected():
+    leaf = entry_for(SESSION_IDS[0]).leaf_bytes()
+    document = json.loads(leaf)
+    respelled = [
+        json.dumps(document).encode(),  # spaces
+        json.dumps(document, separators=(",", ":")).encode()[::-1],
+        leaf.replace(b'"events":12', b'"events":12.0'),
+        leaf.replace(b'"events":12', b'"events":true'),
+        leaf.replace(b'"events":12', b'"events":-12'),
+        leaf.replace(b"owner_delete", b"bulk_delete"),
+        leaf.replace(b"13:00:00Z", b"13:30:00Z"),
+        leaf.replace(b"13:00:00Z", b"13:00:00+00:00"),
+        leaf.replace(b'"gemini"', b'"Gemini, said: my resume"'),
+        leaf.replace(b'"v":1', b'"v":2'),
+        leaf.replace(b'"v":1', b'"v":1,"owner":"anon-0123"'),
+        leaf.replace(b'"v":1', b'"v":1,"v":1'),
+        leaf.replace(document["session"].encode(), document["session"].upper().encode()),
+        leaf.replace(b',"trigger":"owner_delete"', b""),
+        leaf + b"\n",
+        b"[]",
+        b"\xff",
+    ]
+    for data in respelled:
+        assert rejected(DeletionEntry.from_leaf_bytes, data), data
+
+
+def test_entries_hold_only_counts_times_and_names():
+    assert set(json.loads(LEAF.replace(b"SESSION", b"0" * 64))) == {
+        *("v", "session", "created", "erased_at", "trigger", "erased", "how")
+    }
+    for change in [{"events": -1}, {"model_provider": "a provider"}, {"trigger": "purge"}, {"rows_deleted": 1.0}]:
+        with pytest.raises(ValueError):
+            entry_for(SESSION_IDS[0], **change)
+    with pytest.raises(ValueError):
+        entry_for(SESSION_IDS[0], created=datetime(2026, 5, 1, 13))  # no time zone
+    with pytest.raises(ValueError):
+        dataclasses.replace(entry_for(SESSION_IDS[0]), created=datetime(2026, 5, 1, 13, 5, tzinfo=UTC))
+
+
+# --- Receipts and the offline verifier -------------------------------------------------------
+
+LEAVES = [entry_for(session_id, events=n).leaf_bytes() for n, session_id in enumerate(SESSION_IDS)]
+
+
+def signed_checkpoint(tree: MerkleTree, size: int | None = None, signer: Signer = LOG) -> str:
+    size = len(tree) if size is None else size
+    return Checkpoint(ORIGIN, size, tree.root(size)).sign(signer)
+
+
+def receipt_for(index: int, size: int = len(LEAVES)) -> bytes:
+    tree = MerkleTree(map(leaf_hash, LEAVES))
+    proof = tuple(tree.inclusion_proof(index, size))
+    return Receipt(LEAVES[index], index, proof, signed_checkpoint(tree, size)).text().encode()
+
+
+def test_every_receipt_of_a_log_verifies_and_names_its_session():
+    for size in range(1, len(LEAVES) + 1):
+        for index in range(size):
+            verified = verify_receipt(receipt_for(index, size), LOG.verifier, SESSION_IDS[index])
+            assert (verified.index, verified.checkpoint.size, verified.entry.events) == (index, size, index)
+            assert Receipt.parse(receipt_for(index, size).decode()).text().encode() == receipt_for(index, size)
+
+
+def test_a_receipt_for_another_session_or_from_another_log_is_rejected():
+    receipt = receipt_for(2)
+    assert rejected(verify_receipt, receipt, LOG.verifier, SESSION_IDS[3])
+    assert rejected(verify_receipt, receipt, LOG.verifier, SESSION_IDS[2] + " ")
+    assert rejected(verify_receipt, receipt, OTHER_LOG.verifier, SESSION_IDS[2])
+
+
+def test_the_receipt_is_a_tlog_proof():
+    lines = receipt_for(2, 5).decode().split("\n")
+    assert lines[0] == "c2sp.org/tlog-proof@v1"
+    assert base64.b64decode(lines[1].removeprefix("extra ")) == LEAVES[2]
+    assert lines[2] == "index 2"
+    assert [len(base64.b64decode(line)) for line in lines[3:6]] == [32, 32, 32]
+    assert lines[6:10] == ["", ORIGIN, "5", base64.b64encode(MerkleTree(map(leaf_hash, LEAVES)).root(5)).decode()]
+    assert lines[10] == "" and lines[11].startswith("— " + ORIGIN + " ") and lines[12:] == [""]
+
+
+BIT_FLIPS = [1 << bit for bit in range(8)] + [0xFF]
+
+
+def surviving_flips(document: bytes, accepts) -> list[tuple[int, int]]:
+    """Each (position, mask) whose XOR into `document` the check still accepts."""
+    survivors = []
+    for position in range(len(document)):
+        for mask in BIT_FLIPS:
+            changed = bytearray(document)
+            changed[position] ^= mask
+            if not rejected(accepts, bytes(changed)):
+                survivors.append((position, mask))
+    return survivors
+
+
+def test_flipping_any_byte_of_a_receipt_is_rejected():
+    # The receipt holds the entry, its index, the proof hashes and the signed checkpoint.
+    receipt = receipt_for(2, 5)
+    assert surviving_flips(receipt, lambda changed: verify_receipt(changed, LOG.verifier)) == []
+
+
+def consistency_documents(leaves: list[bytes], old_size: int, proof_from: MerkleTree | None = None):
+    """The older checkpoint (over the honest first `old_size` leaves), the newer one over `leaves`
+    and the consistency proof between them, taken from `proof_from` or the newer tree."""
+    honest, newer = MerkleTree(map(leaf_hash, LEAVES[:old_size])), MerkleTree(map(leaf_hash, leaves))
+    proof = (proof_from or newer).consistency_proof(old_size)
+    return signed_checkpoint(honest).encode(), signed_checkpoint(newer).encode(), hashes_text(proof).encode()
+
+
+def test_flipping_any_byte_of_two_checkpoints_or_their_consistency_proof_is_rejected():
+    older, newer, proof = consistency_documents(LEAVES, 3)
+    before, after = verify_log_grew(older, newer, proof, LOG.verifier)
+    assert (before.size, after.size) == (3, 7)
+    assert surviving_flips(older, lambda changed: verify_log_grew(changed, newer, proof, LOG.verifier)) == []
+    assert surviving_flips(newer, lambda changed: verify_log_grew(older, changed, proof, LOG.verifier)) == []
+    assert surviving_flips(proof, lambda changed: verify_log_grew(older, newer, changed, LOG.verifier)) == []
+
+
+def test_a_log_with_an_entry_removed_or_reordered_fails_the_consistency_check():
+    old_size = 4
+    for appended in range(old_size, len(LEAVES) + 1):
+        assert verify_log_grew(*consistency_documents(LEAVES[:appended], old_size), LOG.verifier)
+    rewritten = []
+    for index in range(old_size):
+        rewritten.append(LEAVES[:index] + LEAVES[index + 1 :])  # removed
+        for other in range(index + 1, len(LEAVES)):
+            swapped = [*LEAVES]
+            swapped[index], swapped[other] = swapped[other], swapped[index]
+            rewritten.append(swapped)  # reordered
+    honest = MerkleTree(map(leaf_hash, LEAVES))
+    for leaves in rewritten:
+        # Neither the proof from the rewritten log nor the honest log's proof gets it through.
+        assert rejected(verify_log_grew, *consistency_documents(leaves, old_size), LOG.verifier)
+        assert rejected(verify_log_grew, *consistency_documents(leaves, old_size, honest), LOG.verifier)
+
+
+def test_the_verifier_takes_a_receipt_as_the_older_checkpoint():
+    _, newer, proof = consistency_documents(LEAVES, 5)
+    assert verify_log_grew(receipt_for(1, 5), newer, proof, LOG.verifier)[0].size == 5
+    assert rejected(verify_log_grew, receipt_for(1, 6), newer, proof, LOG.verifier)
+
+
+def test_command_line(tmp_path, capsys):
+    files = {"receipt": receipt_for(4), "bad": receipt_for(4).replace(b"index 4", b"index 3")}
+    files.update(zip(["older", "newer", "proof"], consistency_documents(LEAVES, 2), strict=True))
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    key = ["--key", LOG.verifier.vkey]
+
+    assert main([*key, "--session-id", SESSION_IDS[4], str(tmp_path / "receipt")]) == 0
+    assert capsys.readouterr().out == (
+        "Verified: the session given was erased at 2026-05-02 09:14:07 UTC (owner_delete: 4 events, "
+        f"3 plan versions, 48213 bytes); entry 4 of the 7 that log {ORIGIN} signed.\n"
+    )
+    assert main([*key, str(tmp_path / "receipt")]) == 0
+    assert f"session sha256:{session_digest(SESSION_IDS[4])[:16]}..." in capsys.readouterr().out
+    assert main([*key, "--session-id", SESSION_IDS[3], str(tmp_path / "receipt")]) == 1
+    assert capsys.readouterr().err == "Rejected: the entry names another session.\n"
+    assert main([*key, str(tmp_path / "bad")]) == 1
+    assert capsys.readouterr().err.startswith("Rejected: the inclusion proof")
+    assert main([*key, "--consistency", *(str(tmp_path / name) for name in ["older", "newer", "proof"])]) == 0
+    assert capsys.readouterr().out == f"Verified: log {ORIGIN} only grew, from 2 to 7 entries.\n"
+    assert main([*key, "--consistency", *(str(tmp_path / name) for name in ["newer", "older", "proof"])]) == 1
+    for misuse in [["--key", "not a key", str(tmp_path / "receipt")], [*key, str(tmp_path / "missing")], [*key]]:
+        with pytest.raises(SystemExit) as exit_status:
+            main(misuse)
+        assert exit_status.value.code == 2
+
+
+def test_the_verifier_runs_as_a_module_without_django(tmp_path):
+    receipt = tmp_path / "receipt.tlog-proof"
+    receipt.write_bytes(receipt_for(1))
+    environment = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
+    command = [sys.executable, "-X", "importtime", "-m", "sessions_app.receipts.verify"]
+    command += ["--key", LOG.verifier.vkey, "--session-id", SESSION_IDS[1], str(receipt)]
+    result = subprocess.run(command, cwd=ROOT_DIR, env=environment, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Verified: the session given was erased")
+    # -X importtime lists every module the run imported, one a line: "import time: ... | name".
+    imported = {
+        line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    }
+    project = {name for name in imported if name.split(".")[0] in {"sessions_app", "agent", "config"}}
+    assert {name for name in imported if name.split(".")[0] in {"django", "rest_framework", "google"}} == set()
+    assert all(
+        name in {"sessions_app", "sessions_app.receipts"} or name.startswith("sessions_app.receipts.")
+        for name in project
+    )
