@@ -1,0 +1,104 @@
+"""Check a deletion receipt offline, with the log's public key alone: no Django, no network.
+
+    python -m sessions_app.receipts.verify --key KEY [--session-id ID] RECEIPT
+    python -m sessions_app.receipts.verify --key KEY --consistency OLDER NEWER PROOF
+
+The first checks the checkpoint's signature, the entry's inclusion proof under the signed root,
+and, given the session id, that the entry names that session. The second checks that the log
+signed by NEWER only grew from the one signed by OLDER (a checkpoint, or a receipt whose checkpoint
+is taken), PROOF holding the consistency proof's hashes. KEY is the log's verifier key,
+`<name>+<key id>+<key>`. Exit status: 0 verified, 1 rejected (the reason on stderr), 2 misused.
+"""
+
+import argparse
+import sys
+from dataclasses import dataclass
+
+from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
+from sessions_app.receipts.entry import DeletionEntry, session_digest
+from sessions_app.receipts.merkle import leaf_hash, verify_consistency, verify_inclusion
+from sessions_app.receipts.note import Verifier
+from sessions_app.receipts.receipt import HEADER, Receipt, parse_hashes
+from sessions_app.receipts.strict import Rejected
+
+
+@dataclass(frozen=True)
+class VerifiedReceipt:
+    entry: DeletionEntry
+    index: int
+    checkpoint: Checkpoint
+
+
+def verify_receipt(document: bytes, verifier: Verifier, session_id: str | None = None) -> VerifiedReceipt:
+    receipt = Receipt.parse(_text(document, "the receipt"))
+    checkpoint = open_checkpoint(receipt.checkpoint, verifier)
+    verify_inclusion(leaf_hash(receipt.entry), receipt.index, checkpoint.size, receipt.proof, checkpoint.root)
+    entry = DeletionEntry.from_leaf_bytes(receipt.entry)
+    if session_id is not None and entry.session != session_digest(session_id):
+        raise Rejected("the entry names another session")
+    return VerifiedReceipt(entry, receipt.index, checkpoint)
+
+
+def verify_log_grew(older: bytes, newer: bytes, proof: bytes, verifier: Verifier) -> tuple[Checkpoint, Checkpoint]:
+    """The two checkpoints, if `proof` shows the log at `newer` extends the log at `older`."""
+    older_text = _text(older, "the older checkpoint")
+    if older_text.startswith(HEADER + "\n"):
+        older_text = Receipt.parse(older_text).checkpoint
+    before = open_checkpoint(older_text, verifier)
+    after = open_checkpoint(_text(newer, "the newer checkpoint"), verifier)
+    hashes = parse_hashes(_text(proof, "the consistency proof"))
+    verify_consistency(before.size, after.size, hashes, before.root, after.root)
+    return before, after
+
+
+def _text(document: bytes, what: str) -> str:
+    try:
+        return document.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Rejected(f"{what} is not UTF-8 text") from None
+
+
+def describe(verified: VerifiedReceipt, session_checked: bool) -> str:
+    entry, checkpoint = verified.entry, verified.checkpoint
+    whose = "the session given" if session_checked else f"session sha256:{entry.session[:16]}..."
+    return (
+        f"Verified: {whose} was erased at {entry.erased_at:%Y-%m-%d %H:%M:%S} UTC ({entry.trigger}: "
+        f"{entry.events} events, {entry.plan_versions} plan versions, {entry.bytes_erased} bytes); "
+        f"entry {verified.index} of the {checkpoint.size} that log {checkpoint.origin} signed."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sessions_app.receipts.verify", description=__doc__.split("\n")[0])
+    parser.add_argument("--key", required=True, help="the log's verifier key, <name>+<key id>+<key>")
+    parser.add_argument("--session-id", help="the id of the session the receipt should name")
+    parser.add_argument("--consistency", action="store_true", help="check OLDER NEWER PROOF instead of a receipt")
+    parser.add_argument("files", nargs="+", metavar="FILE")
+    arguments = parser.parse_args(argv)
+    if len(arguments.files) != (3 if arguments.consistency else 1):
+        parser.error("give one receipt, or with --consistency an older checkpoint, a newer one and a proof")
+    try:
+        verifier = Verifier.from_vkey(arguments.key)
+        contents = [_read(path) for path in arguments.files]
+    except (Rejected, OSError) as error:
+        parser.error(str(error))
+    try:
+        if arguments.consistency:
+            before, after = verify_log_grew(*contents, verifier)
+            print(f"Verified: log {after.origin} only grew, from {before.size} to {after.size} entries.")
+        else:
+            verified = verify_receipt(contents[0], verifier, arguments.session_id)
+            print(describe(verified, arguments.session_id is not None))
+    except Rejected as error:
+        print(f"Rejected: {error}.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

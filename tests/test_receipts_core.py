@@ -1,0 +1,559 @@
+"""The pure core of deletion receipts (issue 31): RFC 6962 trees and proofs, C2SP signed notes and
+checkpoints, the entry's leaf bytes, tlog-proof receipts and the offline verifier. No database.
+
+Known answers come from public test data: transparency-dev/merkle (testonly/constants.go,
+testonly/reference_test.go, rfc6962/rfc6962_test.go, and its testdata/ probes gathered in
+tests/fixtures/rfc6962_probes.json) and golang.org/x/mod's sumdb/note/note_test.go, plus the
+example in C2SP's signed-note.md.
+"""
+
+import base64
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sessions_app.receipts import merkle
+from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
+from sessions_app.receipts.entry import DeletionEntry, session_digest
+from sessions_app.receipts.merkle import EMPTY_ROOT, MerkleTree, leaf_hash, node_hash
+from sessions_app.receipts.note import Signer, Verifier, open_note
+from sessions_app.receipts.receipt import Receipt, hashes_text
+from sessions_app.receipts.strict import Rejected
+from sessions_app.receipts.verify import main, verify_log_grew, verify_receipt
+
+pytestmark = pytest.mark.backend_independent
+
+ROOT_DIR = Path(__file__).parent.parent
+PROBES = json.loads((ROOT_DIR / "tests" / "fixtures" / "rfc6962_probes.json").read_text())
+# transparency-dev's testonly.LeafInputs() and RootHashes() (sizes 0 to 8).
+LEAF_INPUTS = [bytes.fromhex(value) for value in ["", "00", "10", "2021", "3031", "40414243", "5051525354555657"]]
+LEAF_INPUTS.append(bytes.fromhex("606162636465666768696a6b6c6d6e6f"))
+ROOTS = [
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+    "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
+    "aeb6bcfe274b70a14fb067a5e5578264db0fa9b51af5e0ba159158f329e06e77",
+    "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+    "4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
+    "76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
+    "ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
+    "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328",
+]
+# Node hashes of that tree named as in testonly/reference_test.go's proofs.
+A1 = "96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7"  # leaf 1
+A0 = "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d"  # leaf 0
+A4 = "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"  # leaf 4
+G = "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125"  # leaves 0-1
+H = "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e"  # leaves 2-3
+I = "0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a"  # noqa: E741 (leaves 4-5)
+J = "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0"  # leaves 6-7
+K = "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"  # leaves 0-3
+L = "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"  # leaves 4-7
+INCLUSION_PROOFS = [(0, 1, []), (0, 2, [A1]), (1, 2, [A0]), (2, 3, [G]), (1, 5, [A0, H, A4]), (0, 8, [A1, H, L])]
+INCLUSION_PROOFS.append((5, 8, [A4, J, K]))
+CONSISTENCY_PROOFS = [(1, 1, []), (1, 8, [A1, H, L]), (2, 5, [H, A4]), (6, 8, [I, J, K])]
+# Where this verifier is stricter than transparency-dev's: a root is 32 bytes even when the two
+# sizes are equal and nothing is hashed.
+STRICTER_THAN_GO = {"testdata/consistency/additional/sizes-are-equal-one-and-proof-is-empty.json"}
+
+
+def b64(text: str | None) -> bytes:
+    return base64.b64decode(text or "")
+
+
+def reference_tree() -> MerkleTree:
+    return MerkleTree(leaf_hash(data) for data in LEAF_INPUTS)
+
+
+def rejected(check, *args) -> bool:
+    try:
+        check(*args)
+    except Rejected:
+        return True
+    return False
+
+
+# --- RFC 6962 hashing and proofs -------------------------------------------------------------
+
+
+def test_hashes_known_answers():
+    # rfc6962/rfc6962_test.go: the empty tree is not the empty leaf; leaves and nodes are prefixed.
+    assert EMPTY_ROOT.hex() == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert leaf_hash(b"").hex() == "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d"
+    assert leaf_hash(b"L123456").hex() == "395aa064aa4c29f7010acfe3f25db9485bbd4b91897b6ad7ad547639252b4d56"
+    assert node_hash(b"N123", b"N456").hex() == "aa217fe888e47007fa15edab33c2b492a722cb106c64667fc2b044444de66bbb"
+
+
+@pytest.mark.parametrize("size", range(9))
+def test_roots_of_the_reference_tree(size):
+    assert reference_tree().root(size).hex() == ROOTS[size]
+    assert MerkleTree(leaf_hash(data) for data in LEAF_INPUTS[:size]).root().hex() == ROOTS[size]
+
+
+@pytest.mark.parametrize(("index", "size", "expected"), INCLUSION_PROOFS)
+def test_inclusion_proofs_of_the_reference_tree(index, size, expected):
+    tree = reference_tree()
+    proof = tree.inclusion_proof(index, size)
+    assert [node.hex() for node in proof] == expected
+    merkle.verify_inclusion(leaf_hash(LEAF_INPUTS[index]), index, size, proof, tree.root(size))
+
+
+@pytest.mark.parametrize(("old_size", "size", "expected"), CONSISTENCY_PROOFS)
+def test_consistency_proofs_of_the_reference_tree(old_size, size, expected):
+    tree = reference_tree()
+    proof = tree.consistency_proof(old_size, size)
+    assert [node.hex() for node in proof] == expected
+    merkle.verify_consistency(old_size, size, proof, tree.root(old_size), tree.root(size))
+
+
+@pytest.mark.parametrize("probe", PROBES["inclusion"], ids=lambda probe: probe["file"])
+def test_inclusion_probes(probe):
+    args = (b64(probe["leafHash"]), probe["leafIdx"], probe["treeSize"], [b64(node) for node in probe["proof"] or []])
+    assert rejected(merkle.verify_inclusion, *args, b64(probe["root"])) == probe["wantErr"]
+
+
+@pytest.mark.parametrize("probe", PROBES["consistency"], ids=lambda probe: probe["file"])
+def test_consistency_probes(probe):
+    proof = [b64(node) for node in probe["proof"] or []]
+    args = (probe["size1"], probe["size2"], proof, b64(probe["root1"]), b64(probe["root2"]))
+    assert rejected(merkle.verify_consistency, *args) == (probe["wantErr"] or probe["file"] in STRICTER_THAN_GO)
+
+
+def mth(leaves: list[bytes]) -> bytes:
+    """RFC 6962 §2.1's MTH written from the text, slow and plain, to hold the tree to."""
+    if not leaves:
+        return EMPTY_ROOT
+    if len(leaves) == 1:
+        return leaves[0]
+    split = 1 << ((len(leaves) - 1).bit_length() - 1)
+    return node_hash(mth(leaves[:split]), mth(leaves[split:]))
+
+
+def path(index: int, leaves: list[bytes]) -> list[bytes]:
+    if len(leaves) == 1:
+        return []
+    split = 1 << ((len(leaves) - 1).bit_length() - 1)
+    if index < split:
+        return path(index, leaves[:split]) + [mth(leaves[split:])]
+    return path(index - split, leaves[split:]) + [mth(leaves[:split])]
+
+
+def subproof(old_size: int, leaves: list[bytes], whole: bool) -> list[bytes]:
+    if old_size == len(leaves):
+        return [] if whole else [mth(leaves)]
+    split = 1 << ((len(leaves) - 1).bit_length() - 1)
+    if old_size <= split:
+        return subproof(old_size, leaves[:split], whole) + [mth(leaves[split:])]
+    return subproof(old_size - split, leaves[split:], False) + [mth(leaves[:split])]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.integers(1, 70).flatmap(lambda size: st.tuples(st.just(size), st.integers(1, size), st.integers(1, 70))))
+def test_proofs_match_the_rfc_text_and_verify(sizes):
+    size, old_size, grown = sizes
+    leaves = [leaf_hash(i.to_bytes(2, "big")) for i in range(size + grown)]
+    tree = MerkleTree(leaves)
+    assert tree.root(size) == mth(leaves[:size])
+    for index in range(size):
+        proof = tree.inclusion_proof(index, size)
+        assert proof == path(index, leaves[:size])
+        merkle.verify_inclusion(leaves[index], index, size, proof, tree.root(size))
+    proof = tree.consistency_proof(old_size, size)
+    assert proof == subproof(old_size, leaves[:size], True)
+    merkle.verify_consistency(old_size, size, proof, tree.root(old_size), tree.root(size))
+
+
+def test_proving_every_entry_is_not_quadratic(monkeypatch):
+    # The stored complete subtrees leave only the right edge to hash: O(log² n) a proof. Hashing
+    # each sibling subtree from its leaves would cost about n a proof, 16 million here.
+    leaves = [leaf_hash(i.to_bytes(2, "big")) for i in range(4095)]
+    tree = MerkleTree(leaves)
+    hashed = []
+    monkeypatch.setattr(merkle, "node_hash", lambda left, right: hashed.append(1) or b"\0" * 32)
+    for index in range(len(leaves)):
+        tree.inclusion_proof(index)
+    tree.consistency_proof(1000)
+    assert len(hashed) < len(leaves) * 12 * 12
+
+
+def test_out_of_range_requests():
+    tree = reference_tree()
+    for bad in [lambda: tree.inclusion_proof(3, 3), lambda: tree.root(9), lambda: tree.consistency_proof(0, 4)]:
+        with pytest.raises(IndexError):
+            bad()
+    with pytest.raises(ValueError):
+        tree.append(b"short")
+
+
+def test_a_changed_proof_hash_or_leaf_is_rejected():
+    tree = reference_tree()
+    root = tree.root()
+    for index in range(8):
+        proof = tree.inclusion_proof(index)
+        for position in range(len(proof)):
+            changed = [*proof]
+            changed[position] = hashlib.sha256(changed[position]).digest()
+            assert rejected(merkle.verify_inclusion, leaf_hash(LEAF_INPUTS[index]), index, 8, changed, root)
+        assert rejected(merkle.verify_inclusion, leaf_hash(b"other"), index, 8, proof, root)
+        assert rejected(merkle.verify_inclusion, leaf_hash(LEAF_INPUTS[index]), index ^ 1, 8, proof, root)
+
+
+# --- Signed notes (golang.org/x/mod sumdb/note/note_test.go, C2SP signed-note.md) --------------
+
+PETER_SKEY = "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz"
+PETER_VKEY = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"
+ENOCH_VKEY = "EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop"
+NOTE_TEXT = "If you think cryptography is the answer to your problem,\nthen you don't know what your problem is.\n"
+PETER_SIGNATURE = "x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM="
+PETER_SIG = f"— PeterNeumann {PETER_SIGNATURE}\n"
+ENOCH_SIG = "— EnochRoot rwz+eBzmZa0SO3NbfRGzPCpDckykFXSdeX+MNtCOXm2/5n2tiOHp+vAF1aGrQ5ovTG01oOTGwnWLox33WWd1RvMc+QQ=\n"
+
+
+def test_go_signer_key_signs_exactly_as_go():
+    # Ed25519 is deterministic, so the same key and text give Go's signature byte for byte.
+    signer = Signer.from_skey(PETER_SKEY)
+    assert signer.verifier.vkey == PETER_VKEY
+    assert signer.skey == PETER_SKEY
+    assert signer.sign(NOTE_TEXT) == NOTE_TEXT + "\n" + PETER_SIG
+
+
+def test_go_signed_note_opens_with_either_known_key_and_skips_unknown_ones():
+    peter, enoch = Verifier.from_vkey(PETER_VKEY), Verifier.from_vkey(ENOCH_VKEY)
+    message = NOTE_TEXT + "\n" + PETER_SIG + ENOCH_SIG
+    assert open_note(message, [peter]) == NOTE_TEXT
+    assert open_note(message, [enoch]) == NOTE_TEXT
+    assert open_note(message, [peter, enoch]) == NOTE_TEXT
+    assert rejected(open_note, message, [])
+    assert rejected(open_note, NOTE_TEXT + "\n" + PETER_SIG, [enoch])
+
+
+def test_c2sp_signed_note_example():
+    verifier = Verifier.from_vkey("example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k")
+    signature = "Uw2QOkn8srV1yJGh2VYRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72IneyaQM="
+    text = "This is an example message.\n"
+    assert open_note(f"{text}\n— example.com/foo {signature}\n", [verifier]) == text
+
+
+def test_malformed_notes_are_rejected():
+    peter = Verifier.from_vkey(PETER_VKEY)
+    # note_test.go's badMsgs, its corrupted signature, and Go's limit on signatures.
+    bad_messages = [
+        NOTE_TEXT,
+        NOTE_TEXT + "\n",
+        NOTE_TEXT + "\n" + PETER_SIG[:-1],
+        "\x01" + NOTE_TEXT + "\n" + PETER_SIG,
+        NOTE_TEXT + f"\n— Bad Name {PETER_SIGNATURE}",
+        NOTE_TEXT + "\n" + PETER_SIG + "Unexpected line.\n",
+        NOTE_TEXT + "\n" + PETER_SIG[:60] + "ABCD" + PETER_SIG[60:],
+        NOTE_TEXT + "\n" + PETER_SIG * 101,
+        # A known key's failing signature rejects the note even beside a good one.
+        NOTE_TEXT + "\n" + PETER_SIG + PETER_SIG[:60] + "ABCD" + PETER_SIG[60:],
+    ]
+    for message in bad_messages:
+        assert rejected(open_note, message, [peter]), message
+
+
+def test_mangled_verifier_keys_are_rejected():
+    # As note_test.go's TestNewVerifier: every proper substring and every byte moved by one.
+    for start in range(len(PETER_VKEY) + 1):
+        for end in range(start + 1, len(PETER_VKEY) + 1):
+            if (start, end) != (0, len(PETER_VKEY)):
+                assert rejected(Verifier.from_vkey, PETER_VKEY[start:end])
+    for position, char in enumerate(PETER_VKEY):
+        assert rejected(Verifier.from_vkey, PETER_VKEY[:position] + chr(ord(char) + 1) + PETER_VKEY[position + 1 :])
+    assert rejected(Verifier.from_vkey, "PeterNeumann+cc469956+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TWBADKEY==")
+    assert rejected(Verifier.from_vkey, "PeterNeumann+173116ae+ZRpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW")
+
+
+def test_generated_keys_round_trip():
+    signer = Signer.generate("deletions.example/log")
+    assert Signer.from_skey(signer.skey).verifier == signer.verifier
+    assert Verifier.from_vkey(signer.verifier.vkey) == signer.verifier
+    assert open_note(signer.sign("one\n\ntwo\n"), [signer.verifier]) == "one\n\ntwo\n"
+    for text in ["no newline", "two newlines\n\n", "a\ttab\n"]:
+        with pytest.raises(ValueError):
+            signer.sign(text)
+
+
+# --- Checkpoints (C2SP tlog-checkpoint) -------------------------------------------------------
+
+ORIGIN = "deletions.example/log"
+LOG = Signer(ORIGIN, hashlib.sha256(b"the test log's seed").digest())  # fixed: the same bytes every run
+OTHER_LOG = Signer(ORIGIN, hashlib.sha256(b"another log of the same name").digest())
+
+
+def test_checkpoint_text_round_trip():
+    checkpoint = Checkpoint(ORIGIN, 8, bytes.fromhex(ROOTS[8]), ("extension",))
+    text = checkpoint.text()
+    assert text == f"{ORIGIN}\n8\n{base64.b64encode(checkpoint.root).decode()}\nextension\n"
+    assert Checkpoint.parse(text) == checkpoint
+    assert open_checkpoint(checkpoint.sign(LOG), LOG.verifier) == checkpoint
+
+
+def test_malformed_checkpoints_are_rejected():
+    root = "XcnaeacGWamtVZy3Ad7ZoqudgjqtL0lgz+Nw7/RgQyg="
+    spare_bits_moved = root[:-2] + "h="  # decodes to the same bytes
+    bad_texts = [
+        f"{ORIGIN}\n8\n",
+        f"{ORIGIN}\n08\n{root}\n",
+        f"{ORIGIN}\n+8\n{root}\n",
+        f"{ORIGIN}\n8\n{root}",
+        f"{ORIGIN}\n8\n{root[:-4]}\n",
+        f"{ORIGIN}\n8\n{root}\n\nextension\n",
+        f"{ORIGIN}\n8\n{spare_bits_moved}\n",
+        f"\n8\n{root}\n",
+    ]
+    assert base64.b64decode(root) == base64.b64decode(spare_bits_moved) == bytes.fromhex(ROOTS[8])
+    for text in bad_texts:
+        assert rejected(Checkpoint.parse, text), text
+
+
+def test_a_checkpoint_counts_only_if_its_log_signed_it():
+    checkpoint = Checkpoint(ORIGIN, 8, bytes.fromhex(ROOTS[8]))
+    assert rejected(open_checkpoint, checkpoint.sign(OTHER_LOG), LOG.verifier)
+    renamed = Signer("elsewhere.example/log", hashlib.sha256(b"the test log's seed").digest())
+    assert rejected(open_checkpoint, renamed.sign(checkpoint.text()), renamed.verifier)
+    # A witness's cosignature beside the log's is skipped, not a reason to refuse.
+    witness = Signer("witness.example", hashlib.sha256(b"a witness").digest())
+    cosigned = checkpoint.sign(LOG) + witness.sign(checkpoint.text()).split("\n\n")[1]
+    assert open_checkpoint(cosigned, LOG.verifier) == checkpoint
+
+
+# --- Entries ---------------------------------------------------------------------------------
+
+SESSION_IDS = [f"4f5e6d7c-0000-4000-8000-00000000000{n}" for n in range(7)]
+ENTRY_FIELDS = {
+    "created": datetime(2026, 5, 1, 13, 42, 5, 123456, tzinfo=UTC),
+    "erased_at": datetime(2026, 5, 2, 11, 14, 7, 900000, tzinfo=timezone(timedelta(hours=2))),
+    "trigger": "owner_delete",
+    "events": 12,
+    "plan_versions": 3,
+    "bytes_erased": 48213,
+    "rows_deleted": 17,
+    "sqlite_secure_delete": True,
+    "sealed_with_unstored_key": True,
+    "model_provider": "gemini",
+}
+LEAF = (
+    b'{"created":"2026-05-01T13:00:00Z","erased":{"bytes":48213,"events":12,"plan_versions":3},'
+    b'"erased_at":"2026-05-02T09:14:07Z","how":{"model_provider":"gemini","rows_deleted":17,'
+    b'"sealed_with_unstored_key":true,"sqlite_secure_delete":true},'
+    b'"session":"SESSION","trigger":"owner_delete","v":1}'
+)
+
+
+def entry_for(session_id: str, **changes) -> DeletionEntry:
+    return DeletionEntry.for_session(session_id, **{**ENTRY_FIELDS, **changes})
+
+
+def test_the_leaf_bytes_are_the_documented_canonical_json():
+    entry = entry_for(SESSION_IDS[0])
+    digest = hashlib.sha256(SESSION_IDS[0].encode()).hexdigest()
+    assert entry.session == session_digest(SESSION_IDS[0]) == digest
+    assert entry.leaf_bytes() == LEAF.replace(b"SESSION", digest.encode())
+    assert DeletionEntry.from_leaf_bytes(entry.leaf_bytes()) == entry
+
+
+def test_every_trigger_round_trips():
+    for trigger in ("owner_delete", "admin", "ttl_purge", "max_age", "startup_purge", "adk_delete_session"):
+        entry = entry_for(SESSION_IDS[0], trigger=trigger)
+        assert DeletionEntry.from_leaf_bytes(entry.leaf_bytes()).trigger == trigger
+
+
+def test_leaf_bytes_with_another_spelling_are_rejected():
+    leaf = entry_for(SESSION_IDS[0]).leaf_bytes()
+    document = json.loads(leaf)
+    respelled = [
+        json.dumps(document).encode(),  # spaces
+        json.dumps(document, separators=(",", ":")).encode()[::-1],
+        leaf.replace(b'"events":12', b'"events":12.0'),
+        leaf.replace(b'"events":12', b'"events":true'),
+        leaf.replace(b'"events":12', b'"events":-12'),
+        leaf.replace(b"owner_delete", b"bulk_delete"),
+        leaf.replace(b"13:00:00Z", b"13:30:00Z"),
+        leaf.replace(b"13:00:00Z", b"13:00:00+00:00"),
+        leaf.replace(b'"gemini"', b'"Gemini, said: my resume"'),
+        leaf.replace(b'"v":1', b'"v":2'),
+        leaf.replace(b'"v":1', b'"v":1,"owner":"anon-0123"'),
+        leaf.replace(b'"v":1', b'"v":1,"v":1'),
+        leaf.replace(document["session"].encode(), document["session"].upper().encode()),
+        leaf.replace(b',"trigger":"owner_delete"', b""),
+        leaf + b"\n",
+        b"[]",
+        b"\xff",
+    ]
+    for data in respelled:
+        assert rejected(DeletionEntry.from_leaf_bytes, data), data
+
+
+def test_entries_hold_only_counts_times_and_names():
+    assert set(json.loads(LEAF.replace(b"SESSION", b"0" * 64))) == {
+        *("v", "session", "created", "erased_at", "trigger", "erased", "how")
+    }
+    for change in [{"events": -1}, {"model_provider": "a provider"}, {"trigger": "purge"}, {"rows_deleted": 1.0}]:
+        with pytest.raises(ValueError):
+            entry_for(SESSION_IDS[0], **change)
+    with pytest.raises(ValueError):
+        entry_for(SESSION_IDS[0], created=datetime(2026, 5, 1, 13))  # no time zone
+    with pytest.raises(ValueError):
+        dataclasses.replace(entry_for(SESSION_IDS[0]), created=datetime(2026, 5, 1, 13, 5, tzinfo=UTC))
+
+
+# --- Receipts and the offline verifier -------------------------------------------------------
+
+LEAVES = [entry_for(session_id, events=n).leaf_bytes() for n, session_id in enumerate(SESSION_IDS)]
+
+
+def signed_checkpoint(tree: MerkleTree, size: int | None = None, signer: Signer = LOG) -> str:
+    size = len(tree) if size is None else size
+    return Checkpoint(ORIGIN, size, tree.root(size)).sign(signer)
+
+
+def receipt_for(index: int, size: int = len(LEAVES)) -> bytes:
+    tree = MerkleTree(map(leaf_hash, LEAVES))
+    proof = tuple(tree.inclusion_proof(index, size))
+    return Receipt(LEAVES[index], index, proof, signed_checkpoint(tree, size)).text().encode()
+
+
+def test_every_receipt_of_a_log_verifies_and_names_its_session():
+    for size in range(1, len(LEAVES) + 1):
+        for index in range(size):
+            verified = verify_receipt(receipt_for(index, size), LOG.verifier, SESSION_IDS[index])
+            assert (verified.index, verified.checkpoint.size, verified.entry.events) == (index, size, index)
+            assert Receipt.parse(receipt_for(index, size).decode()).text().encode() == receipt_for(index, size)
+
+
+def test_a_receipt_for_another_session_or_from_another_log_is_rejected():
+    receipt = receipt_for(2)
+    assert rejected(verify_receipt, receipt, LOG.verifier, SESSION_IDS[3])
+    assert rejected(verify_receipt, receipt, LOG.verifier, SESSION_IDS[2] + " ")
+    assert rejected(verify_receipt, receipt, OTHER_LOG.verifier, SESSION_IDS[2])
+
+
+def test_the_receipt_is_a_tlog_proof():
+    lines = receipt_for(2, 5).decode().split("\n")
+    assert lines[0] == "c2sp.org/tlog-proof@v1"
+    assert base64.b64decode(lines[1].removeprefix("extra ")) == LEAVES[2]
+    assert lines[2] == "index 2"
+    assert [len(base64.b64decode(line)) for line in lines[3:6]] == [32, 32, 32]
+    assert lines[6:10] == ["", ORIGIN, "5", base64.b64encode(MerkleTree(map(leaf_hash, LEAVES)).root(5)).decode()]
+    assert lines[10] == "" and lines[11].startswith("— " + ORIGIN + " ") and lines[12:] == [""]
+
+
+BIT_FLIPS = [1 << bit for bit in range(8)] + [0xFF]
+
+
+def surviving_flips(document: bytes, accepts) -> list[tuple[int, int]]:
+    """Each (position, mask) whose XOR into `document` the check still accepts."""
+    survivors = []
+    for position in range(len(document)):
+        for mask in BIT_FLIPS:
+            changed = bytearray(document)
+            changed[position] ^= mask
+            if not rejected(accepts, bytes(changed)):
+                survivors.append((position, mask))
+    return survivors
+
+
+def test_flipping_any_byte_of_a_receipt_is_rejected():
+    # The receipt holds the entry, its index, the proof hashes and the signed checkpoint.
+    receipt = receipt_for(2, 5)
+    assert surviving_flips(receipt, lambda changed: verify_receipt(changed, LOG.verifier)) == []
+
+
+def consistency_documents(leaves: list[bytes], old_size: int, proof_from: MerkleTree | None = None):
+    """The older checkpoint (over the honest first `old_size` leaves), the newer one over `leaves`
+    and the consistency proof between them, taken from `proof_from` or the newer tree."""
+    honest, newer = MerkleTree(map(leaf_hash, LEAVES[:old_size])), MerkleTree(map(leaf_hash, leaves))
+    proof = (proof_from or newer).consistency_proof(old_size)
+    return signed_checkpoint(honest).encode(), signed_checkpoint(newer).encode(), hashes_text(proof).encode()
+
+
+def test_flipping_any_byte_of_two_checkpoints_or_their_consistency_proof_is_rejected():
+    older, newer, proof = consistency_documents(LEAVES, 3)
+    before, after = verify_log_grew(older, newer, proof, LOG.verifier)
+    assert (before.size, after.size) == (3, 7)
+    assert surviving_flips(older, lambda changed: verify_log_grew(changed, newer, proof, LOG.verifier)) == []
+    assert surviving_flips(newer, lambda changed: verify_log_grew(older, changed, proof, LOG.verifier)) == []
+    assert surviving_flips(proof, lambda changed: verify_log_grew(older, newer, changed, LOG.verifier)) == []
+
+
+def test_a_log_with_an_entry_removed_or_reordered_fails_the_consistency_check():
+    old_size = 4
+    for appended in range(old_size, len(LEAVES) + 1):
+        assert verify_log_grew(*consistency_documents(LEAVES[:appended], old_size), LOG.verifier)
+    rewritten = []
+    for index in range(old_size):
+        rewritten.append(LEAVES[:index] + LEAVES[index + 1 :])  # removed
+        for other in range(index + 1, len(LEAVES)):
+            swapped = [*LEAVES]
+            swapped[index], swapped[other] = swapped[other], swapped[index]
+            rewritten.append(swapped)  # reordered
+    honest = MerkleTree(map(leaf_hash, LEAVES))
+    for leaves in rewritten:
+        # Neither the proof from the rewritten log nor the honest log's proof gets it through.
+        assert rejected(verify_log_grew, *consistency_documents(leaves, old_size), LOG.verifier)
+        assert rejected(verify_log_grew, *consistency_documents(leaves, old_size, honest), LOG.verifier)
+
+
+def test_the_verifier_takes_a_receipt_as_the_older_checkpoint():
+    _, newer, proof = consistency_documents(LEAVES, 5)
+    assert verify_log_grew(receipt_for(1, 5), newer, proof, LOG.verifier)[0].size == 5
+    assert rejected(verify_log_grew, receipt_for(1, 6), newer, proof, LOG.verifier)
+
+
+def test_command_line(tmp_path, capsys):
+    files = {"receipt": receipt_for(4), "bad": receipt_for(4).replace(b"index 4", b"index 3")}
+    files.update(zip(["older", "newer", "proof"], consistency_documents(LEAVES, 2), strict=True))
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    key = ["--key", LOG.verifier.vkey]
+
+    assert main([*key, "--session-id", SESSION_IDS[4], str(tmp_path / "receipt")]) == 0
+    assert capsys.readouterr().out == (
+        "Verified: the session given was erased at 2026-05-02 09:14:07 UTC (owner_delete: 4 events, "
+        f"3 plan versions, 48213 bytes); entry 4 of the 7 that log {ORIGIN} signed.\n"
+    )
+    assert main([*key, str(tmp_path / "receipt")]) == 0
+    assert f"session sha256:{session_digest(SESSION_IDS[4])[:16]}..." in capsys.readouterr().out
+    assert main([*key, "--session-id", SESSION_IDS[3], str(tmp_path / "receipt")]) == 1
+    assert capsys.readouterr().err == "Rejected: the entry names another session.\n"
+    assert main([*key, str(tmp_path / "bad")]) == 1
+    assert capsys.readouterr().err.startswith("Rejected: the inclusion proof")
+    assert main([*key, "--consistency", *(str(tmp_path / name) for name in ["older", "newer", "proof"])]) == 0
+    assert capsys.readouterr().out == f"Verified: log {ORIGIN} only grew, from 2 to 7 entries.\n"
+    assert main([*key, "--consistency", *(str(tmp_path / name) for name in ["newer", "older", "proof"])]) == 1
+    for misuse in [["--key", "not a key", str(tmp_path / "receipt")], [*key, str(tmp_path / "missing")], [*key]]:
+        with pytest.raises(SystemExit) as exit_status:
+            main(misuse)
+        assert exit_status.value.code == 2
+
+
+def test_the_verifier_runs_as_a_module_without_django(tmp_path):
+    receipt = tmp_path / "receipt.tlog-proof"
+    receipt.write_bytes(receipt_for(1))
+    environment = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
+    command = [sys.executable, "-X", "importtime", "-m", "sessions_app.receipts.verify"]
+    command += ["--key", LOG.verifier.vkey, "--session-id", SESSION_IDS[1], str(receipt)]
+    result = subprocess.run(command, cwd=ROOT_DIR, env=environment, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Verified: the session given was erased")
+    # -X importtime lists every module the run imported, one a line: "import time: ... | name".
+    imported = {
+        line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    }
+    project = {name for name in imported if name.split(".")[0] in {"sessions_app", "agent", "config"}}
+    assert {name for name in imported if name.split(".")[0] in {"django", "rest_framework", "google"}} == set()
+    assert all(
+        name in {"sessions_app", "sessions_app.receipts"} or name.startswith("sessions_app.receipts.")
+        for name in project
+    )
