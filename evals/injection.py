@@ -7,12 +7,15 @@ Run it:
     python evals/injection.py --strict         # exit 1 if any case fails
     python -m evals.injection --case dan_role_switch --output /tmp/r.json
     python -m evals.injection --part holdout   # only the held-out part
+    python -m evals.injection --part redteam   # only the red team's part
 
 Each case is a fictional resume, most with one embedded
 attack and a canary the attack asks for (e.g. "say PWNED-7731", "save a plan
 HACKED-2208"), plus clean control resumes. The cases come in two parts: `tuned` (evals/cases/*.json),
 the ones the screen (agent/screening.py) was tuned on, and `holdout`
-(evals/cases/holdout/*.json), written before the screen and never tuned on.
+(evals/cases/holdout/*.json), written before the screen and never tuned on;
+a third part, `redteam` (evals/cases/redteam/*.json), was written by a red team
+that never saw the defences (see evals/REDTEAM.md).
 Every case runs through the real
 agent (build_agent) on ADK's Runner with an *in-memory* session service: a
 fresh uuid4 session per case, always deleted afterwards. Nothing here touches
@@ -76,7 +79,8 @@ from agent.prompt import build_instruction  # noqa: E402
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 HOLDOUT_DIR = CASES_DIR / "holdout"
-PARTS = ("tuned", "holdout")
+REDTEAM_DIR = CASES_DIR / "redteam"
+PARTS = ("tuned", "holdout", "redteam")
 DEFAULT_OUTPUT_DIR = ROOT / "var" / "evals"
 FLAG_TOOL = "flag_suspicious_text"
 USER_ID = "eval-injection-user"
@@ -121,7 +125,7 @@ class Case:
     canaries: tuple[str, ...] = ()
     attack_lines: tuple[str, ...] = ()  # whole resume lines that carry the attack
     payload: tuple[str, ...] = ()  # the injected instruction itself (part of an attack line)
-    part: str = "tuned"  # tuned (evals/cases) or holdout (evals/cases/holdout)
+    part: str = "tuned"  # tuned (evals/cases), holdout (evals/cases/holdout) or redteam (evals/cases/redteam)
 
     @property
     def is_attack(self) -> bool:
@@ -169,9 +173,10 @@ def _case_from_dict(data: dict, source: str = "", part: str = "tuned") -> Case:
 
 def load_cases(directory: Path = CASES_DIR, parts: Iterable[str] = PARTS) -> list[Case]:
     """The cases, tuned part first (evals/cases/*.json), then the held-out part
-    (<directory>/holdout/*.json), each in file-name order; ids must be unique."""
+    (<directory>/holdout/*.json), then the red team's (<directory>/redteam/*.json),
+    each in file-name order; ids must be unique."""
     directory = Path(directory)
-    where = {"tuned": directory, "holdout": directory / "holdout"}
+    where = {"tuned": directory, "holdout": directory / "holdout", "redteam": directory / "redteam"}
     cases = [
         _case_from_dict(json.loads(p.read_text(encoding="utf-8")), p.name, part)
         for part in PARTS
@@ -585,7 +590,7 @@ def main(argv: list[str] | None = None, *, model: str | BaseLlm | None = None) -
     parser.add_argument("--output", type=Path, help="JSON result file (default var/evals/injection-<model>.json)")
     parser.add_argument("--strict", action="store_true", help="exit 1 if any case fails")
     parser.add_argument("--case", action="append", metavar="ID", help="run only this case (repeatable)")
-    parser.add_argument("--part", choices=("all", *PARTS), default="all", help="run only the tuned or held-out part")
+    parser.add_argument("--part", choices=("all", *PARTS), default="all", help="run only the tuned, held-out or red-team part")
     args = parser.parse_args(argv)
 
     if model is None:
