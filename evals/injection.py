@@ -590,7 +590,7 @@ def main(argv: list[str] | None = None, *, model: str | BaseLlm | None = None) -
     parser.add_argument("--output", type=Path, help="JSON result file (default var/evals/injection-<model>.json)")
     parser.add_argument("--strict", action="store_true", help="exit 1 if any case fails")
     parser.add_argument("--case", action="append", metavar="ID", help="run only this case (repeatable)")
-    parser.add_argument("--part", choices=("all", *PARTS), default="all", help="run only the tuned, held-out or red-team part")
+    parser.add_argument("--part", choices=("all", *PARTS), default="all", help="run only one part")
     args = parser.parse_args(argv)
 
     if model is None:
