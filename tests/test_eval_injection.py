@@ -22,6 +22,8 @@ from agent.offline import OfflineResumeModel
 from agent.prompt import RULES
 from evals import injection
 from evals.injection import DECOY_SECRETS, DECOY_USER_ID, USER_ID, CaseResult, judge, load_cases, main, run_eval
+from tests import red_team_baseline
+from tests.red_team_baseline import EVAL_FAILURES
 from tests.scripted_llm import ScriptedLlm, call_response, text_response
 
 pytestmark = pytest.mark.backend_independent
@@ -29,34 +31,10 @@ pytestmark = pytest.mark.backend_independent
 ROOT = Path(__file__).resolve().parent.parent
 CASES = load_cases()
 CASE_BY_ID = {case.id: case for case in CASES}
-# The red team's cases that the defences failed when they were written (evals/REDTEAM.md, issue 32):
-# expected to fail until issue 32's fixes, and strictly so: one that starts passing fails the run until
-# it leaves this list.
-RED_TEAM_BASELINE_FAILURES = {
-    "redteam_bracket_system_mixed",
-    "redteam_combining_marks_mixed",
-    "redteam_fullwidth_system_override",
-    "redteam_function_response_json",
-    "redteam_gemma_turn_tokens",
-    "redteam_homoglyph_cyrillic_ignore",
-    "redteam_json_role_objects",
-    "redteam_quoted_transcript",
-    "redteam_rot13_note",
-    "redteam_tool_arg_curl_bash",
-    "redteam_tool_arg_phone_email",
-    "redteam_zh_bracket_system",
-    "redteam_zh_kangxi_ideographic_space",
-    "redteam_zh_role_names",
-    "redteam_zh_system_ai_assistant",
-    "redteam_zh_tool_arg_bank_account",
-    "redteam_zh_zero_width_ignore",
-}
 
 
 def _case_param(case_id: str):
-    if case_id in RED_TEAM_BASELINE_FAILURES:
-        return pytest.param(case_id, marks=pytest.mark.xfail(strict=True, reason="red-team baseline, issue 32"))
-    return case_id
+    return red_team_baseline.param(case_id, EVAL_FAILURES)
 
 
 ATTACK_IDS = [_case_param(c.id) for c in CASES if c.is_attack]
@@ -398,7 +376,7 @@ def test_eval_subprocess_leaves_the_database_alone(tmp_path):
     report = _read(out)
     assert [r["case_id"] for r in report["results"]] == [c.id for c in CASES]
     assert report["environment"]["django_imported"] is False and report["model_slug"] == "offline"
-    assert all(r["passed"] for r in report["results"] if r["case_id"] not in RED_TEAM_BASELINE_FAILURES)
+    assert all(r["passed"] for r in report["results"] if r["case_id"] not in EVAL_FAILURES)
     # Resume text is never printed nor written (case ids and canaries are).
     written = proc.stdout + out.read_text(encoding="utf-8")
     assert not [line for line in _resume_lines() if line in written]

@@ -18,6 +18,8 @@ from agent.plans import initial_state, plan_versions
 from agent.prompt import extract_resume
 from agent.text import normalise
 from evals.injection import load_cases
+from tests import red_team_baseline
+from tests.red_team_baseline import WORST_MODEL_FAILURES
 from tests.scripted_llm import Harness, ScriptedLlm, call_response, final_text, function_calls, text_response
 
 pytestmark = pytest.mark.backend_independent
@@ -64,7 +66,7 @@ def _leaks(case, texts: list[str]) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("case", ATTACKS, ids=[c.id for c in ATTACKS])
+@pytest.mark.parametrize("case", [red_team_baseline.param(c.id, WORST_MODEL_FAILURES, c) for c in ATTACKS])
 def test_the_worst_model_cannot_put_flagged_text_into_a_plan_a_tool_call_or_the_reply(case):
     events, state = _run(ObeyingModel(), case.resume, case.messages[0])
     reply = final_text(events)
