@@ -75,13 +75,14 @@ test: dev-venv system-packages
 	$(PY) -m tests.backends
 
 # The quick check while working (under a minute on 2 cores): ruff, then the suite on SQLite
-# without the tests marked `slow` (servers, browsers, a filled filesystem). CI and `make test`
-# run everything, on both backends.
+# without the tests marked `slow` (servers, browsers, a filled filesystem), one pytest worker
+# per core (pytest-xdist; each worker has its own database and cache). CI and `make test` run
+# everything, on both backends.
 test-fast: dev-venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
-	env -u DATABASE_URL -u CACHE_URL -u REDIS_URL $(PY) -m pytest -q -m "not slow"
+	env -u DATABASE_URL -u CACHE_URL -u REDIS_URL $(PY) -m pytest -q -m "not slow" -n auto
 
 # All benchmarks (about 23 minutes on 2 cores), then benchmarks/RESULTS.md.
 # Each script also runs alone, e.g. `.venv/bin/python benchmarks/store_bench.py --quick --out var/bench`
