@@ -22,11 +22,17 @@ from datetime import UTC, datetime
 from sessions_app.receipts.strict import Rejected
 
 FORMAT_VERSION = 1
-TRIGGERS = ("owner_delete", "admin", "ttl_purge", "max_age", "startup_purge", "adk_delete_session")
+# Why a session was erased: its owner's DELETE, an operator in the admin, the scheduled purge
+# (past its TTL, or past its maximum age), the start-up purge, ADK's delete_session, and an
+# operator erasing every session at once (incident response: `purge_sessions --all`).
+TRIGGERS = ("owner_delete", "admin", "ttl_purge", "max_age", "startup_purge", "adk_delete_session", "erase_all")
 TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
 _SESSION_DIGEST = re.compile(r"[0-9a-f]{64}")
-# A provider's short name only, so the field cannot carry free text.
-_PROVIDER = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+# Providers' short names only, so the field cannot carry free text: one name, or several
+# joined by commas in the order first used; "none" where no model saw the conversation.
+_PROVIDER_NAME = r"[a-z0-9][a-z0-9._-]{0,63}"
+_PROVIDER = re.compile(rf"{_PROVIDER_NAME}(,{_PROVIDER_NAME}){{0,15}}")
+NO_PROVIDER = "none"
 
 
 def session_digest(session_id: str) -> str:
@@ -60,7 +66,7 @@ class DeletionEntry:
         if not all(type(flag) is bool for flag in flags):
             raise ValueError("flags are booleans")
         if not _PROVIDER.fullmatch(self.model_provider):
-            raise ValueError("model_provider is a short lowercase name")
+            raise ValueError("model_provider is short lowercase names joined by commas")
         for moment in (self.created, self.erased_at):
             if moment.tzinfo is not UTC or moment.microsecond:
                 raise ValueError("times are in UTC, to the second")
