@@ -403,3 +403,10 @@ def test_two_servers_erasing_at_once_append_to_one_tree():
 
 def session_digest_of(number: int) -> str:
     return DeletionLogEntry.objects.order_by("index").values_list("session_digest", flat=True)[number]
+
+
+def test_the_system_check_reports_a_key_that_cannot_sign(settings):
+    assert log_key.check_signing_key() == []
+    settings.DELETION_LOG_SIGNING_KEY = "not a key"
+    [error] = log_key.check_signing_key()
+    assert error.id == "sessions_app.E008" and "DELETION_LOG_SIGNING_KEY" in error.msg

@@ -12,7 +12,9 @@ import functools
 from pathlib import Path
 
 from django.conf import settings
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext
 
 from sessions_app.infra.private_files import read_or_create_private_text
 from sessions_app.receipts.note import Signer, Verifier
@@ -46,3 +48,16 @@ def _signer(origin: str, given: str, path: Path) -> Signer:
             " a log signs with a key named after it (docs/API.md, 'Deletion receipts')"
         )
     return key
+
+
+@checks.register("deletion_log")
+def check_signing_key(app_configs=None, **kwargs) -> list:
+    """Every erasure signs a checkpoint: a key that cannot be read or made stops them all, so
+    `manage.py check` (which `serve` runs before it starts) says so first."""
+    try:
+        signer()
+    except (ImproperlyConfigured, ValueError, OSError) as error:
+        message = gettext("The deletion log cannot sign its checkpoints: %(problem)s.") % {"problem": error}
+        hint = gettext("No session can be erased until this is fixed (docs/API.md, 'Deletion receipts').")
+        return [checks.Error(message, hint=hint, id="sessions_app.E008")]
+    return []
