@@ -144,7 +144,15 @@ def test_a_failed_erasure_leaves_no_entry(monkeypatch):
     def fails(*args, **kwargs):
         raise RuntimeError("the audit row could not be written")
 
-    monkeypatch.setattr(repository, "record_erasure", fails)  # after the rows' deletes, before the entry
+    # The caller's transaction fails after the erasure appended its entry (a purge's batch, the
+    # API's liveness check): the entry goes with the rolled-back erasure.
+    with pytest.raises(RuntimeError), transaction.atomic():
+        assert repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN).log_size == 1
+        fails()
+    assert AgentSession.objects.count() == 1
+    assert not DeletionLogEntry.objects.exists() and not DeletionLogCheckpoint.objects.exists()
+    # The erasure fails mid-way, after the rows' deletes and before its audit row.
+    monkeypatch.setattr(repository, "record_erasure", fails)
     with pytest.raises(RuntimeError):
         repository.erase_in_a_transaction(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
     assert AgentSession.objects.count() == 1
