@@ -93,7 +93,7 @@ def test_every_trigger_appends_exactly_one_entry_and_one_checkpoint(way, client,
     assert list(DeletionAudit.objects.values_list("trigger", "sessions_deleted")) == [(audit_trigger, 1)]
     [entry] = _entries()
     assert (entry.session, entry.trigger, entry.events) == (session_digest(session_id), entry_trigger, events)
-    assert entry.rows_deleted == events + 1 and entry.bytes_erased > 0
+    assert entry.rows_deleted == events + 1 and entry.bytes_erased > 0 and entry.plan_versions is None
     assert entry.model_provider == ",".join(providers) and entry.sealed_with_unstored_key
     assert entry.sqlite_secure_delete is (connection.vendor == "sqlite")
     assert entry.created == session.created_at.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)

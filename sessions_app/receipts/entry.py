@@ -9,8 +9,9 @@ timestamps `YYYY-MM-DDTHH:MM:SSZ` in UTC, `created` rounded down to the hour. Fo
     "sealed_with_unstored_key":true,"sqlite_secure_delete":true},"session":"<SHA-256 hex of the
     session id>","trigger":"owner_delete","v":1}
 
-(one line). Bytes that are not exactly the encoding of their own values are refused, so an entry
-has one spelling and a changed byte always changes its leaf hash.
+(one line; `plan_versions` is null where the erasure could not count them). Bytes that are not
+exactly the encoding of their own values are refused, so an entry has one spelling and a changed
+byte always changes its leaf hash.
 """
 
 import hashlib
@@ -47,7 +48,9 @@ class DeletionEntry:
     erased_at: datetime  # UTC, to the second
     trigger: str
     events: int
-    plan_versions: int
+    # None (JSON null): not counted. The versions live in the session's sealed state, which an
+    # erasure without the owner's token cannot open; a count would need a clear counter.
+    plan_versions: int | None
     bytes_erased: int
     rows_deleted: int
     sqlite_secure_delete: bool
@@ -55,7 +58,8 @@ class DeletionEntry:
     model_provider: str
 
     def __post_init__(self):
-        counts = (self.events, self.plan_versions, self.bytes_erased, self.rows_deleted)
+        counts = (self.events, self.bytes_erased, self.rows_deleted)
+        counts += () if self.plan_versions is None else (self.plan_versions,)
         flags = (self.sqlite_secure_delete, self.sealed_with_unstored_key)
         if not _SESSION_DIGEST.fullmatch(self.session):
             raise ValueError("session is the SHA-256 hex of the session id")

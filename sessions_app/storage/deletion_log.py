@@ -110,9 +110,9 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
             erased_at=erased_at,
             trigger=entry_trigger(trigger, session.created_at, erased_at),
             events=session.events,
-            # Plan versions live in the sealed state, which the erasure cannot open (it holds no
-            # key): not counted yet (docs/DATA_INVENTORY.md, "The deletion log").
-            plan_versions=0,
+            # Plan versions live in the sealed state (and its events), which the erasure cannot
+            # open (it holds no key): the entry says "not counted" (null), not a false 0.
+            plan_versions=None,
             bytes_erased=session.bytes,
             rows_deleted=session.events + 1,  # its events and its own row
             sqlite_secure_delete=secure_delete,
