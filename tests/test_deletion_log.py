@@ -418,3 +418,18 @@ def test_the_system_check_reports_a_key_that_cannot_sign(settings):
     settings.DELETION_LOG_SIGNING_KEY = "not a key"
     [error] = log_key.check_signing_key()
     assert error.id == "sessions_app.E008" and "DELETION_LOG_SIGNING_KEY" in error.msg
+
+
+def test_no_code_updates_or_deletes_the_log():
+    """Append-only: the service's code creates the log's rows and reads them, nothing else."""
+    import re
+
+    writes = re.compile(r"DeletionLog(Entry|Checkpoint)\b[^\n]*\.(update|delete|save|bulk_update|update_or_create)\(")
+    found = [
+        f"{path.relative_to(ROOT_DIR)}:{number}"
+        for path in (ROOT_DIR / "sessions_app").rglob("*.py")
+        if "migrations" not in path.parts
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if writes.search(line)
+    ]
+    assert found == []
