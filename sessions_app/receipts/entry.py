@@ -32,7 +32,7 @@ _SESSION_DIGEST = re.compile(r"[0-9a-f]{64}")
 # Providers' short names only, so the field cannot carry free text: one name, or several
 # joined by commas in the order first used; "none" where no model saw the conversation.
 _PROVIDER_NAME = r"[a-z0-9][a-z0-9._-]{0,63}"
-_PROVIDER = re.compile(rf"{_PROVIDER_NAME}(,{_PROVIDER_NAME}){{0,15}}")
+_PROVIDER = re.compile(rf"{_PROVIDER_NAME}(,{_PROVIDER_NAME})*")
 NO_PROVIDER = "none"
 
 
