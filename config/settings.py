@@ -386,6 +386,16 @@ STREAM_HEARTBEAT_SECONDS = float(os.environ.get("STREAM_HEARTBEAT_SECONDS", "1")
 MODEL_PROVIDER = os.environ.get("MODEL_PROVIDER", "").strip()
 MODEL_PROVIDER_DESCRIPTION = os.environ.get("MODEL_PROVIDER_DESCRIPTION", "").strip()
 
+# --- The deletion log (issue 31; sessions_app/receipts, docs/DATA_INVENTORY.md) ------------
+# Every erasure appends an entry to an append-only log whose checkpoints are signed with an
+# Ed25519 key (C2SP signed notes). The key is DELETION_LOG_SIGNING_KEY (Go's note format,
+# PRIVATE+KEY+<origin>+<key id>+<key>), or else made on first use in var/deletion_log_key
+# (0600, beside var/secret_key). The log's name, in every checkpoint and in the public key:
+# a schema-less URL-like name of this service's (docs/API.md, "Deletion receipts"; rotation there).
+DELETION_LOG_ORIGIN = os.environ.get("DELETION_LOG_ORIGIN", "localhost/resume-agent/deletion-log").strip()
+DELETION_LOG_SIGNING_KEY = os.environ.get("DELETION_LOG_SIGNING_KEY", "").strip()
+DELETION_LOG_KEY_FILE = Path(os.environ.get("DELETION_LOG_KEY_FILE", VAR_DIR / "deletion_log_key"))
+
 # --- Abuse limits -------------------------------------------------------------------
 # A full session refuses new turns (409) before the model runs; counted from
 # clear metadata (user events, sealed sizes), so no key is needed. These
@@ -425,6 +435,10 @@ REST_FRAMEWORK = {
         "client_message": os.environ.get("CLIENT_MESSAGE_RATE", "120/min"),  # per client address
         "client_message_ipv6_56": os.environ.get("CLIENT_MESSAGE_RATE_IPV6_56", "480/min"),
         "client_message_ipv6_48": os.environ.get("CLIENT_MESSAGE_RATE_IPV6_48", "1920/min"),
+        # The deletion log's public reads (receipts, checkpoints, proofs, the key): per client address.
+        "deletion_log": os.environ.get("DELETION_LOG_RATE", "120/min"),
+        "deletion_log_ipv6_56": os.environ.get("DELETION_LOG_RATE_IPV6_56", "480/min"),
+        "deletion_log_ipv6_48": os.environ.get("DELETION_LOG_RATE_IPV6_48", "1920/min"),
     },
     # Number of reverse proxies in front of the service, so throttling sees the
     # client's address; 0 (default) trusts only REMOTE_ADDR.

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from sessions_app.api import deletion_log
 from sessions_app.api.errors import session_not_found_response
 from sessions_app.page.views import session_page
 
@@ -10,6 +11,11 @@ urlpatterns = [
     path("", session_page, name="page"),
     path("admin/", admin.site.urls),
     path("agent/", include("sessions_app.api.urls")),
+    # The deletion log: public, no token (docs/API.md, "Deletion receipts").
+    path("deletions/checkpoint", deletion_log.DeletionCheckpointView.as_view(), name="deletion-checkpoint"),
+    path("deletions/consistency", deletion_log.DeletionConsistencyView.as_view(), name="deletion-consistency"),
+    path("deletions/<str:digest>", deletion_log.DeletionReceiptView.as_view(), name="deletion-receipt"),
+    path(".well-known/deletion-log-key", deletion_log.DeletionLogKeyView.as_view(), name="deletion-log-key"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]

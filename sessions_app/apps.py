@@ -13,3 +13,4 @@ class SessionsAppConfig(AppConfig):
         from sessions_app import model_provider  # noqa: F401
         from sessions_app.api import schema  # noqa: F401
         from sessions_app.infra import sqlite  # noqa: F401
+        from sessions_app.security import log_key  # noqa: F401

@@ -158,6 +158,47 @@ class DeletionAudit(models.Model):
         return f"{self.get_trigger_display()}: {self.sessions_deleted} sessions"
 
 
+class DeletionLogEntry(models.Model):
+    """One erasure in the deletion log (sessions_app.receipts): the entry's canonical JSON, which
+    names the session by the SHA-256 of its id and holds counts, times and names only.
+
+    Append-only: written by the erasure's transaction (storage/deletion_log.py), never updated or
+    deleted. It is not session data: no purge and no erasure touches it.
+    """
+
+    index = models.PositiveBigIntegerField(_("index"), primary_key=True)  # the position in the log, from 0
+    session_digest = models.CharField(_("session (SHA-256)"), max_length=64, db_index=True)
+    leaf = models.BinaryField()  # DeletionEntry.leaf_bytes()
+    leaf_hash = models.BinaryField()  # RFC 6962's hash of the leaf, so the tree is rebuilt without rehashing
+
+    class Meta:
+        verbose_name = _("deletion log entry")
+        verbose_name_plural = _("deletion log entries")
+
+    def __str__(self) -> str:
+        return f"entry {self.index}"
+
+
+class DeletionLogCheckpoint(models.Model):
+    """A signed checkpoint of the deletion log: one per erasure that erased something, over every
+    entry so far. Append-only, like the entries."""
+
+    size = models.PositiveBigIntegerField(_("size"), primary_key=True)  # entries the checkpoint covers
+    root = models.BinaryField()  # the RFC 6962 root over the first `size` entries
+    signed = models.TextField()  # the C2SP signed note (checkpoint text and signature)
+    # The tree's right edge at `size` (receipts.merkle.RightEdge): the next erasure appends to it
+    # without reading the earlier entries back.
+    right_edge = models.BinaryField()
+    signed_at = models.DateTimeField(_("signed at"))
+
+    class Meta:
+        verbose_name = _("deletion log checkpoint")
+        verbose_name_plural = _("deletion log checkpoints")
+
+    def __str__(self) -> str:
+        return f"checkpoint {self.size}"
+
+
 class IntegrityFailure(models.Model):
     """One row per read refused because a session's stored values or history did not verify.
 

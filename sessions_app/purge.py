@@ -33,7 +33,7 @@ class PurgeResult(repository.Erased):
     dry_run: bool = False
 
     def as_dict(self) -> dict:
-        return {name: value for name, value in asdict(self).items() if name != "audit"}
+        return {name: value for name, value in asdict(self).items() if name not in ("audit", "erased")}
 
 
 def purge_expired(

@@ -20,7 +20,7 @@ from sessions_app import retention
 from sessions_app.choices import FailureKind
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, IntegrityFailure
-from sessions_app.storage import repository, turn_lock
+from sessions_app.storage import deletion_log, repository, turn_lock
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
@@ -207,3 +207,33 @@ def storage_status() -> StorageStatus:
         expired_stored=expired_sessions(AgentSession.objects.all()).count(),
         last_purge=last_purge(),
     )
+
+
+# --- The deletion log: public, it holds nothing private (storage/deletion_log.py) ---
+
+
+def deletion_receipt(digest: str) -> str | None:
+    """The receipt of the session whose id hashes to `digest`; None when the log has none."""
+    return deletion_log.receipt(digest)
+
+
+def deletion_checkpoint(size: int | None = None) -> str | None:
+    """The signed checkpoint of `size` entries, the latest if None; None where none was signed."""
+    return deletion_log.checkpoint(size)
+
+
+def deletion_consistency_proof(old_size: int, size: int | None = None) -> str | None:
+    """The proof that the log at `size` (the latest if None) extends the log at `old_size`."""
+    if size is None:
+        size = deletion_log.status().size
+    return deletion_log.consistency_proof(old_size, size)
+
+
+def deletion_log_status() -> deletion_log.LogStatus:
+    """The log's size and latest signed checkpoint (for the admin)."""
+    return deletion_log.status()
+
+
+def verify_deletion_log() -> int:
+    """Checks every entry and checkpoint of the log; raises deletion_log.LogBroken (for the admin)."""
+    return deletion_log.verify_whole_log()

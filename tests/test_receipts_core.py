@@ -557,3 +557,12 @@ def test_the_verifier_runs_as_a_module_without_django(tmp_path):
         name in {"sessions_app", "sessions_app.receipts"} or name.startswith("sessions_app.receipts.")
         for name in project
     )
+
+
+def test_plan_versions_may_be_not_counted_but_never_a_wrong_type():
+    entry = entry_for(SESSION_IDS[0], plan_versions=None)
+    assert b'"plan_versions":null' in entry.leaf_bytes()
+    assert DeletionEntry.from_leaf_bytes(entry.leaf_bytes()).plan_versions is None
+    for wrong in (-1, 1.0, "3", True):
+        with pytest.raises(ValueError):
+            entry_for(SESSION_IDS[0], plan_versions=wrong)

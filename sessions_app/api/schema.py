@@ -55,6 +55,16 @@ RETRY_AFTER = OpenApiParameter(
 ATTACHMENT = OpenApiParameter(
     "Content-Disposition", type=str, location=OpenApiParameter.HEADER, required=True, response=[200]
 )
+# Where an erased session's receipt is (GET /deletions/{digest}, no token needed).
+RECEIPT_HEADER = "Deletion-Receipt"
+DELETION_RECEIPT = OpenApiParameter(
+    RECEIPT_HEADER,
+    type=str,
+    location=OpenApiParameter.HEADER,
+    required=True,
+    response=[204],
+    description="The path of the erasure's receipt: /deletions/<SHA-256 of the session id, hex>.",
+)
 
 NOT_FOUND = OpenApiResponse(
     ErrorResponse, description="Unknown, malformed, expired, deleted or not yours: one identical answer"

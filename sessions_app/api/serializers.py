@@ -264,6 +264,16 @@ class CreateSessionErrors(serializers.Serializer):
     detail = serializers.CharField(required=False, help_text="The body is not valid JSON.")
 
 
+class ConsistencyErrors(serializers.Serializer):
+    """A 400 of GET /deletions/consistency: why `from` or `to` was refused."""
+
+    to = _error_messages("Why to was refused.")
+
+
+# `from` is a Python keyword: declared beside the class body.
+ConsistencyErrors._declared_fields["from"] = _error_messages("Why from was refused.")
+
+
 class MessageErrors(serializers.Serializer):
     """A 400 of POST .../messages: the field's errors, or `detail` when the body is not JSON."""
 

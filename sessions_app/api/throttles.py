@@ -147,3 +147,17 @@ class ClientMessagePer48Throttle(IPv6NetworkThrottle):
     """Messages per IPv6 /48."""
 
     scope, prefix = "client_message_ipv6_48", 48
+
+
+class DeletionLogThrottle(ClientAddressThrottle):
+    """Reads of the public deletion log (receipts, checkpoints, proofs, its key) per client address."""
+
+    scope = "deletion_log"
+
+
+class DeletionLogPer56Throttle(IPv6NetworkThrottle):
+    scope, prefix = "deletion_log_ipv6_56", 56
+
+
+class DeletionLogPer48Throttle(IPv6NetworkThrottle):
+    scope, prefix = "deletion_log_ipv6_48", 48

@@ -6,6 +6,7 @@ import functools
 import queue
 
 from asgiref.sync import sync_to_async
+from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
@@ -22,7 +23,9 @@ from sessions_app.api.event_stream import JSONOrEventStream, turn_stream
 from sessions_app.api.schema import (
     ATTACHMENT,
     BODY_ERRORS,
+    DELETION_RECEIPT,
     INSUFFICIENT_STORAGE,
+    RECEIPT_HEADER,
     RETRY_AFTER,
     SESSION_ERRORS,
     SESSION_PARAMETERS,
@@ -55,6 +58,7 @@ from sessions_app.api.throttles import (
     SessionMessageThrottle,
 )
 from sessions_app.models import AgentSession
+from sessions_app.receipts.entry import session_digest
 from sessions_app.runtime import turns
 from sessions_app.runtime.runner import process_runner
 from sessions_app.security.crypto import token_context
@@ -149,12 +153,16 @@ class SessionDetailView(OwnedSessionView):
         return Response(SessionMetadata(services.metadata(session)).data)
 
     @extend_schema(
-        parameters=SESSION_PARAMETERS, responses={204: None, **SESSION_ERRORS}, summary="Delete the session for good"
+        parameters=[*SESSION_PARAMETERS, DELETION_RECEIPT],
+        responses={204: None, **SESSION_ERRORS},
+        summary="Delete the session for good; the answer says where its receipt is",
     )
     def delete(self, request, session_id):
         if not services.delete_owned_session(session_id, request.user.owner_id):
             raise SessionNotFound
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        response = Response(status=status.HTTP_204_NO_CONTENT)
+        response[RECEIPT_HEADER] = reverse("deletion-receipt", args=[session_digest(session_id)])
+        return response
 
 
 # What sending a message answers as JSON (every answer but the stream).

@@ -20,6 +20,7 @@ import secrets
 import sqlite3
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 PRIVATE_DIR_MODE = 0o700
@@ -40,17 +41,22 @@ def private_directory(path: Path) -> Path:
 
 
 def read_or_create_secret_key(path: Path) -> str:
-    """The key in `path` (0600); made once, so every process started on this var/ signs alike.
+    """The key in `path` (0600); made once, so every process started on this var/ signs alike."""
+    return read_or_create_private_text(path, lambda: secrets.token_urlsafe(50))
+
+
+def read_or_create_private_text(path: Path, make: Callable[[], str]) -> str:
+    """The text in `path` (0600), stripped; made by `make` once, so every process started on
+    this var/ reads the same (the secret key, the deletion log's signing key).
 
     Two processes starting at once (gunicorn workers) both end up with the
-    key of whichever linked its file first: the file appears complete or not at all.
+    text of whichever linked its file first: the file appears complete or not at all.
     """
     if not path.exists():
-        key = secrets.token_urlsafe(50)
-        fd, draft = tempfile.mkstemp(dir=path.parent, prefix=".secret_key.")  # mkstemp: 0600
+        fd, draft = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mkstemp: 0600
         try:
             with os.fdopen(fd, "w") as file:
-                file.write(key + "\n")
+                file.write(make() + "\n")
             os.link(draft, path)
         except FileExistsError:
             pass
@@ -58,10 +64,10 @@ def read_or_create_secret_key(path: Path) -> str:
             os.unlink(draft)
     if _mode(path.stat()) != PRIVATE_FILE_MODE:
         path.chmod(PRIVATE_FILE_MODE)
-    key = path.read_text().strip()
-    if not key:
-        raise ValueError(f"{path} is empty: delete it and a new key will be made")
-    return key
+    text = path.read_text().strip()
+    if not text:
+        raise ValueError(f"{path} is empty: delete it and a new one will be made")
+    return text
 
 
 def restrict_database_files(database) -> None:

@@ -9,8 +9,9 @@ timestamps `YYYY-MM-DDTHH:MM:SSZ` in UTC, `created` rounded down to the hour. Fo
     "sealed_with_unstored_key":true,"sqlite_secure_delete":true},"session":"<SHA-256 hex of the
     session id>","trigger":"owner_delete","v":1}
 
-(one line). Bytes that are not exactly the encoding of their own values are refused, so an entry
-has one spelling and a changed byte always changes its leaf hash.
+(one line; `plan_versions` is null where the erasure could not count them). Bytes that are not
+exactly the encoding of their own values are refused, so an entry has one spelling and a changed
+byte always changes its leaf hash.
 """
 
 import hashlib
@@ -22,11 +23,17 @@ from datetime import UTC, datetime
 from sessions_app.receipts.strict import Rejected
 
 FORMAT_VERSION = 1
-TRIGGERS = ("owner_delete", "admin", "ttl_purge", "max_age", "startup_purge", "adk_delete_session")
+# Why a session was erased: its owner's DELETE, an operator in the admin, the scheduled purge
+# (past its TTL, or past its maximum age), the start-up purge, ADK's delete_session, and an
+# operator erasing every session at once (incident response: `purge_sessions --all`).
+TRIGGERS = ("owner_delete", "admin", "ttl_purge", "max_age", "startup_purge", "adk_delete_session", "erase_all")
 TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
 _SESSION_DIGEST = re.compile(r"[0-9a-f]{64}")
-# A provider's short name only, so the field cannot carry free text.
-_PROVIDER = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+# Providers' short names only, so the field cannot carry free text: one name, or several
+# joined by commas in the order first used; "none" where no model saw the conversation.
+_PROVIDER_NAME = r"[a-z0-9][a-z0-9._-]{0,63}"
+_PROVIDER = re.compile(rf"{_PROVIDER_NAME}(,{_PROVIDER_NAME})*")
+NO_PROVIDER = "none"
 
 
 def session_digest(session_id: str) -> str:
@@ -41,7 +48,9 @@ class DeletionEntry:
     erased_at: datetime  # UTC, to the second
     trigger: str
     events: int
-    plan_versions: int
+    # None (JSON null): not counted. The versions live in the session's sealed state, which an
+    # erasure without the owner's token cannot open; a count would need a clear counter.
+    plan_versions: int | None
     bytes_erased: int
     rows_deleted: int
     sqlite_secure_delete: bool
@@ -49,7 +58,8 @@ class DeletionEntry:
     model_provider: str
 
     def __post_init__(self):
-        counts = (self.events, self.plan_versions, self.bytes_erased, self.rows_deleted)
+        counts = (self.events, self.bytes_erased, self.rows_deleted)
+        counts += () if self.plan_versions is None else (self.plan_versions,)
         flags = (self.sqlite_secure_delete, self.sealed_with_unstored_key)
         if not _SESSION_DIGEST.fullmatch(self.session):
             raise ValueError("session is the SHA-256 hex of the session id")
@@ -60,7 +70,7 @@ class DeletionEntry:
         if not all(type(flag) is bool for flag in flags):
             raise ValueError("flags are booleans")
         if not _PROVIDER.fullmatch(self.model_provider):
-            raise ValueError("model_provider is a short lowercase name")
+            raise ValueError("model_provider is short lowercase names joined by commas")
         for moment in (self.created, self.erased_at):
             if moment.tzinfo is not UTC or moment.microsecond:
                 raise ValueError("times are in UTC, to the second")

@@ -112,6 +112,44 @@ class MerkleTree:
         return self._subproof(old_end, middle, end, False) + [self._hash(start, middle)]
 
 
+class RightEdge:
+    """A tree's right edge: the hash of each complete subtree along it, largest first (RFC 6962's
+    compact range from the first leaf), one per 1-bit of the size. Enough to append a leaf and to
+    compute the root in O(log n) hashes without any earlier leaf, so a log's writer keeps it with
+    its latest checkpoint instead of reading every leaf back."""
+
+    def __init__(self, size: int = 0, hashes: Sequence[bytes] = ()):
+        if size < 0 or len(hashes) != size.bit_count() or any(len(value) != HASH_SIZE for value in hashes):
+            raise ValueError(f"a right edge of {size} leaves is {size.bit_count()} hashes of 32 bytes")
+        self.size = size
+        self._hashes = list(hashes)
+
+    def append(self, leaf: bytes) -> None:
+        if len(leaf) != HASH_SIZE:
+            raise ValueError("a leaf hash is 32 bytes")
+        node, size = leaf, self.size
+        while size & 1:  # the new leaf completes the smallest subtrees on the edge
+            node = node_hash(self._hashes.pop(), node)
+            size >>= 1
+        self._hashes.append(node)
+        self.size += 1
+
+    def root(self) -> bytes:
+        if not self._hashes:
+            return EMPTY_ROOT
+        root = self._hashes[-1]
+        for left in reversed(self._hashes[:-1]):
+            root = node_hash(left, root)
+        return root
+
+    def to_bytes(self) -> bytes:
+        return b"".join(self._hashes)
+
+    @classmethod
+    def from_bytes(cls, size: int, data: bytes) -> "RightEdge":
+        return cls(size, [data[start : start + HASH_SIZE] for start in range(0, len(data), HASH_SIZE)])
+
+
 def _check_hashes(hashes: Sequence[bytes], what: str) -> None:
     if any(len(value) != HASH_SIZE for value in hashes):
         raise Rejected(f"{what} holds a hash that is not 32 bytes")

@@ -63,9 +63,13 @@ def describe(verified: VerifiedReceipt, session_checked: bool) -> str:
     whose = "the session given" if session_checked else f"session sha256:{entry.session[:16]}..."
     return (
         f"Verified: {whose} was erased at {entry.erased_at:%Y-%m-%d %H:%M:%S} UTC ({entry.trigger}: "
-        f"{entry.events} events, {entry.plan_versions} plan versions, {entry.bytes_erased} bytes); "
+        f"{entry.events} events, {_plan_versions(entry)}, {entry.bytes_erased} bytes); "
         f"entry {verified.index} of the {checkpoint.size} that log {checkpoint.origin} signed."
     )
+
+
+def _plan_versions(entry: DeletionEntry) -> str:
+    return "plan versions not counted" if entry.plan_versions is None else f"{entry.plan_versions} plan versions"
 
 
 def main(argv: list[str] | None = None) -> int:

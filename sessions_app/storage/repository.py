@@ -36,6 +36,7 @@ from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState, new_session_id
 from sessions_app.security import sealing
 from sessions_app.security.crypto import DecryptionFailed
+from sessions_app.storage import deletion_log
 
 if TYPE_CHECKING:  # ADK is imported where events are read: the purge and the admin never need it
     from google.adk.events.event import Event
@@ -583,18 +584,23 @@ def note_model_provider(session_pk: int, provider: str) -> None:
 
 @dataclass
 class Erased:
-    """What an erasure deleted; `audit`: the audit row that counts it (None when nothing was)."""
+    """What an erasure deleted; `audit`: the audit row that counts it (None when nothing was);
+    `log_size`: the deletion log's size after its entries (0 when nothing was erased)."""
 
     sessions: int = 0
     events: int = 0
     user_states: int = 0
     audit: int | None = field(default=None, compare=False)
+    log_size: int = field(default=0, compare=False)
+    # Each erased session as the deletion log describes it (not summed: one erasure's own).
+    erased: list[deletion_log.ErasedSession] = field(default_factory=list, compare=False, repr=False)
 
     def __iadd__(self, other: Erased) -> Erased:
         self.sessions += other.sessions
         self.events += other.events
         self.user_states += other.user_states
         self.audit = other.audit if other.audit is not None else self.audit
+        self.log_size = max(self.log_size, other.log_size)
         return self
 
 
@@ -606,28 +612,56 @@ def _with_keys(statement: str, count: int) -> str:
     return statement.replace("{keys}", ", ".join(["%s"] * count))
 
 
+def _described(sessions: QuerySet) -> list[tuple[int, str, str, deletion_log.ErasedSession]]:
+    """(pk, app name, owner id, what the log says of it) of each session, oldest key first; the
+    rows locked (where the database can) so what is described is what the deletes remove. Two
+    statements: FOR UPDATE takes no aggregate, so the events are counted apart."""
+    rows = list(
+        AgentSession.objects.filter(pk__in=sessions.values("pk"))
+        .select_for_update()
+        .order_by("pk")
+        .annotate(state_bytes=ByteLength("state"))
+        .values_list("pk", "app_name", "owner_id", "session_id", "created_at", "model_providers", "state_bytes")
+    )
+    events = {
+        pk: (count, size)
+        for pk, count, size in SessionEvent.objects.filter(agent_session__in=[row[0] for row in rows])
+        .values("agent_session")
+        .annotate(count=Count("pk"), size=Sum(ByteLength("event_data")))
+        .values_list("agent_session", "count", "size")
+    }
+    described = []
+    for pk, app_name, owner_id, session_id, created_at, providers, state_bytes in rows:
+        count, size = events.get(pk, (0, 0))
+        providers = [name for name in providers.split(",") if name]
+        erased = deletion_log.ErasedSession(session_id, created_at, count, (state_bytes or 0) + (size or 0), providers)
+        described.append((pk, app_name, owner_id, erased))
+    return described
+
+
 def erase_rows(sessions: QuerySet, *, keep_owner_state: bool = False) -> Erased:
     """Deletes `sessions` with their events and, unless kept, the `user:` state no remaining
-    session of its owner needs; no audit (`record_erasure`). Call it inside a transaction: it
-    opens none (in a savepoint SQLite handles the freed pages differently: the control in
-    tests/test_secure_delete.py no longer finds them with secure_delete off).
-    secure_delete (sessions_app.infra.sqlite) makes the deletes overwrite the bytes."""
-    rows = list(sessions.values_list("pk", "app_name", "owner_id"))
+    session of its owner needs; no audit (`record_erasure`) and no log entry (`erase`). Call it
+    inside a transaction: it opens none (in a savepoint SQLite handles the freed pages
+    differently: the control in tests/test_secure_delete.py no longer finds them with
+    secure_delete off). secure_delete (sessions_app.infra.sqlite) makes the deletes overwrite
+    the bytes."""
+    rows = _described(sessions)
     if not rows:
         return Erased()
-    pks = [pk for pk, _, _ in rows]
+    pks = [pk for pk, _, _, _ in rows]
     connection = _connection()
     with connection.cursor() as cursor:
         # Events first, as the ORM's cascade does (no signal receivers are connected to these models).
         cursor.execute(_with_keys(DELETE_EVENTS(connection), len(pks)), pks)
-        erased = Erased(events=cursor.rowcount)
+        erased = Erased(events=cursor.rowcount, erased=[described for _, _, _, described in rows])
         cursor.execute(_with_keys(DELETE_SESSIONS(connection), len(pks)), pks)
         erased.sessions = cursor.rowcount
         if not keep_owner_state:
             # `user:` state belongs to an owner, not a session: once no session of that owner is
             # left, nothing needs it. One delete per app for the whole batch (the purge's hot path).
-            for app_name in {app for _, app, _ in rows}:
-                owners = {owner for _, app, owner in rows if app == app_name}
+            for app_name in {app for _, app, _, _ in rows}:
+                owners = {owner for _, app, owner, _ in rows if app == app_name}
                 still_owning = AgentSession.objects.filter(app_name=app_name, owner_id__in=owners).values("owner_id")
                 orphaned = UserState.objects.filter(app_name=app_name, owner_id__in=owners).exclude(
                     owner_id__in=still_owning
@@ -665,15 +699,18 @@ def erase(
     adding_to: int | None = None,
 ) -> Erased:
     """THE erasure, whoever asks (the owner's DELETE, the admin, ADK's delete_session, the purge,
-    the start-up purge): deletes `sessions` (rows, events, owner state no other session needs)
-    and writes the audit row, in the caller's transaction, which it never opens itself: the
-    caller decides what else commits with it. On a full disk the caller runs its transaction on
-    the erasure reserve's room (`erase_in_a_transaction`, or `disk_space.run_erasure`)."""
+    the start-up purge): deletes `sessions` (rows, events, owner state no other session needs),
+    writes the audit row, and appends one deletion-log entry per erased session under one signed
+    checkpoint (`deletion_log.append`), in the caller's transaction, which it never opens itself:
+    the caller decides what else commits with it, and a failure anywhere undoes all of it. On a
+    full disk the caller runs its transaction on the erasure reserve's room
+    (`erase_in_a_transaction`, or `disk_space.run_erasure`)."""
     if transaction.get_autocommit():
         raise transaction.TransactionManagementError("erase() runs inside its caller's transaction")
     started = time.monotonic() if started is None else started
     erased = erase_rows(sessions, keep_owner_state=keep_owner_state)
     erased.audit = record_erasure(trigger, erased, started, adding_to=adding_to)
+    erased.log_size = deletion_log.append(erased.erased, trigger)
     return erased
 
 

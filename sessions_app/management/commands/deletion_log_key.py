@@ -1,0 +1,13 @@
+from django.core.management.base import BaseCommand
+
+from sessions_app.security import log_key
+
+
+class Command(BaseCommand):
+    help = (
+        "Prints the deletion log's public key (<origin>+<key id>+<key>), which checks its receipts:"
+        " python -m sessions_app.receipts.verify --key KEY RECEIPT. Makes the signing key if there is none."
+    )
+
+    def handle(self, *args, **options):
+        self.stdout.write(log_key.verifier().vkey)

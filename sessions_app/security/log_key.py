@@ -1,0 +1,63 @@
+"""The deletion log's signing key: Ed25519, in Go's signed-note format (sessions_app.receipts.note).
+
+Given by the environment (settings.DELETION_LOG_SIGNING_KEY), or else made on first use in
+settings.DELETION_LOG_KEY_FILE (var/deletion_log_key, 0600, beside the secret key; every process
+on that var/ reads the same). Its name is the log's origin (settings.DELETION_LOG_ORIGIN): a
+checkpoint is signed by a key named after its log. Rotation: docs/API.md, "Deletion receipts".
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from django.conf import settings
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext
+
+from sessions_app.infra.private_files import read_or_create_private_text
+from sessions_app.receipts.note import Signer, Verifier
+
+
+def signer() -> Signer:
+    """The key that signs the log's checkpoints (made on first use when none is given)."""
+    given, path = settings.DELETION_LOG_SIGNING_KEY, Path(settings.DELETION_LOG_KEY_FILE)
+    return _signer(settings.DELETION_LOG_ORIGIN, given, path)
+
+
+def verifier() -> Verifier:
+    """The log's public key: what anyone checks a receipt with."""
+    return signer().verifier
+
+
+@functools.cache
+def _signer(origin: str, given: str, path: Path) -> Signer:
+    if given:
+        try:
+            key = Signer.from_skey(given)
+        except ValueError:
+            raise ImproperlyConfigured("DELETION_LOG_SIGNING_KEY is not a PRIVATE+KEY+<name>+<id>+<key> key") from None
+        where = "DELETION_LOG_SIGNING_KEY"
+    else:
+        key = Signer.from_skey(read_or_create_private_text(path, lambda: Signer.generate(origin).skey))
+        where = str(path)
+    if key.name != origin:
+        raise ImproperlyConfigured(
+            f"the deletion log's key in {where} is named {key.name!r}, but DELETION_LOG_ORIGIN is {origin!r}:"
+            " a log signs with a key named after it (docs/API.md, 'Deletion receipts')"
+        )
+    return key
+
+
+@checks.register("deletion_log")
+def check_signing_key(app_configs=None, **kwargs) -> list:
+    """Every erasure signs a checkpoint: a key that cannot be read or made stops them all, so
+    `manage.py check` (which `serve` runs before it starts) says so first."""
+    try:
+        signer()
+    except (ImproperlyConfigured, ValueError, OSError) as error:
+        message = gettext("The deletion log cannot sign its checkpoints: %(problem)s.") % {"problem": error}
+        hint = gettext("No session can be erased until this is fixed (docs/API.md, 'Deletion receipts').")
+        return [checks.Error(message, hint=hint, id="sessions_app.E008")]
+    return []

@@ -1,0 +1,244 @@
+"""The deletion log in the database: its one writer and its reads (issue 31).
+
+`append` is called by the one erasure (`repository.erase`), in the erasure's transaction: one
+entry per erased session, then one signed checkpoint over the whole log. Either all of it commits
+with the erasure or none of it does, so there is no entry without its erasure and no erasure
+without its entry. One writer at a time: SQLite's write gate already runs one write transaction
+at a time; on PostgreSQL `append` takes a transaction-scoped advisory lock first, so two servers
+erasing at once append in one order to one tree, and no two checkpoints of one size differ. The
+checkpoint row keeps the tree's right edge, so an append costs O(log n) hashes and no read of
+earlier entries.
+
+The rows are never updated or deleted (nothing here or elsewhere does; no purge touches them).
+An entry holds counts, times and names only (sessions_app.receipts.entry): never content, a
+token, an owner id or a client address.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from sessions_app import retention
+from sessions_app.models import DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry
+from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
+from sessions_app.receipts.entry import NO_PROVIDER, DeletionEntry
+from sessions_app.receipts.merkle import MerkleTree, RightEdge, leaf_hash
+from sessions_app.receipts.note import Verifier
+from sessions_app.receipts.receipt import Receipt, hashes_text
+from sessions_app.receipts.strict import Rejected
+from sessions_app.security import log_key
+
+# pg_advisory_xact_lock's key for the log's writer: "receipts" in ASCII, as a bigint.
+WRITER_LOCK = int.from_bytes(b"receipts", "big")
+
+Trigger = DeletionAudit.Trigger
+# The entry's trigger for each of the erasure's (the audit's); the purges that erase what has
+# expired say which limit each session passed (`entry_trigger`).
+ENTRY_TRIGGERS = {
+    Trigger.API: "owner_delete",
+    Trigger.ADMIN: "admin",
+    Trigger.ADK: "adk_delete_session",
+    Trigger.STARTUP: "startup_purge",
+    Trigger.ERASE_ALL: "erase_all",
+}
+EXPIRY_TRIGGERS = {Trigger.TTL, Trigger.COMMAND}  # the scheduled purge, and the same purge run by hand
+
+
+def entry_trigger(trigger: str, created_at: dt.datetime, erased_at: dt.datetime) -> str:
+    """Why the entry says the session was erased: past its maximum age when the purge erased it,
+    else past its TTL; for the other triggers, who asked."""
+    if trigger in EXPIRY_TRIGGERS:
+        return "max_age" if created_at <= erased_at - retention.max_age() else "ttl_purge"
+    return ENTRY_TRIGGERS[trigger]
+
+
+@dataclass(frozen=True)
+class ErasedSession:
+    """What the erasure read of a session before deleting it: its id, when it was made, and
+    what it stored (counted from clear metadata: no key is needed)."""
+
+    session_id: str
+    created_at: dt.datetime
+    events: int
+    bytes: int  # sealed state plus sealed events, as stored
+    model_providers: list[str]
+
+
+def _take_the_writer_lock(connection) -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITER_LOCK])
+
+
+def _secure_delete_is_on(connection) -> bool:
+    """What this connection does with deleted bytes, read from it rather than assumed."""
+    if connection.vendor != "sqlite":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA secure_delete")
+        return cursor.fetchone()[0] == 1
+
+
+def _latest_checkpoint() -> DeletionLogCheckpoint | None:
+    return DeletionLogCheckpoint.objects.order_by("-size").first()
+
+
+def append(erased: list[ErasedSession], trigger: str) -> int:
+    """Appends one entry per erased session and signs one checkpoint over the log; inside the
+    erasure's transaction, which it never opens. Returns the log's new size (unchanged when
+    nothing was erased)."""
+    if transaction.get_autocommit():
+        raise transaction.TransactionManagementError("the deletion log is appended in the erasure's transaction")
+    connection = transaction.get_connection()
+    if not erased:
+        return 0
+    signer = log_key.signer()  # before the lock: a missing key fails the erasure before it waits
+    _take_the_writer_lock(connection)
+    latest = _latest_checkpoint()
+    edge = RightEdge.from_bytes(latest.size, bytes(latest.right_edge)) if latest else RightEdge()
+    secure_delete = _secure_delete_is_on(connection)
+    erased_at = dt.datetime.now(dt.UTC)
+    rows = []
+    for session in erased:
+        entry = DeletionEntry.for_session(
+            session.session_id,
+            created=session.created_at,
+            erased_at=erased_at,
+            trigger=entry_trigger(trigger, session.created_at, erased_at),
+            events=session.events,
+            # Plan versions live in the sealed state (and its events), which the erasure cannot
+            # open (it holds no key): the entry says "not counted" (null), not a false 0.
+            plan_versions=None,
+            bytes_erased=session.bytes,
+            rows_deleted=session.events + 1,  # its events and its own row
+            sqlite_secure_delete=secure_delete,
+            sealed_with_unstored_key=True,  # by design: the key is derived from the token, never stored
+            model_provider=",".join(session.model_providers) or NO_PROVIDER,
+        )
+        leaf = entry.leaf_bytes()
+        hashed = leaf_hash(leaf)
+        rows.append(DeletionLogEntry(index=edge.size, session_digest=entry.session, leaf=leaf, leaf_hash=hashed))
+        edge.append(hashed)
+    DeletionLogEntry.objects.bulk_create(rows)
+    checkpoint = Checkpoint(signer.name, edge.size, edge.root())
+    DeletionLogCheckpoint.objects.create(
+        size=edge.size,
+        root=checkpoint.root,
+        signed=checkpoint.sign(signer),
+        right_edge=edge.to_bytes(),
+        signed_at=erased_at,
+    )
+    return edge.size
+
+
+# --- Reads ---------------------------------------------------------------------------------
+
+
+class LogBroken(Exception):
+    """The stored entries do not hash to a stored checkpoint's root: the log was altered."""
+
+
+@dataclass(frozen=True)
+class LogStatus:
+    size: int
+    checkpoint: str | None  # the latest signed checkpoint
+    signed_at: dt.datetime | None
+
+
+def status() -> LogStatus:
+    latest = _latest_checkpoint()
+    if latest is None:
+        return LogStatus(0, None, None)
+    return LogStatus(latest.size, latest.signed, latest.signed_at)
+
+
+# The tree over the log's leaf hashes, kept by this process and extended from the entries it has
+# not read yet; a proof then costs O(log² n) hashes and reads no earlier entry again. A cache of
+# committed, append-only rows: checked against the checkpoint's root on every use, rebuilt from
+# the database when it does not match (another database, a test's rolled-back rows).
+_trees: dict[str, MerkleTree] = {}
+_trees_lock = threading.Lock()
+
+
+def _leaf_hashes(start: int, end: int) -> list[bytes]:
+    hashes = DeletionLogEntry.objects.filter(index__gte=start, index__lt=end).order_by("index")
+    return [bytes(value) for value in hashes.values_list("leaf_hash", flat=True)]
+
+
+def _tree_at(checkpoint: DeletionLogCheckpoint) -> MerkleTree:
+    alias = transaction.get_connection().alias
+    with _trees_lock:
+        tree = _trees.get(alias)
+        for attempt in ("cached", "rebuilt"):
+            if tree is None or attempt == "rebuilt" or len(tree) > checkpoint.size:
+                tree = MerkleTree()
+            for hashed in _leaf_hashes(len(tree), checkpoint.size):
+                tree.append(hashed)
+            if len(tree) == checkpoint.size and tree.root(checkpoint.size) == bytes(checkpoint.root):
+                _trees[alias] = tree
+                return tree
+        _trees.pop(alias, None)
+    raise LogBroken(f"the entries do not hash to checkpoint {checkpoint.size}'s root")
+
+
+def receipt(digest: str) -> str | None:
+    """The receipt (a tlog-proof) of the latest erasure of the session whose id hashes to
+    `digest`, proved against the latest checkpoint; None when the log has none."""
+    found = DeletionLogEntry.objects.filter(session_digest=digest).order_by("-index").values_list("index", "leaf")
+    row = found.first()
+    latest = _latest_checkpoint()
+    if row is None or latest is None:
+        return None
+    index, leaf = row
+    proof = _tree_at(latest).inclusion_proof(index, latest.size)
+    return Receipt(bytes(leaf), index, tuple(proof), latest.signed).text()
+
+
+def checkpoint(size: int | None = None) -> str | None:
+    """The signed checkpoint of `size` entries (the latest if None); None where none was signed."""
+    found = _latest_checkpoint() if size is None else DeletionLogCheckpoint.objects.filter(size=size).first()
+    return None if found is None else found.signed
+
+
+def consistency_proof(old_size: int, size: int) -> str | None:
+    """The hashes that prove the log of `size` entries extends the one of `old_size`, one base64
+    hash a line; None unless 1 <= old_size <= size and a checkpoint of `size` was signed."""
+    newer = DeletionLogCheckpoint.objects.filter(size=size).first()
+    if newer is None or not 1 <= old_size <= size:
+        return None
+    return hashes_text(_tree_at(newer).consistency_proof(old_size, size))
+
+
+def verify_whole_log(verifier: Verifier | None = None) -> int:
+    """Recomputes the tree from every entry and checks each checkpoint's root, size and
+    signature (by `verifier`, the current key if None: after a rotation, the checkpoints signed
+    before it need the old key), and that each entry's stored hash and session digest are its
+    leaf's. Returns the number of entries checked; raises LogBroken at the first disagreement.
+    (For the admin.)"""
+    verifier = verifier or log_key.verifier()
+    tree = MerkleTree()
+    checkpoints = iter(DeletionLogCheckpoint.objects.order_by("size").values_list("size", "root", "signed"))
+    pending = next(checkpoints, None)
+    entries = DeletionLogEntry.objects.order_by("index").values_list("index", "session_digest", "leaf", "leaf_hash")
+    for index, digest, leaf, hashed in entries.iterator():
+        if index != len(tree) or leaf_hash(bytes(leaf)) != bytes(hashed):
+            raise LogBroken(f"entry {index} is missing, out of place or altered")
+        if DeletionEntry.from_leaf_bytes(bytes(leaf)).session != digest:
+            raise LogBroken(f"entry {index} is filed under another session")
+        tree.append(bytes(hashed))
+        while pending is not None and pending[0] == len(tree):
+            size, root, signed = pending
+            try:
+                signed_checkpoint = open_checkpoint(signed, verifier)
+            except Rejected as error:
+                raise LogBroken(f"checkpoint {size} does not verify: {error}") from None
+            if (signed_checkpoint.size, signed_checkpoint.root) != (size, bytes(root)) or tree.root() != bytes(root):
+                raise LogBroken(f"checkpoint {size} does not match the entries")
+            pending = next(checkpoints, None)
+    if pending is not None:
+        raise LogBroken(f"checkpoint {pending[0]} covers entries the log does not have")
+    return len(tree)

@@ -1,0 +1,435 @@
+"""The deletion log in the service (issue 31): every erasure appends one entry per session and
+signs one checkpoint, in the erasure's own transaction; receipts, checkpoints, consistency proofs
+and the log's key are served without a token and verify offline.
+
+Both backends (`make test` runs this file on SQLite and on PostgreSQL)."""
+
+import datetime as dt
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import time_machine
+from django.core.management import call_command
+from django.db import connection, connections, transaction
+from django.utils import timezone
+
+from sessions_app import purge
+from sessions_app.models import AgentSession, DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry, SessionEvent
+from sessions_app.receipts.checkpoint import Checkpoint
+from sessions_app.receipts.entry import TRIGGERS, DeletionEntry, session_digest
+from sessions_app.receipts.merkle import MerkleTree, RightEdge, leaf_hash
+from sessions_app.receipts.note import Verifier
+from sessions_app.receipts.receipt import Receipt
+from sessions_app.receipts.strict import Rejected
+from sessions_app.receipts.verify import verify_log_grew, verify_receipt
+from sessions_app.security import log_key
+from sessions_app.security.tokens import owner_id_for
+from sessions_app.storage import deletion_log, repository
+from tests.factories import make_session
+from tests.privacy import encodings, fixture_markers
+from tests.test_one_erasure import WAYS, _started
+
+ROOT_DIR = Path(__file__).resolve().parent.parent
+KEY_PATH = "/.well-known/deletion-log-key"
+
+
+def _verifier(client) -> Verifier:
+    answer = client.get(KEY_PATH)
+    assert answer.status_code == 200 and answer["Content-Type"] == "text/plain; charset=utf-8"
+    return Verifier.from_vkey(answer.content.decode().strip())
+
+
+def _entries() -> list[DeletionEntry]:
+    leaves = DeletionLogEntry.objects.order_by("index").values_list("leaf", flat=True)
+    return [DeletionEntry.from_leaf_bytes(bytes(leaf)) for leaf in leaves]
+
+
+# --- One entry per erasure, whoever asks ------------------------------------------------------
+
+
+def _past_the_ttl(client, admin_user, monkeypatch, session_id, token):
+    with time_machine.travel(timezone.now() + dt.timedelta(hours=25)):
+        purge.purge_expired(trigger=DeletionAudit.Trigger.TTL)
+
+
+# The five ways into the one erasure (tests/test_one_erasure.py), and the scheduled purge of a
+# session past its TTL but not its maximum age; WAYS["ttl"] travels 8 days: past the maximum age.
+EXPECTED = {
+    "api": ("api", "owner_delete"),
+    "admin": ("admin", "admin"),
+    "adk": ("adk", "adk_delete_session"),
+    "ttl": ("ttl", "ttl_purge"),
+    "max_age": ("ttl", "max_age"),
+    "startup": ("startup", "startup_purge"),
+}
+DELETIONS = {**WAYS, "ttl": _past_the_ttl, "max_age": WAYS["ttl"]}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("way", list(EXPECTED))
+def test_every_trigger_appends_exactly_one_entry_and_one_checkpoint(way, client, admin_user, monkeypatch):
+    session_id, token = _started(client)
+    session = AgentSession.objects.get(session_id=session_id)
+    events = SessionEvent.objects.filter(agent_session=session).count()
+    providers = session.model_provider_ids
+    appended = []
+    real_append = deletion_log.append
+
+    def append(erased, trigger):
+        # Called inside the erasure's transaction, after its rows are gone.
+        appended.append((transaction.get_connection().in_atomic_block, AgentSession.objects.exists()))
+        return real_append(erased, trigger)
+
+    monkeypatch.setattr(deletion_log, "append", append)
+
+    DELETIONS[way](client, admin_user, monkeypatch, session_id, token)
+
+    audit_trigger, entry_trigger = EXPECTED[way]
+    assert appended == [(True, False)]
+    assert list(DeletionAudit.objects.values_list("trigger", "sessions_deleted")) == [(audit_trigger, 1)]
+    [entry] = _entries()
+    assert (entry.session, entry.trigger, entry.events) == (session_digest(session_id), entry_trigger, events)
+    assert entry.rows_deleted == events + 1 and entry.bytes_erased > 0 and entry.plan_versions is None
+    assert entry.model_provider == ",".join(providers) and entry.sealed_with_unstored_key
+    assert entry.sqlite_secure_delete is (connection.vendor == "sqlite")
+    assert entry.created == session.created_at.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
+    [checkpoint] = DeletionLogCheckpoint.objects.all()
+    assert checkpoint.size == 1 and deletion_log.verify_whole_log() == 1
+
+
+def test_the_service_triggers_and_the_entry_triggers_agree():
+    """Every trigger of the audit has its entry trigger, and every entry trigger is one's."""
+    now = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)
+    fresh, old = now - dt.timedelta(hours=30), now - dt.timedelta(days=8)
+    produced = {
+        trigger: {deletion_log.entry_trigger(trigger, created, now) for created in (fresh, old)}
+        for trigger in DeletionAudit.Trigger
+    }
+    assert set().union(*produced.values()) == set(TRIGGERS)
+    assert produced[DeletionAudit.Trigger.TTL] == produced[DeletionAudit.Trigger.COMMAND] == {"ttl_purge", "max_age"}
+    assert all(len(names) == 1 for trigger, names in produced.items() if trigger not in deletion_log.EXPIRY_TRIGGERS)
+
+
+@pytest.mark.django_db
+def test_a_purge_batch_is_one_checkpoint_and_the_audit_and_the_log_agree(settings):
+    settings.PURGE_BATCH_SIZE, settings.PURGE_BATCH_PAUSE_SECONDS = 4, 0
+    old = timezone.now() - dt.timedelta(days=2)
+    for number in range(10):
+        make_session(owner_id=f"anon-{number:032x}", last_activity=old, events=number % 3)
+    with transaction.atomic():
+        repository.erase(AgentSession.objects.filter(owner_id="anon-" + "0" * 32), DeletionAudit.Trigger.API)
+
+    result = purge.purge_expired(trigger=DeletionAudit.Trigger.TTL)
+
+    assert (result.sessions, result.batches) == (9, 3)
+    sizes = list(DeletionLogCheckpoint.objects.order_by("size").values_list("size", flat=True))
+    assert sizes == [1, 5, 9, 10]  # one checkpoint per erase call: the DELETE, then each batch
+    audited = sum(DeletionAudit.objects.values_list("sessions_deleted", flat=True))
+    assert audited == DeletionLogEntry.objects.count() == len(set(e.session for e in _entries())) == 10
+    assert sum(e.events for e in _entries()) == sum(DeletionAudit.objects.values_list("events_deleted", flat=True))
+    assert deletion_log.verify_whole_log() == 10
+
+
+# --- All or nothing ---------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_erasure_leaves_no_entry(monkeypatch):
+    make_session()
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("the audit row could not be written")
+
+    # The caller's transaction fails after the erasure appended its entry (a purge's batch, the
+    # API's liveness check): the entry goes with the rolled-back erasure.
+    with pytest.raises(RuntimeError), transaction.atomic():
+        assert repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN).log_size == 1
+        fails()
+    assert AgentSession.objects.count() == 1
+    assert not DeletionLogEntry.objects.exists() and not DeletionLogCheckpoint.objects.exists()
+    # The erasure fails mid-way, after the rows' deletes and before its audit row.
+    monkeypatch.setattr(repository, "record_erasure", fails)
+    with pytest.raises(RuntimeError):
+        repository.erase_in_a_transaction(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+    assert AgentSession.objects.count() == 1
+    assert not DeletionLogEntry.objects.exists() and not DeletionLogCheckpoint.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_append_leaves_the_session_in_place(monkeypatch):
+    make_session()
+
+    class Unsigned(Exception):
+        pass
+
+    def broken_signer():
+        raise Unsigned
+
+    monkeypatch.setattr(log_key, "signer", broken_signer)
+    with pytest.raises(Unsigned):
+        repository.erase_in_a_transaction(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+    assert AgentSession.objects.count() == 1 and SessionEvent.objects.count() == 2
+    assert not DeletionAudit.objects.exists() and not DeletionLogEntry.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_erasure_of_nothing_signs_nothing():
+    with transaction.atomic():
+        erased = repository.erase(AgentSession.objects.none(), DeletionAudit.Trigger.API)
+    assert erased.log_size == 0 and not DeletionLogCheckpoint.objects.exists()
+
+
+# --- Receipts over HTTP ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_delete_points_at_a_receipt_that_verifies_offline(client, tmp_path):
+    session_id, token = _started(client)
+    answer = client.delete(f"/agent/sessions/{session_id}", headers={"X-Session-Token": token})
+    assert answer.status_code == 204
+    assert answer["Deletion-Receipt"] == f"/deletions/{session_digest(session_id)}"
+
+    fetched = client.get(answer["Deletion-Receipt"])  # no token
+    assert fetched.status_code == 200 and fetched["Content-Type"] == "text/plain; charset=utf-8"
+    verifier = _verifier(client)
+    verified = verify_receipt(fetched.content, verifier, session_id)
+    assert (verified.index, verified.checkpoint.size, verified.entry.trigger) == (0, 1, "owner_delete")
+    with pytest.raises(Rejected):
+        verify_receipt(fetched.content, verifier, session_id + "x")
+
+    # The same, as a person would: the module alone, no Django, in a process of its own.
+    receipt = tmp_path / "receipt.tlog-proof"
+    receipt.write_bytes(fetched.content)
+    environment = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
+    command = [sys.executable, "-m", "sessions_app.receipts.verify", "--key", verifier.vkey]
+    result = subprocess.run(
+        [*command, "--session-id", session_id, str(receipt)], cwd=ROOT_DIR, env=environment, capture_output=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(b"Verified: the session given was erased")
+
+
+@pytest.mark.django_db
+def test_a_receipt_found_after_a_purge_and_the_log_only_grew(client):
+    """A person who lost the race to the purge still finds the receipt; a client holding an older
+    checkpoint checks that the newer one only added to it."""
+    first, _ = _started(client)
+    with time_machine.travel(timezone.now() + dt.timedelta(hours=25)):
+        purge.purge_expired(trigger=DeletionAudit.Trigger.TTL)
+    older = client.get(f"/deletions/{session_digest(first)}").content
+    second, token = _started(client)
+    client.delete(f"/agent/sessions/{second}", headers={"X-Session-Token": token})
+
+    newer = client.get("/deletions/checkpoint").content
+    proof = client.get("/deletions/consistency", {"from": 1, "to": 2})
+    assert proof.status_code == 200
+    before, after = verify_log_grew(older, newer, proof.content, _verifier(client))
+    assert (before.size, after.size) == (1, 2)
+    assert client.get("/deletions/consistency", {"from": 1}).content == proof.content  # `to`: the latest
+    # The first receipt, fetched again, is proved against the newer checkpoint.
+    assert verify_receipt(client.get(f"/deletions/{session_digest(first)}").content, _verifier(client), first)
+
+
+@pytest.mark.django_db
+def test_misses_are_the_one_404_and_bad_sizes_a_400(client):
+    session_id, token = _started(client)
+    uniform = client.get(f"/agent/sessions/{session_id}", headers={"X-Session-Token": "wrong"})
+    assert uniform.status_code == 404
+    missing = [
+        f"/deletions/{session_digest(session_id)}",  # a live session has no receipt
+        f"/deletions/{session_digest('never-existed')}",
+        "/deletions/not-a-digest",
+        "/deletions/checkpoint",  # nothing erased yet
+    ]
+    for path in missing:
+        answer = client.get(path)
+        assert (answer.status_code, answer.content) == (404, uniform.content), path
+        assert "Allow" not in answer
+    client.delete(f"/agent/sessions/{session_id}", headers={"X-Session-Token": token})
+    for query in ({"from": 1, "to": 3}, {"from": 2, "to": 1}, {"from": 2}):  # never signed; shrank; beyond
+        assert client.get("/deletions/consistency", query).content == uniform.content, query
+    for query in ({}, {"from": 0}, {"from": "x"}, {"from": 1, "to": "y"}, {"from": 2**64}):
+        answer = client.get("/deletions/consistency", query)
+        assert answer.status_code == 400 and answer["Content-Type"] == "application/json", query
+    refused = client.get(f"/deletions/{session_digest(session_id)}", headers={"Accept": "application/json"})
+    assert refused.status_code == 406 and refused["Content-Type"] == "application/json"
+
+
+@pytest.mark.django_db
+def test_the_log_reads_are_throttled_per_client(client, settings):
+    rates = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {**rates, "deletion_log": "2/min"}}
+    assert [client.get(KEY_PATH).status_code for _ in range(3)] == [200, 200, 429]
+
+
+def test_the_key_command_prints_the_served_key(client, capsys):
+    call_command("deletion_log_key")
+    assert capsys.readouterr().out.strip() == log_key.verifier().vkey
+    assert log_key.verifier().name == "localhost/resume-agent/deletion-log"
+
+
+def test_a_key_is_made_once_owner_only_or_taken_from_the_environment(settings, tmp_path):
+    settings.DELETION_LOG_KEY_FILE = tmp_path / "deletion_log_key"
+    made = log_key.signer()
+    assert (tmp_path / "deletion_log_key").stat().st_mode & 0o777 == 0o600
+    log_key._signer.cache_clear()
+    assert log_key.signer().verifier == made.verifier  # read back, not made again
+    given = type(made).generate(settings.DELETION_LOG_ORIGIN)
+    settings.DELETION_LOG_SIGNING_KEY = given.skey
+    assert log_key.verifier() == given.verifier
+    settings.DELETION_LOG_ORIGIN = "elsewhere.example/log"
+    from django.core.exceptions import ImproperlyConfigured
+
+    with pytest.raises(ImproperlyConfigured):
+        log_key.signer()
+
+
+# --- What the log holds, and that it stays ----------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)  # committed: in the files, not only in a transaction's pages
+def test_the_log_holds_no_content_token_or_owner_id(client, stored_files):
+    session_id, token = _started(client)
+    client.delete(f"/agent/sessions/{session_id}", headers={"X-Session-Token": token})
+    assert DeletionLogEntry.objects.count() == 1
+    forbidden = [*fixture_markers(), token, owner_id_for(token), "127.0.0.1"]
+    rows = [
+        *DeletionLogEntry.objects.values_list("session_digest", "leaf", "leaf_hash"),
+        *DeletionLogCheckpoint.objects.values_list("root", "signed", "right_edge"),
+    ]
+    stored = b"\n".join(value.encode() if isinstance(value, str) else bytes(value) for row in rows for value in row)
+    found = [(marker, form) for marker in forbidden for form, needle in encodings(marker).items() if needle in stored]
+    assert found == []
+    # The database's own bytes: on SQLite, the whole file (secure_delete overwrote the session);
+    # on PostgreSQL, the log's tables' files (its WAL still holds the session's inserts).
+    data = b"".join(path.read_bytes() for path in _log_files(stored_files))
+    assert session_digest(session_id).encode() in data  # the scan does see the log's rows
+    assert [(m, f) for m in forbidden for f, needle in encodings(m).items() if needle in data] == []
+
+
+def _log_files(stored_files) -> list[Path]:
+    if connection.vendor == "sqlite":
+        return stored_files()
+    stored_files()  # a CHECKPOINT: the rows are in the files
+    paths = []
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW data_directory")
+        data_directory = Path(cursor.fetchone()[0])
+        for model in (DeletionLogEntry, DeletionLogCheckpoint):
+            table = model._meta.db_table
+            cursor.execute(
+                "SELECT pg_relation_filepath(oid) FROM pg_class WHERE oid = %s::regclass"
+                " OR oid = (SELECT reltoastrelid FROM pg_class WHERE oid = %s::regclass)",
+                [table, table],
+            )
+            paths += [data_directory / row[0] for row in cursor.fetchall() if row[0]]
+    return [path for path in paths if path.exists()]
+
+
+@pytest.mark.django_db
+def test_the_log_survives_every_purge(client):
+    session_id, token = _started(client)
+    client.delete(f"/agent/sessions/{session_id}", headers={"X-Session-Token": token})
+    make_session(last_activity=timezone.now() - dt.timedelta(days=2))
+    make_session(owner_id="anon-" + "1" * 32)
+    purge.purge_expired(trigger=DeletionAudit.Trigger.TTL)
+    purge.erase_all_sessions()
+    assert not AgentSession.objects.exists()
+    assert [entry.trigger for entry in _entries()] == ["owner_delete", "ttl_purge", "erase_all"]
+    assert deletion_log.verify_whole_log() == 3
+    assert client.get(f"/deletions/{session_digest(session_id)}").status_code == 200
+
+
+@pytest.mark.django_db
+def test_verifying_the_whole_log_finds_a_changed_entry_or_checkpoint():
+    for number in range(3):
+        make_session(owner_id=f"anon-{number:032x}")
+        with transaction.atomic():
+            repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+    assert deletion_log.verify_whole_log() == 3
+    entry = DeletionLogEntry.objects.get(index=1)
+    changed = bytes(entry.leaf).replace(b'"trigger":"admin"', b'"trigger":"max_age"')
+    DeletionLogEntry.objects.filter(index=1).update(leaf=changed, leaf_hash=leaf_hash(changed))
+    with pytest.raises(deletion_log.LogBroken):
+        deletion_log.verify_whole_log()
+    with pytest.raises(deletion_log.LogBroken):  # the served proofs refuse a log that was rewritten
+        deletion_log.receipt(entry.session_digest)
+
+
+def test_the_right_edge_gives_the_trees_root_at_every_size():
+    tree, edge = MerkleTree(), RightEdge()
+    for number in range(70):
+        assert edge.root() == tree.root()
+        restored = RightEdge.from_bytes(edge.size, edge.to_bytes())
+        assert restored.root() == edge.root()
+        leaf = leaf_hash(f"entry {number}".encode())
+        tree.append(leaf)
+        edge.append(leaf)
+
+
+# --- Two servers at once (PostgreSQL) ---------------------------------------------------------
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_two_servers_erasing_at_once_append_to_one_tree():
+    """Two connections (two servers) erase at once, each in its own transactions: the entries get
+    one order and one tree, and no two checkpoints of one size differ (the advisory lock)."""
+    for number in range(40):
+        make_session(owner_id=f"anon-{number:032x}", events=1)
+    start = threading.Barrier(2)
+    errors = []
+
+    def server(parity: int) -> None:
+        try:
+            start.wait()
+            for number in range(parity, 40, 2):
+                repository.erase_in_a_transaction(
+                    AgentSession.objects.filter(owner_id=f"anon-{number:032x}"), DeletionAudit.Trigger.API
+                )
+        except Exception as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=server, args=(parity,)) for parity in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert DeletionLogEntry.objects.count() == 40 and DeletionLogCheckpoint.objects.count() == 40
+    assert deletion_log.verify_whole_log() == 40
+    signed = DeletionLogCheckpoint.objects.order_by("size").values_list("signed", flat=True)
+    assert [Checkpoint.parse(note.split("\n\n")[0] + "\n").size for note in signed] == list(range(1, 41))
+    assert Receipt.parse(deletion_log.receipt(session_digest_of(0))).index in range(40)
+
+
+def session_digest_of(number: int) -> str:
+    return DeletionLogEntry.objects.order_by("index").values_list("session_digest", flat=True)[number]
+
+
+def test_the_system_check_reports_a_key_that_cannot_sign(settings):
+    assert log_key.check_signing_key() == []
+    settings.DELETION_LOG_SIGNING_KEY = "not a key"
+    [error] = log_key.check_signing_key()
+    assert error.id == "sessions_app.E008" and "DELETION_LOG_SIGNING_KEY" in error.msg
+
+
+def test_no_code_updates_or_deletes_the_log():
+    """Append-only: the service's code creates the log's rows and reads them, nothing else."""
+    import re
+
+    writes = re.compile(r"DeletionLog(Entry|Checkpoint)\b[^\n]*\.(update|delete|save|bulk_update|update_or_create)\(")
+    found = [
+        f"{path.relative_to(ROOT_DIR)}:{number}"
+        for path in (ROOT_DIR / "sessions_app").rglob("*.py")
+        if "migrations" not in path.parts
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if writes.search(line)
+    ]
+    assert found == []
