@@ -15,9 +15,12 @@ service translates for the person:
   output_control  dictating the reply or the plan ("reply only with", "計畫只寫成")
   addressed       a directive addressed to the AI reading the resume ("Note to the AI: ...")
   split           an instruction split across two adjacent lines
+  disguised       a word that mixes Latin with Greek or Cyrillic look-alikes, in a line that
+                  directs or addresses someone
 
-How a line is read: `agent.text.normalise` (NFKC, case-folded: full-width letters and
-punctuation become ASCII; dashes ASCII, whitespace collapsed), bullets dropped. Strong
+How a line is read: `agent.text.reading` (NFKC, case-folded: full-width letters and
+punctuation become ASCII; invisible characters and combining marks dropped, look-alike letters
+as the letters they imitate (UTS #39); dashes ASCII, whitespace collapsed), bullets dropped. Strong
 patterns flag a line alone; an *addressee* ("note to the AI", "給閱讀本履歷的 AI") flags it
 only together with a *directive* (an imperative, "please/請", "must/必須"), on the same
 line or, for the `split` kind, on the adjacent one. Words that only *describe* work
@@ -31,7 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from agent.text import BULLET_RE, EMAIL_RE, URL_RE, normalise
+from agent.text import BULLET_RE, EMAIL_RE, URL_RE, mixed_script_words, reading
 
 KINDS = (
     "override",
@@ -44,6 +47,7 @@ KINDS = (
     "output_control",
     "addressed",
     "split",
+    "disguised",
 )
 SOURCE = "screen"
 MODEL_FLAG_KIND = "model"  # the kind of a flag the model raised (flag_suspicious_text)
@@ -60,6 +64,14 @@ _RULE_NOUN = (
     r"|指示|指令|規則|规则|規定|规定|提示|設定|设定|要求|命令)"
 )
 _IGNORE = r"(?:ignore|disregard|forget|忽略|忽視|忽视|無視|无视|不要理會|不要理会|不理會|別管|别管|拋開|抛开|跳過|跳过)"
+
+# Who a forged turn speaks as: the model's side (flagged in any dress) and the person's.
+_MODEL_ROLE = (
+    r"(?:system|assistant|ai|model|bot|tool|function|developer|gpt|chatgpt|gemini|claude"
+    r"|系統|系统|助理|助手|ai\s*助手|ai\s*助理|機器人|机器人|模型|工具|函式|函数)"
+)
+_USER_ROLE = r"(?:user|human|使用者|用戶|用户)"
+_ROLE_SUFFIX = r"(?:message|prompt|note|notice|output|response|turn|訊息|消息|提示|通知|輸出|输出|回應|回应)"
 
 _STRONG: dict[str, list[re.Pattern]] = {
     "override": [
@@ -88,9 +100,15 @@ _STRONG: dict[str, list[re.Pattern]] = {
         ),
     ],
     "role_tag": [
+        # chat-template tokens: ChatML, Llama, Gemma, Llama 3 headers
         re.compile(
-            r"<\|\s*[a-z_]{2,20}\s*\|>|\[/?inst\]|<</?sys>>|</?(?:system|assistant|user|tool)>|^#{2,}\s*(?:system|instruction|assistant)\b"
-        )
+            r"<\|\s*[a-z_]{2,20}\s*\|>|\[/?inst\]|<</?sys>>|</?(?:system|assistant|user|tool)>|<(?:start|end)_of_turn>"
+            r"|<\|?(?:im_start|im_end|endoftext|eot_id|start_header_id|end_header_id)\|?>|\[/?sys(?:tem_prompt)?\]"
+        ),
+        # a bracketed role name at a line's start: [Assistant]:, [SYSTEM], 【系統】 (not [Experience], 【技能】)
+        re.compile(rf"^[\[【〔]\s*{_MODEL_ROLE}\s*{_ROLE_SUFFIX}?\s*[\]】〕]|^[\[【〔]\s*{_USER_ROLE}\s*[\]】〕]\s*:"),
+        # a Markdown heading that is a role name: "## Assistant", "### Human:" (not "## System Administration")
+        re.compile(rf"^#{{1,6}}\s*(?:{_MODEL_ROLE}|{_USER_ROLE}|instructions?|response)\s*(?::|$)"),
     ],
     "prompt_leak": [
         # a request (an imperative at a clause start), not a description ("taught it never to reveal ...")
@@ -130,6 +148,14 @@ _STRONG: dict[str, list[re.Pattern]] = {
     "tool_call": [
         re.compile(
             r"\b(?:save_plan|verify_claims|flag_suspicious_text)\b|\"(?:function_?call|tool_?calls?|tool_use)\"\s*:|<tool_call>|\bfunctions\.\w+\("
+        ),
+        # forged tool output and chat-API role objects: {"function_response": ...}, {"role": "system", ...}
+        re.compile(
+            r"[\"'](?:function_?response|function_?result|tool_?response|tool_?result|tool_?output)[\"']\s*:"
+            rf"|[\"']role[\"']\s*:\s*[\"']{_MODEL_ROLE}[\"']"
+            r"|</?(?:tool_response|tool_result|function_results?|function_response|tool_output)>"
+            r"|^\[?\s*(?:tool|function)\s*(?:output|result|response)\s*\]?\s*:"
+            r"|^【?\s*(?:工具|函式|函数)(?:輸出|输出|回傳|回传|結果|结果|回應|回应)\s*(?:】|:)"
         ),
         re.compile(
             r"\b(?:call|use|invoke|run|trigger)\s+(?:the\s+|your\s+)?[\w-]*\s*(?:tool|function|plugin|browser|browsing)\b(?!\s+(?:chain|vendor))"
@@ -187,9 +213,11 @@ _ADDRESSEE = [
         r"|(?:閱讀|阅读|讀取|读取|處理|处理|審閱|审阅|篩選|筛选|分析|讀|读)(?:本|這份|这份|此|這篇|这篇)(?:履歷|履历|文件|檔案|档案)的"
     ),
 ]
-# Role prefixes of a chat transcript ("System: ...", "Assistant: ...").
-_ROLE_PREFIX_RE = re.compile(
-    r"^(?:system|assistant|user|human|developer|ai|bot|model|gpt|chatgpt|gemini|tool)\s*[:：]\s*(.*)$"
+# Role prefixes of a chat transcript ("System: ...", "> Assistant: ...", "[AI]: ...", "助理：...").
+_ROLE_PREFIX_RE = re.compile(rf"^(?:>+\s*)?\[?\s*(?:{_MODEL_ROLE}|{_USER_ROLE})\s*\]?\s*:\s*(.*)$")
+# What the assistant's side says when a forged turn has it agree ("Sure, I will ...", "好的，我會 ...").
+_AGREES_RE = re.compile(
+    r"\b(?:i\s+will|i'll|i\s+have|i've|i\s+am\s+going|sure|understood|certainly|noted)\b|好的|我會|我会|我將|我将|我已|收到"
 )
 # Directives: an imperative at a clause start, or please/must/請/必須.
 _EN_IMPERATIVES = (
@@ -224,6 +252,16 @@ _LEADING_DIRECTIVE_RE = re.compile(
 )
 
 
+# What an imperative is aimed at when it is aimed at the model: its reader, its output or tools.
+_AIMED_RE = re.compile(
+    r"\b(?:you|your|ai|assistant|model|llm|bot|agent|plan|reply|replies|answer|response|tool|candidate|user|reader)\b"
+    r"|你|您|計畫|计划|計劃|回覆|回复|回答|工具|助理|助手|模型|求職者|求职者|使用者|用戶|用户"
+)
+_LEADING_REQUEST_RE = re.compile(r"^(?:請|请|務必|务必|必須|必须|直接|不要|一定要)")
+# Past tense as often as an imperative at the start of a resume bullet ("Set up the team's reply bot").
+_PAST_OR_IMPERATIVE_RE = re.compile(r"^(?:set|put|read|cut|let)\b")
+
+
 @dataclass(frozen=True)
 class Finding:
     """One flagged resume line: its index in `resume.splitlines()`, the line as written
@@ -244,6 +282,7 @@ class _Read:
     addressed: bool
     directive: bool
     role_prefix: bool
+    disguised: bool  # holds a word that mixes Latin with Greek or Cyrillic letters
 
 
 def _any_of(patterns: list[re.Pattern]) -> re.Pattern:
@@ -302,9 +341,10 @@ def _comment_speaks(text: str) -> bool:
 
 
 def _speaks_as_role(text: str) -> bool:
-    """A chat-transcript turn ("System: ...") that directs or addresses someone."""
+    """A chat-transcript turn ("System: ...") that directs, addresses someone or agrees to."""
     role = _ROLE_PREFIX_RE.match(text)
-    return bool(role and (_is_directive(role.group(1)) or _SECOND_PERSON_RE.search(role.group(1))))
+    said = role.group(1) if role else ""
+    return bool(role and (_is_directive(said) or _SECOND_PERSON_RE.search(said) or _AGREES_RE.search(said)))
 
 
 def _kind_of(text: str) -> str | None:
@@ -327,14 +367,19 @@ def _kind_of(text: str) -> str | None:
 
 
 def _read(line: str) -> _Read:
-    text = BULLET_RE.sub("", normalise(line))
-    return _Read(
+    text = BULLET_RE.sub("", reading(line))
+    read = _Read(
         text=text,
         kind=_kind_of(text) if text else None,
         addressed=bool(text) and _is_addressed(text),
         directive=bool(text) and _is_directive(text),
         role_prefix=bool(_ROLE_PREFIX_RE.match(text)),
+        disguised=bool(mixed_script_words(line)),
     )
+    # A disguise is a signal of its own: look-alike letters in a line that speaks to someone.
+    if not read.kind and read.disguised and (read.directive or read.addressed or _SECOND_PERSON_RE.search(text)):
+        read.kind = "disguised"
+    return read
 
 
 def screen(resume: str) -> list[Finding]:
@@ -363,6 +408,21 @@ def screen(resume: str) -> list[Finding]:
         elif b in kinds and not _OPEN_END_RE.search(ra.text) and ra.addressed:
             kinds[a] = "split"  # an address that runs on into a flagged line
     return [Finding(i, lines[i].strip(), kinds[i]) for i in sorted(kinds)]
+
+
+def instruction_like(line: str, has_item: bool = False) -> bool:
+    """Does `line` read as an instruction to the model, flagged or not? An imperative that opens
+    the line aimed at the model (you, the plan, the reply, a tool) or carrying an item (`has_item`:
+    a link, address, number or code), a turn spoken as someone, or a look-alike disguise. The
+    guards keep such lines' wording and items out of plans and tools whatever the screen said."""
+    text = BULLET_RE.sub("", reading(line))
+    if not text:
+        return False
+    if mixed_script_words(line) or _speaks_as_role(text):
+        return True
+    opens = bool(_LEADING_DIRECTIVE_RE.search(text) and not _PAST_OR_IMPERATIVE_RE.search(text))
+    opens = opens or bool(_LEADING_REQUEST_RE.search(text))
+    return opens and (has_item or bool(_AIMED_RE.search(text)))
 
 
 def screen_findings(flags: list[dict] | None) -> list[dict]:
