@@ -16,7 +16,11 @@ they hold whichever model runs, the one that obeys every line it reads included:
 line and nowhere else in the resume nor in the person's own messages (what they asked for
 is theirs); a run of wording counts when it is at least `RUN_MIN_CHARS` long
 (`RUN_MIN_CHARS_CJK` for Chinese) and appears in no clean line or message either.
-Flagged lines are the screen's (re-run on the resume) and the model's own flags.
+Flagged lines are the screen's (stored with the session) and the model's own flags, and also any
+line that reads as an instruction (`agent.screening.held_lines`), flagged or not: the guards
+do not rest on the screen's recall alone. Texts are compared as `agent.text.reading` reads them
+(look-alike letters and invisible characters undone), so a disguised copy is the same text.
+Phone and account numbers count by their digits ("0912-345-678" is "0912345678").
 """
 
 from __future__ import annotations
@@ -32,8 +36,8 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from agent.screening import flagged_lines
-from agent.text import CJK_RE, DOMAIN_RE, EMAIL_RE, LINK_RE, normalise, script_weights
+from agent.screening import flagged_lines, held_lines
+from agent.text import CJK_RE, DOMAIN_RE, EMAIL_RE, LINK_RE, long_numbers, reading, script_weights
 
 RUN_MIN_CHARS = 16
 RUN_MIN_CHARS_CJK = 6
@@ -51,12 +55,14 @@ PLAN_REFUSED = {
 
 _CODE_RE = re.compile(r"(?<![a-z0-9_-])[_-]*+((?=[a-z0-9_-]*\d)(?=[a-z0-9_-]*[a-z])[a-z0-9][a-z0-9_-]{4,})\b")
 _ITEM_RES = (LINK_RE, EMAIL_RE, DOMAIN_RE, _CODE_RE)  # links, e-mail addresses, domains, codes ("PWNED-7731")
+
 # Sentence ends: . ! ? before a space (not inside a link), or a Chinese terminator.
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
 def _items(text: str) -> set[str]:
-    return {match.rstrip(".,;:") for pattern in _ITEM_RES for match in pattern.findall(text)}
+    """Links, e-mail addresses, domains, codes and long numbers (by their digits)."""
+    return {match.rstrip(".,;:") for pattern in _ITEM_RES for match in pattern.findall(text)} | long_numbers(text)
 
 
 def _windows(text: str) -> set[str]:
@@ -84,13 +90,14 @@ class Taint:
     def of(cls, state: Mapping, messages: Iterable[str] = ()) -> Taint:
         # Stripped as the prompt strips it: the same text, the same lines.
         resume = str(state.get("resume_text") or "").strip("\n")
-        flagged = flagged_lines(resume, list(state.get("suspicious_flags") or []))
+        # Not the screen's word alone: a line that reads as an instruction is held back too.
+        flagged = held_lines(resume, flagged_lines(resume, list(state.get("suspicious_flags") or [])), _items)
         if not flagged:
             return cls((), frozenset(), frozenset())
         flagged_set = set(flagged)
-        clean_lines = [line for line in resume.splitlines() if line.strip() and line.strip() not in flagged_set]
-        clean = [normalise(text) for text in [*clean_lines, *messages]]
-        norm_flagged = tuple(normalise(line) for line in flagged)
+        clean_lines = [line.strip() for line in resume.splitlines() if line.strip() and line.strip() not in flagged_set]
+        clean = [reading(text) for text in [*clean_lines, *messages]]
+        norm_flagged = tuple(reading(line) for line in flagged)
         clean_items = {item for text in clean for item in _items(text)}
         items = {item for line in norm_flagged for item in _items(line)} - clean_items
         runs = set().union(*map(_windows, norm_flagged)) - set().union(*map(_windows, clean))
@@ -101,7 +108,7 @@ class Taint:
 
     def hits(self, text: Any) -> bool:
         """Does `text` carry a flagged line's item or a run of its wording found nowhere clean?"""
-        norm = normalise(text)
+        norm = reading(text)
         if not self or not norm:
             return False
         return not (self.items.isdisjoint(_items(norm)) and self.runs.isdisjoint(_windows(norm)))

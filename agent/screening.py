@@ -32,9 +32,10 @@ The module is pure Python (no Django, no ADK) and never logs what it reads.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from agent.text import BULLET_RE, EMAIL_RE, URL_RE, mixed_script_words, reading
+from agent.text import BULLET_RE, EMAIL_RE, URL_RE, long_numbers, mixed_script_words, reading
 
 KINDS = (
     "override",
@@ -85,6 +86,17 @@ _STRONG: dict[str, list[re.Pattern]] = {
             rf"{_IGNORE}\s+(?:all\s+|any\s+|the\s+|your\s+|these\s+)*{_AI_NOUN}\s+(?:above|before|so\s+far|given|you\s+(?:got|received|were\s+given))"
         ),
         re.compile(r"\bnew\s+(?:rules|instructions|policy|system\s+prompt)\s*(?:[:：]|apply|are in effect)"),
+        # "SYSTEM OVERRIDE:", "admin override engaged"
+        re.compile(
+            r"\b(?:system|admin|administrator|developer|root)\s+override\b(?!\s+(?:procedures?|instructions?|runbooks?|switch))"
+            r"|\boverride\s+(?:mode|protocol|command)\s*(?:[:：]|activated|enabled|engaged|on\b)"
+        ),
+        # an encoded payload with the order to decode and obey it (base64, ROT13, reversed text)
+        re.compile(
+            r"\b(?:decode|decipher|decrypt|unscramble|reverse|translate)\b[^.!?\n]{0,60}?\b(?:and|then)\s+"
+            r"(?:follow|execute|obey|apply|do|run|carry\s+out|act\s+on)\b"
+            r"|(?:解碼|解码|解密|破解|還原|还原|翻譯|翻译)[^。！？\n]{0,30}?(?:照做|執行|执行|遵守|遵循|依照|照著|照着)"
+        ),
         re.compile(
             r"\b(?:policy|instruction|rule)s?\s+update\s*[.:：]|新的?(?:指示|指令|規則|规则|系統設定)(?:已)?(?:生效|如下|[:：])"
         ),
@@ -157,6 +169,8 @@ _STRONG: dict[str, list[re.Pattern]] = {
             r"|^\[?\s*(?:tool|function)\s*(?:output|result|response)\s*\]?\s*:"
             r"|^【?\s*(?:工具|函式|函数)(?:輸出|输出|回傳|回传|結果|结果|回應|回应)\s*(?:】|:)"
         ),
+        # a command that pipes a download into a shell (code execution)
+        re.compile(r"\b(?:curl|wget)\s[^|\n]{0,200}?(?:https?://|www\.)[^|\n]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b"),
         re.compile(
             r"\b(?:call|use|invoke|run|trigger)\s+(?:the\s+|your\s+)?[\w-]*\s*(?:tool|function|plugin|browser|browsing)\b(?!\s+(?:chain|vendor))"
         ),
@@ -256,6 +270,10 @@ _LEADING_DIRECTIVE_RE = re.compile(
 _AIMED_RE = re.compile(
     r"\b(?:you|your|ai|assistant|model|llm|bot|agent|plan|reply|replies|answer|response|tool|candidate|user|reader)\b"
     r"|你|您|計畫|计划|計劃|回覆|回复|回答|工具|助理|助手|模型|求職者|求职者|使用者|用戶|用户"
+)
+_AIMED_AT_OUTPUT_RE = re.compile(
+    r"\b(?:plan|step|reply|answer|response|recommendation|candidate|applicant|user|you|your)\b"
+    r"|計畫|计划|計劃|步驟|步骤|回覆|回复|回答|建議|建议|求職者|求职者|使用者|你|您"
 )
 _LEADING_REQUEST_RE = re.compile(r"^(?:請|请|務必|务必|必須|必须|直接|不要|一定要)")
 # Past tense as often as an imperative at the start of a resume bullet ("Set up the team's reply bot").
@@ -363,6 +381,9 @@ def _kind_of(text: str) -> str | None:
         return "tool_call"
     if addressed and directive:
         return "addressed"
+    # An order that puts a contact, number or link into our plan or reply ("add a step: call ...").
+    if directive and _AIMED_AT_OUTPUT_RE.search(text) and (has_link or long_numbers(text)):
+        return "output_control"
     return None
 
 
@@ -380,6 +401,29 @@ def _read(line: str) -> _Read:
     if not read.kind and read.disguised and (read.directive or read.addressed or _SECOND_PERSON_RE.search(text)):
         read.kind = "disguised"
     return read
+
+
+# A held line that introduces the next: it ends in a colon or an open bracket or comma (a JSON
+# object over several lines), or is the assistant's or system's marker alone ("## Assistant",
+# "<start_of_turn>model"); a user's marker introduces the person's side, not ours.
+_OPENS_ONTO_NEXT_RE = re.compile(
+    rf"(?:[:{{\[,(]|<start_of_turn>\s*{_MODEL_ROLE}|<\|im_start\|>\s*{_MODEL_ROLE}|<\|{_MODEL_ROLE}\|>|<<sys>>)\s*$"
+    rf"|^#{{1,6}}\s*{_MODEL_ROLE}\s*$|^[\[【〔]\s*{_MODEL_ROLE}\s*{_ROLE_SUFFIX}?\s*[\]】〕]\s*$"
+)
+# "Email: ...", "電話：...": a label and its value.
+_LABEL_LINE_RE = re.compile(r"^[\w .&/-]{1,24}:\s*\S")
+_LOWERCASE_START_RE = re.compile(r"^\s*(?:[-*•·]\s*)?[a-z]")
+
+
+def _speaks(read: _Read) -> bool:
+    """Does a line address the model, speak as a role or wear a disguise? (A label line's "Email:"
+    or "Call:" reads as an imperative, so a directive alone does not count.)"""
+    return read.addressed or read.role_prefix or read.disguised
+
+
+def _runs_on(text: str, raw: str) -> bool:
+    """Does this line continue the one before it: opening with a directive, or in lower case?"""
+    return bool(_LEADING_DIRECTIVE_RE.search(text) or _LOWERCASE_START_RE.match(raw))
 
 
 def screen(resume: str) -> list[Finding]:
@@ -400,29 +444,49 @@ def screen(resume: str) -> list[Finding]:
             joined = _kind_of(f"{ra.text} {rb.text}")
             crossed = (ra.addressed and rb.directive) or (ra.role_prefix and rb.role_prefix and joined)
             if joined or crossed:
-                kinds[a] = kinds[b] = "split"
+                # A contact line ("Email: ...") next to an instruction is not part of it: the flag
+                # names the line that carries the attack.
+                parts = [i for i, r in ((a, ra), (b, rb)) if not _LABEL_LINE_RE.match(r.text) or _speaks(r)]
+                for i in parts or (a, b):
+                    kinds[i] = "split"
         elif ra.role_prefix and rb.role_prefix:
             kinds[a if b in kinds else b] = "role_tag"  # a transcript: turn after turn
-        elif a in kinds and not _OPEN_END_RE.search(ra.text) and _LEADING_DIRECTIVE_RE.search(rb.text):
+        elif a in kinds and not _OPEN_END_RE.search(ra.text) and _runs_on(rb.text, lines[b]):
             kinds[b] = "split"  # a flagged line that runs on into the next
         elif b in kinds and not _OPEN_END_RE.search(ra.text) and ra.addressed:
             kinds[a] = "split"  # an address that runs on into a flagged line
     return [Finding(i, lines[i].strip(), kinds[i]) for i in sorted(kinds)]
 
 
-def instruction_like(line: str, has_item: bool = False) -> bool:
-    """Does `line` read as an instruction to the model, flagged or not? An imperative that opens
-    the line aimed at the model (you, the plan, the reply, a tool) or carrying an item (`has_item`:
-    a link, address, number or code), a turn spoken as someone, or a look-alike disguise. The
-    guards keep such lines' wording and items out of plans and tools whatever the screen said."""
-    text = BULLET_RE.sub("", reading(line))
-    if not text:
-        return False
+def _instruction_like(line: str, text: str, has_item: bool) -> bool:
     if mixed_script_words(line) or _speaks_as_role(text):
         return True
     opens = bool(_LEADING_DIRECTIVE_RE.search(text) and not _PAST_OR_IMPERATIVE_RE.search(text))
     opens = opens or bool(_LEADING_REQUEST_RE.search(text))
     return opens and (has_item or bool(_AIMED_RE.search(text)))
+
+
+def held_lines(resume: str, flagged: Iterable[str], has_item: Callable[[str], bool]) -> list[str]:
+    """The resume lines (stripped) that the guards keep out of plans, tools and replies: the flagged
+    ones, and, flagged or not, every line that reads as an instruction to the model (an imperative
+    that opens the line aimed at the model, at its plan or reply, or carrying an item: `has_item`,
+    a link, address, number or code; a turn spoken as someone; a look-alike disguise), and a line
+    that a held line introduces ("...:", "## Assistant", "<start_of_turn>model") or runs on into.
+    One pass, each line read once: linear in the resume."""
+    flagged = set(flagged)
+    held, before = [], None  # `before`: the previous content line's reading, when it was held
+    for line in (line.strip() for line in (resume or "").splitlines()):
+        if not line:
+            continue
+        text = BULLET_RE.sub("", reading(line))
+        continues = before is not None and (
+            bool(_OPENS_ONTO_NEXT_RE.search(before)) or (not _OPEN_END_RE.search(before) and _runs_on(text, line))
+        )
+        hold = line in flagged or continues or (bool(text) and _instruction_like(line, text, has_item(text)))
+        if hold:
+            held.append(line)
+        before = text if hold else None
+    return held
 
 
 def screen_findings(flags: list[dict] | None) -> list[dict]:

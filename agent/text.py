@@ -42,6 +42,18 @@ LINK_RE = re.compile(_LINK)
 DOMAIN_RE = re.compile(_DOMAIN)  # group 1: the domain without leading dashes
 URL_RE = re.compile(f"{_LINK}|{_DOMAIN}")  # a link or a bare domain, in one scan
 EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# Phone and account numbers: digit groups joined by a space or a dash (the possessive group never
+# gives back, so no start is scanned twice), counted by their digits alone.
+_NUMBER_RE = re.compile(r"(?<![\w+-])\+?\d(?:[ -]?\d)*+")
+_NUMBER_MIN_DIGITS = 8
+_YEAR_RANGE_RE = re.compile(r"(?:19|20)\d\d(?:19|20)\d\d")
+
+
+def long_numbers(text: str) -> set[str]:
+    """The digits of each phone or account number in `text` ("0912-345-678" is "0912345678"):
+    eight digits or more, a year range ("2019-2022") aside."""
+    found = ("".join(c for c in number if c.isdigit()) for number in _NUMBER_RE.findall(text))
+    return {digits for digits in found if len(digits) >= _NUMBER_MIN_DIGITS and not _YEAR_RANGE_RE.fullmatch(digits)}
 
 
 def fold(text: str, *, keep_case: bool = False) -> str:
