@@ -37,10 +37,11 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from agent.screening import flagged_lines, held_lines
-from agent.text import CJK_RE, DOMAIN_RE, EMAIL_RE, LINK_RE, long_numbers, reading, script_weights
+from agent.text import BULLET_RE, CJK_RE, DOMAIN_RE, EMAIL_RE, LINK_RE, long_numbers, reading, script_weights
 
 RUN_MIN_CHARS = 16
 RUN_MIN_CHARS_CJK = 6
+WHOLE_MIN_CHARS = 4  # a held line repeated whole counts from this length ("好的。", "## assistant")
 REDACTED = "[removed: text from a flagged resume line]"
 FLAG_TOOL = "flag_suspicious_text"
 NOTES = {
@@ -65,6 +66,11 @@ def _items(text: str) -> set[str]:
     return {match.rstrip(".,;:") for pattern in _ITEM_RES for match in pattern.findall(text)} | long_numbers(text)
 
 
+def _bare(text: str) -> str:
+    """A read line without its bullet or number ("1. ", "- ")."""
+    return BULLET_RE.sub("", text)
+
+
 def _windows(text: str) -> set[str]:
     """Every run of wording long enough to count: RUN_MIN_CHARS characters, or RUN_MIN_CHARS_CJK
     that hold a Chinese character. A text of n characters has fewer than 2n of them."""
@@ -85,6 +91,9 @@ class Taint:
     flagged: tuple[str, ...]  # normalised flagged lines
     items: frozenset[str]  # links, addresses and codes found only in flagged lines
     runs: frozenset[str]  # runs of flagged wording found in no clean line or message
+    # Held lines themselves, bullet-less: one repeated whole never passes, even when every run of
+    # its wording also appears in a clean line (a forged turn that quotes the resume).
+    whole: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, state: Mapping, messages: Iterable[str] = ()) -> Taint:
@@ -101,7 +110,10 @@ class Taint:
         clean_items = {item for text in clean for item in _items(text)}
         items = {item for line in norm_flagged for item in _items(line)} - clean_items
         runs = set().union(*map(_windows, norm_flagged)) - set().union(*map(_windows, clean))
-        return cls(norm_flagged, frozenset(items), frozenset(runs))
+        whole = {_bare(line) for line in norm_flagged} - {_bare(text) for text in clean}
+        return cls(
+            norm_flagged, frozenset(items), frozenset(runs), frozenset(w for w in whole if len(w) >= WHOLE_MIN_CHARS)
+        )
 
     def __bool__(self) -> bool:
         return bool(self.flagged)
@@ -111,7 +123,9 @@ class Taint:
         norm = reading(text)
         if not self or not norm:
             return False
-        return not (self.items.isdisjoint(_items(norm)) and self.runs.isdisjoint(_windows(norm)))
+        if not (self.items.isdisjoint(_items(norm)) and self.runs.isdisjoint(_windows(norm))):
+            return True
+        return any(_bare(reading(line)) in self.whole for line in str(text).splitlines())
 
 
 def _messages(callback_context: CallbackContext) -> list[str]:

@@ -403,13 +403,26 @@ def _read(line: str) -> _Read:
     return read
 
 
-# A held line that introduces the next: it ends in a colon or an open bracket or comma (a JSON
-# object over several lines), or is the assistant's or system's marker alone ("## Assistant",
-# "<start_of_turn>model"); a user's marker introduces the person's side, not ours.
+# A held line that introduces the next: it ends in a colon, an open bracket or a comma (a JSON
+# object over several lines), or is a role marker alone ("## Assistant", "<start_of_turn>model",
+# "[User]").
+_ROLE_MARKER = rf"(?:{_MODEL_ROLE}|{_USER_ROLE})"
 _OPENS_ONTO_NEXT_RE = re.compile(
-    rf"(?:[:{{\[,(]|<start_of_turn>\s*{_MODEL_ROLE}|<\|im_start\|>\s*{_MODEL_ROLE}|<\|{_MODEL_ROLE}\|>|<<sys>>)\s*$"
-    rf"|^#{{1,6}}\s*{_MODEL_ROLE}\s*$|^[\[【〔]\s*{_MODEL_ROLE}\s*{_ROLE_SUFFIX}?\s*[\]】〕]\s*$"
+    rf"(?:[:{{\[,(]|<start_of_turn>\s*{_ROLE_MARKER}|<\|im_start\|>\s*{_ROLE_MARKER}|<\|{_ROLE_MARKER}\|>|\[inst\]|<<sys>>)\s*$"
+    rf"|^#{{1,6}}\s*{_ROLE_MARKER}\s*:?\s*$|^[\[【〔]\s*{_ROLE_MARKER}\s*{_ROLE_SUFFIX}?\s*[\]】〕]\s*:?\s*$"
 )
+# A forged turn's section runs to the next heading; a chat template's turn to its closing token.
+_ROLE_SECTION_RE = re.compile(
+    rf"^#{{1,6}}\s*{_ROLE_MARKER}\s*:?\s*$|^[\[【〔]\s*{_ROLE_MARKER}\s*{_ROLE_SUFFIX}?\s*[\]】〕]\s*:?\s*$"
+)
+_HEADING_RE = re.compile(r"^(?:#{1,6}\s|[\[【〔][^\]】〕]{1,20}[\]】〕]\s*$)")
+_TEMPLATE_OPEN_RE = re.compile(r"<start_of_turn>|<\|im_start\|>|\[inst\]|<<sys>>|<\|start_header_id\|>")
+_TEMPLATE_CLOSE_RE = re.compile(r"<end_of_turn>|<\|im_end\|>|\[/inst\]|<</sys>>|<\|eot_id\|>")
+# Lines of one block: a transcript's turns, a table's rows, a JSON object's lines.
+_TABLE_ROW_RE = re.compile(r"^\|")
+_JSON_LINE_RE = re.compile(r"^[\"{}\[\]]")
+_SECTION_MAX_LINES = 12  # a forged section or template turn held after its marker, at most
+
 # "Email: ...", "電話：...": a label and its value.
 _LABEL_LINE_RE = re.compile(r"^[\w .&/-]{1,24}:\s*\S")
 _LOWERCASE_START_RE = re.compile(r"^\s*(?:[-*•·]\s*)?[a-z]")
@@ -470,23 +483,42 @@ def held_lines(resume: str, flagged: Iterable[str], has_item: Callable[[str], bo
     """The resume lines (stripped) that the guards keep out of plans, tools and replies: the flagged
     ones, and, flagged or not, every line that reads as an instruction to the model (an imperative
     that opens the line aimed at the model, at its plan or reply, or carrying an item: `has_item`,
-    a link, address, number or code; a turn spoken as someone; a look-alike disguise), and a line
-    that a held line introduces ("...:", "## Assistant", "<start_of_turn>model") or runs on into.
-    One pass, each line read once: linear in the resume."""
+    a link, address, number or code; a turn spoken as someone; a look-alike disguise); then what a
+    held line introduces ("...:", "## Assistant" up to the next heading, "<start_of_turn>model" up
+    to its closing token) or runs on into, and the rest of a held line's block (a transcript's
+    turns, a table's rows, a JSON object's lines), before and after it.
+    Each line is read once and each pass is one walk: linear in the resume."""
     flagged = set(flagged)
-    held, before = [], None  # `before`: the previous content line's reading, when it was held
-    for line in (line.strip() for line in (resume or "").splitlines()):
-        if not line:
-            continue
-        text = BULLET_RE.sub("", reading(line))
-        continues = before is not None and (
-            bool(_OPENS_ONTO_NEXT_RE.search(before)) or (not _OPEN_END_RE.search(before) and _runs_on(text, line))
+    lines = [line.strip() for line in (resume or "").splitlines() if line.strip()]
+    texts = [BULLET_RE.sub("", reading(line)) for line in lines]
+    held = [
+        line in flagged or (bool(t) and _instruction_like(line, t, has_item(t)))
+        for line, t in zip(lines, texts, strict=True)
+    ]
+    section_left = 0  # lines of a forged section or template turn still to hold
+    for i in range(1, len(lines)):
+        before, text = texts[i - 1], texts[i]
+        if held[i - 1] and (_ROLE_SECTION_RE.search(before) or _TEMPLATE_OPEN_RE.search(before)):
+            section_left = _SECTION_MAX_LINES
+        if section_left and ((_HEADING_RE.match(text) and not held[i]) or _TEMPLATE_CLOSE_RE.search(before)):
+            section_left = 0  # the section ended at a heading of the resume's own, the turn at its token
+        continues = held[i - 1] and (
+            bool(_OPENS_ONTO_NEXT_RE.search(before))
+            or (not _OPEN_END_RE.search(before) and _runs_on(text, lines[i]))
+            or _same_block(before, text)
         )
-        hold = line in flagged or continues or (bool(text) and _instruction_like(line, text, has_item(text)))
-        if hold:
-            held.append(line)
-        before = text if hold else None
-    return held
+        held[i] = held[i] or continues or section_left > 0
+        section_left = max(0, section_left - 1)
+    for i in range(len(lines) - 2, -1, -1):  # a block's earlier lines: the turn before a forged answer
+        held[i] = held[i] or (held[i + 1] and _same_block(texts[i], texts[i + 1]))
+    return [line for line, hold in zip(lines, held, strict=True) if hold]
+
+
+def _same_block(text: str, other: str) -> bool:
+    """Are two adjacent lines turns of one transcript, rows of one table or lines of one JSON object?"""
+    return any(
+        pattern.match(text) and pattern.match(other) for pattern in (_ROLE_PREFIX_RE, _TABLE_ROW_RE, _JSON_LINE_RE)
+    )
 
 
 def screen_findings(flags: list[dict] | None) -> list[dict]:

@@ -42,9 +42,10 @@ LINK_RE = re.compile(_LINK)
 DOMAIN_RE = re.compile(_DOMAIN)  # group 1: the domain without leading dashes
 URL_RE = re.compile(f"{_LINK}|{_DOMAIN}")  # a link or a bare domain, in one scan
 EMAIL_RE = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-# Phone and account numbers: digit groups joined by a space or a dash (the possessive group never
-# gives back, so no start is scanned twice), counted by their digits alone.
-_NUMBER_RE = re.compile(r"(?<![\w+-])\+?\d(?:[ -]?\d)*+")
+# Phone and account numbers: digit groups joined by up to two of space, dash, dot or bracket
+# ("+1 (555) 010-0199"), counted by their digits alone. Each repeat takes a digit and the
+# possessive group never gives back, so no start is scanned twice.
+_NUMBER_RE = re.compile(r"(?<![\w+-])\+?\(?\d(?:[ .()-]{0,2}\d)*+")
 _NUMBER_MIN_DIGITS = 8
 _YEAR_RANGE_RE = re.compile(r"(?:19|20)\d\d(?:19|20)\d\d")
 
