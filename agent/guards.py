@@ -66,6 +66,10 @@ def _items(text: str) -> set[str]:
     return {match.rstrip(".,;:") for pattern in _ITEM_RES for match in pattern.findall(text)} | long_numbers(text)
 
 
+def _has_item(text: str) -> bool:
+    return bool(_items(text))
+
+
 def _bare(text: str) -> str:
     """A read line without its bullet or number ("1. ", "- ")."""
     return BULLET_RE.sub("", text)
@@ -100,13 +104,13 @@ class Taint:
         # Stripped as the prompt strips it: the same text, the same lines.
         resume = str(state.get("resume_text") or "").strip("\n")
         # Not the screen's word alone: a line that reads as an instruction is held back too.
-        flagged = held_lines(resume, flagged_lines(resume, list(state.get("suspicious_flags") or [])), _items)
+        flags = list(state.get("suspicious_flags") or [])
+        flagged, reads = held_lines(resume, flagged_lines(resume, flags), _has_item)
         if not flagged:
             return cls((), frozenset(), frozenset())
         flagged_set = set(flagged)
-        clean_lines = [line.strip() for line in resume.splitlines() if line.strip() and line.strip() not in flagged_set]
-        clean = [reading(text) for text in [*clean_lines, *messages]]
-        norm_flagged = tuple(reading(line) for line in flagged)
+        clean = [read for line, read in reads.items() if line not in flagged_set] + [reading(m) for m in messages]
+        norm_flagged = tuple(reads.get(line) or reading(line) for line in flagged)
         clean_items = {item for text in clean for item in _items(text)}
         items = {item for line in norm_flagged for item in _items(line)} - clean_items
         runs = set().union(*map(_windows, norm_flagged)) - set().union(*map(_windows, clean))

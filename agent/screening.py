@@ -35,7 +35,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from agent.text import BULLET_RE, EMAIL_RE, URL_RE, long_numbers, mixed_script_words, reading
+from agent.text import BULLET_RE, EMAIL_RE, URL_RE, long_numbers, mixed_script_words, reading, reading_lines
 
 KINDS = (
     "override",
@@ -471,28 +471,33 @@ def screen(resume: str) -> list[Finding]:
     return [Finding(i, lines[i].strip(), kinds[i]) for i in sorted(kinds)]
 
 
-def _instruction_like(line: str, text: str, has_item: bool) -> bool:
+def _instruction_like(line: str, text: str, has_item: Callable[[str], bool]) -> bool:
     if mixed_script_words(line) or _speaks_as_role(text):
         return True
-    opens = bool(_LEADING_DIRECTIVE_RE.search(text) and not _PAST_OR_IMPERATIVE_RE.search(text))
-    opens = opens or bool(_LEADING_REQUEST_RE.search(text))
-    return opens and (has_item or bool(_AIMED_RE.search(text)))
+    # "Email: ...", "Call: ..." are labels, not orders
+    opens = not _LABEL_LINE_RE.match(text) and bool(_LEADING_DIRECTIVE_RE.search(text))
+    opens = (opens and not _PAST_OR_IMPERATIVE_RE.search(text)) or bool(_LEADING_REQUEST_RE.search(text))
+    return opens and (bool(_AIMED_RE.search(text)) or has_item(text))
 
 
-def held_lines(resume: str, flagged: Iterable[str], has_item: Callable[[str], bool]) -> list[str]:
-    """The resume lines (stripped) that the guards keep out of plans, tools and replies: the flagged
-    ones, and, flagged or not, every line that reads as an instruction to the model (an imperative
-    that opens the line aimed at the model, at its plan or reply, or carrying an item: `has_item`,
-    a link, address, number or code; a turn spoken as someone; a look-alike disguise); then what a
-    held line introduces ("...:", "## Assistant" up to the next heading, "<start_of_turn>model" up
-    to its closing token) or runs on into, and the rest of a held line's block (a transcript's
-    turns, a table's rows, a JSON object's lines), before and after it.
-    Each line is read once and each pass is one walk: linear in the resume."""
+def held_lines(
+    resume: str, flagged: Iterable[str], has_item: Callable[[str], bool]
+) -> tuple[list[str], dict[str, str]]:
+    """The resume lines (stripped) that the guards keep out of plans, tools and replies, and how
+    each line reads (`agent.text.reading`, for the guards' comparisons): the flagged lines, and,
+    flagged or not, every line that reads as an instruction to the model (an imperative that opens
+    the line aimed at the model, at its plan or reply, or carrying an item: `has_item`, a link,
+    address, number or code; a turn spoken as someone; a look-alike disguise); then what a held
+    line introduces ("...:", "## Assistant" up to the next heading, "<start_of_turn>model" up to
+    its closing token) or runs on into, and the rest of a held line's block (a transcript's turns,
+    a table's rows, a JSON object's lines), before and after it.
+    The lines are read in one pass and each walk is one: linear in the resume."""
     flagged = set(flagged)
     lines = [line.strip() for line in (resume or "").splitlines() if line.strip()]
-    texts = [BULLET_RE.sub("", reading(line)) for line in lines]
+    reads = dict(zip(lines, reading_lines(lines), strict=True))
+    texts = [BULLET_RE.sub("", reads[line]) for line in lines]
     held = [
-        line in flagged or (bool(t) and _instruction_like(line, t, has_item(t)))
+        line in flagged or (bool(t) and _instruction_like(line, t, has_item))
         for line, t in zip(lines, texts, strict=True)
     ]
     section_left = 0  # lines of a forged section or template turn still to hold
@@ -511,7 +516,7 @@ def held_lines(resume: str, flagged: Iterable[str], has_item: Callable[[str], bo
         section_left = max(0, section_left - 1)
     for i in range(len(lines) - 2, -1, -1):  # a block's earlier lines: the turn before a forged answer
         held[i] = held[i] or (held[i + 1] and _same_block(texts[i], texts[i + 1]))
-    return [line for line, hold in zip(lines, held, strict=True) if hold]
+    return [line for line, hold in zip(lines, held, strict=True) if hold], reads
 
 
 def _same_block(text: str, other: str) -> bool:

@@ -108,24 +108,48 @@ def _reading_table() -> dict[int, str | None]:
 
 
 _READING_TABLE = _reading_table()
-_CJK_GAP_RE = re.compile(f"(?<=[{CJK}])\\s+(?=[{CJK}])")
+_CJK_GAP_RE = re.compile(f"(?<=[{CJK}])[^\\S\\n]+(?=[{CJK}])")  # within a line
 _WORD_RE = re.compile(r"[^\W\d_]+")
 _LATIN_RE = re.compile(r"[a-z\u00df-\u024f]")
 _GREEK_CYRILLIC_RE = re.compile(r"[\u0370-\u03ff\u1f00-\u1fff\u0400-\u052f]")
+# The same before folding: mathematical Greek letters (𝛂) fold into Greek ones.
+_GREEK_CYRILLIC_RAW_RE = re.compile(r"[\u0370-\u03ff\u1f00-\u1fff\u0400-\u052f\U0001d6a8-\U0001d7cb]")
+
+
+# What `reading` leaves as it is: ASCII, Chinese characters and their punctuation (most of a
+# resume; translating only the rest keeps a screen's CPU near what it was).
+_PLAIN_RE = re.compile(f"[\\x00-\\x7f{CJK}\u3000-\u303f\uff0c\uff1a\uff1b\uff01\uff1f]*+")
+_HIDDEN_TABLE = {code: None for code, target in _READING_TABLE.items() if target is None}
 
 
 def reading(text: object) -> str:
     """How the screen and the guards read a text: `normalise`, hidden characters dropped, look-alike
     and accented letters as the letters they show, no spaces between Chinese characters."""
-    folded = fold(str(text or "")).translate(_READING_TABLE)
-    return " ".join(_CJK_GAP_RE.sub("", folded).translate(_DASHES).split())
+    return " ".join(_read_folded(str(text or "")).split())
+
+
+def reading_lines(lines: list[str]) -> list[str]:
+    """`reading` of each of `lines`, folded and translated in one pass (a resume's lines at once,
+    not a call per line: the guards read every line on every model call)."""
+    return [" ".join(line.split()) for line in _read_folded("\n".join(lines)).split("\n")]
+
+
+def _read_folded(text: str) -> str:
+    folded = fold(text)
+    if _PLAIN_RE.fullmatch(folded) is None:
+        folded = folded.translate(_READING_TABLE)
+    if not folded.isascii():
+        folded = _CJK_GAP_RE.sub("", folded).translate(_DASHES)
+    return folded
 
 
 def mixed_script_words(text: str) -> list[str]:
     """Words that mix Latin letters with Greek or Cyrillic ones ("Ignоre" with a Cyrillic о), hidden
     characters dropped first. A word in one script ("Αλέξανδρος", "Наталья") is not one; nor is a
     unit of two letters ("μs")."""
-    visible = "".join(c for c in fold(text) if not _is_hidden(c)) if not text.isascii() else ""
+    if text.isascii() or not _GREEK_CYRILLIC_RAW_RE.search(text):
+        return []
+    visible = fold(text).translate(_HIDDEN_TABLE)
     return [
         word
         for word in _WORD_RE.findall(visible)
