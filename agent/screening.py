@@ -407,14 +407,14 @@ def _read(line: str) -> _Read:
 # object over several lines), or is a role marker alone ("## Assistant", "<start_of_turn>model",
 # "[User]").
 _ROLE_MARKER = rf"(?:{_MODEL_ROLE}|{_USER_ROLE})"
+# A role heading or bracketed role alone on its line: a forged turn's section, up to the next heading.
+_ROLE_SECTION = rf"^#{{1,6}}\s*{_ROLE_MARKER}\s*:?\s*$|^[\[【〔]\s*{_ROLE_MARKER}\s*{_ROLE_SUFFIX}?\s*[\]】〕]\s*:?\s*$"
+_ROLE_SECTION_RE = re.compile(_ROLE_SECTION)
 _OPENS_ONTO_NEXT_RE = re.compile(
     rf"(?:[:{{\[,(]|<start_of_turn>\s*{_ROLE_MARKER}|<\|im_start\|>\s*{_ROLE_MARKER}|<\|{_ROLE_MARKER}\|>|\[inst\]|<<sys>>)\s*$"
-    rf"|^#{{1,6}}\s*{_ROLE_MARKER}\s*:?\s*$|^[\[【〔]\s*{_ROLE_MARKER}\s*{_ROLE_SUFFIX}?\s*[\]】〕]\s*:?\s*$"
+    rf"|{_ROLE_SECTION}"
 )
-# A forged turn's section runs to the next heading; a chat template's turn to its closing token.
-_ROLE_SECTION_RE = re.compile(
-    rf"^#{{1,6}}\s*{_ROLE_MARKER}\s*:?\s*$|^[\[【〔]\s*{_ROLE_MARKER}\s*{_ROLE_SUFFIX}?\s*[\]】〕]\s*:?\s*$"
-)
+# A chat template's turn runs to its closing token.
 _HEADING_RE = re.compile(r"^(?:#{1,6}\s|[\[【〔][^\]】〕]{1,20}[\]】〕]\s*$)")
 _TEMPLATE_OPEN_RE = re.compile(r"<start_of_turn>|<\|im_start\|>|\[inst\]|<<sys>>|<\|start_header_id\|>")
 _TEMPLATE_CLOSE_RE = re.compile(r"<end_of_turn>|<\|im_end\|>|\[/inst\]|<</sys>>|<\|eot_id\|>")
