@@ -16,7 +16,11 @@ they hold whichever model runs, the one that obeys every line it reads included:
 line and nowhere else in the resume nor in the person's own messages (what they asked for
 is theirs); a run of wording counts when it is at least `RUN_MIN_CHARS` long
 (`RUN_MIN_CHARS_CJK` for Chinese) and appears in no clean line or message either.
-Flagged lines are the screen's (re-run on the resume) and the model's own flags.
+Flagged lines are the screen's (stored with the session) and the model's own flags, and also any
+line that reads as an instruction (`agent.screening.held_lines`), flagged or not: the guards
+do not rest on the screen's recall alone. Texts are compared as `agent.text.reading` reads them
+(look-alike letters and invisible characters undone), so a disguised copy is the same text.
+Phone and account numbers count by their digits ("0912-345-678" is "0912345678").
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from agent.screening import flagged_lines
-from agent.text import CJK_RE, DOMAIN_RE, EMAIL_RE, LINK_RE, normalise, script_weights
+from agent.screening import flagged_lines, held_lines
+from agent.text import BULLET_RE, CJK_RE, DOMAIN_RE, EMAIL_RE, LINK_RE, long_numbers, reading, script_weights
 
 RUN_MIN_CHARS = 16
 RUN_MIN_CHARS_CJK = 6
+WHOLE_MIN_CHARS = 4  # a held line repeated whole counts from this length ("好的。", "## assistant")
 REDACTED = "[removed: text from a flagged resume line]"
 FLAG_TOOL = "flag_suspicious_text"
 NOTES = {
@@ -51,12 +56,23 @@ PLAN_REFUSED = {
 
 _CODE_RE = re.compile(r"(?<![a-z0-9_-])[_-]*+((?=[a-z0-9_-]*\d)(?=[a-z0-9_-]*[a-z])[a-z0-9][a-z0-9_-]{4,})\b")
 _ITEM_RES = (LINK_RE, EMAIL_RE, DOMAIN_RE, _CODE_RE)  # links, e-mail addresses, domains, codes ("PWNED-7731")
+
 # Sentence ends: . ! ? before a space (not inside a link), or a Chinese terminator.
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
 def _items(text: str) -> set[str]:
-    return {match.rstrip(".,;:") for pattern in _ITEM_RES for match in pattern.findall(text)}
+    """Links, e-mail addresses, domains, codes and long numbers (by their digits)."""
+    return {match.rstrip(".,;:") for pattern in _ITEM_RES for match in pattern.findall(text)} | long_numbers(text)
+
+
+def _has_item(text: str) -> bool:
+    return bool(_items(text))
+
+
+def _bare(text: str) -> str:
+    """A read line without its bullet or number ("1. ", "- ")."""
+    return BULLET_RE.sub("", text)
 
 
 def _windows(text: str) -> set[str]:
@@ -79,32 +95,41 @@ class Taint:
     flagged: tuple[str, ...]  # normalised flagged lines
     items: frozenset[str]  # links, addresses and codes found only in flagged lines
     runs: frozenset[str]  # runs of flagged wording found in no clean line or message
+    # Held lines themselves, bullet-less: one repeated whole never passes, even when every run of
+    # its wording also appears in a clean line (a forged turn that quotes the resume).
+    whole: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, state: Mapping, messages: Iterable[str] = ()) -> Taint:
         # Stripped as the prompt strips it: the same text, the same lines.
         resume = str(state.get("resume_text") or "").strip("\n")
-        flagged = flagged_lines(resume, list(state.get("suspicious_flags") or []))
+        # Not the screen's word alone: a line that reads as an instruction is held back too.
+        flags = list(state.get("suspicious_flags") or [])
+        flagged, reads = held_lines(resume, flagged_lines(resume, flags), _has_item)
         if not flagged:
             return cls((), frozenset(), frozenset())
         flagged_set = set(flagged)
-        clean_lines = [line for line in resume.splitlines() if line.strip() and line.strip() not in flagged_set]
-        clean = [normalise(text) for text in [*clean_lines, *messages]]
-        norm_flagged = tuple(normalise(line) for line in flagged)
+        clean = [read for line, read in reads.items() if line not in flagged_set] + [reading(m) for m in messages]
+        norm_flagged = tuple(reads.get(line) or reading(line) for line in flagged)
         clean_items = {item for text in clean for item in _items(text)}
         items = {item for line in norm_flagged for item in _items(line)} - clean_items
         runs = set().union(*map(_windows, norm_flagged)) - set().union(*map(_windows, clean))
-        return cls(norm_flagged, frozenset(items), frozenset(runs))
+        whole = {_bare(line) for line in norm_flagged} - {_bare(text) for text in clean}
+        return cls(
+            norm_flagged, frozenset(items), frozenset(runs), frozenset(w for w in whole if len(w) >= WHOLE_MIN_CHARS)
+        )
 
     def __bool__(self) -> bool:
         return bool(self.flagged)
 
     def hits(self, text: Any) -> bool:
         """Does `text` carry a flagged line's item or a run of its wording found nowhere clean?"""
-        norm = normalise(text)
+        norm = reading(text)
         if not self or not norm:
             return False
-        return not (self.items.isdisjoint(_items(norm)) and self.runs.isdisjoint(_windows(norm)))
+        if not (self.items.isdisjoint(_items(norm)) and self.runs.isdisjoint(_windows(norm))):
+            return True
+        return any(_bare(reading(line)) in self.whole for line in str(text).splitlines())
 
 
 def _messages(callback_context: CallbackContext) -> list[str]:

@@ -15,9 +15,12 @@ service translates for the person:
   output_control  dictating the reply or the plan ("reply only with", "計畫只寫成")
   addressed       a directive addressed to the AI reading the resume ("Note to the AI: ...")
   split           an instruction split across two adjacent lines
+  disguised       a word that mixes Latin with Greek or Cyrillic look-alikes, in a line that
+                  directs or addresses someone
 
-How a line is read: `agent.text.normalise` (NFKC, case-folded: full-width letters and
-punctuation become ASCII; dashes ASCII, whitespace collapsed), bullets dropped. Strong
+How a line is read: `agent.text.reading` (NFKC, case-folded: full-width letters and
+punctuation become ASCII; invisible characters and combining marks dropped, look-alike letters
+as the letters they imitate (UTS #39); dashes ASCII, whitespace collapsed), bullets dropped. Strong
 patterns flag a line alone; an *addressee* ("note to the AI", "給閱讀本履歷的 AI") flags it
 only together with a *directive* (an imperative, "please/請", "must/必須"), on the same
 line or, for the `split` kind, on the adjacent one. Words that only *describe* work
@@ -29,9 +32,10 @@ The module is pure Python (no Django, no ADK) and never logs what it reads.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from agent.text import BULLET_RE, EMAIL_RE, URL_RE, normalise
+from agent.text import BULLET_RE, EMAIL_RE, URL_RE, long_numbers, mixed_script_words, reading, reading_lines
 
 KINDS = (
     "override",
@@ -44,6 +48,7 @@ KINDS = (
     "output_control",
     "addressed",
     "split",
+    "disguised",
 )
 SOURCE = "screen"
 MODEL_FLAG_KIND = "model"  # the kind of a flag the model raised (flag_suspicious_text)
@@ -61,6 +66,14 @@ _RULE_NOUN = (
 )
 _IGNORE = r"(?:ignore|disregard|forget|忽略|忽視|忽视|無視|无视|不要理會|不要理会|不理會|別管|别管|拋開|抛开|跳過|跳过)"
 
+# Who a forged turn speaks as: the model's side (flagged in any dress) and the person's.
+_MODEL_ROLE = (
+    r"(?:system|assistant|ai|model|bot|tool|function|developer|gpt|chatgpt|gemini|claude"
+    r"|系統|系统|助理|助手|ai\s*助手|ai\s*助理|機器人|机器人|模型|工具|函式|函数)"
+)
+_USER_ROLE = r"(?:user|human|使用者|用戶|用户)"
+_ROLE_SUFFIX = r"(?:message|prompt|note|notice|output|response|turn|訊息|消息|提示|通知|輸出|输出|回應|回应)"
+
 _STRONG: dict[str, list[re.Pattern]] = {
     "override": [
         # "ignore the previous rules": a qualifier that points back at what came before ...
@@ -73,6 +86,17 @@ _STRONG: dict[str, list[re.Pattern]] = {
             rf"{_IGNORE}\s+(?:all\s+|any\s+|the\s+|your\s+|these\s+)*{_AI_NOUN}\s+(?:above|before|so\s+far|given|you\s+(?:got|received|were\s+given))"
         ),
         re.compile(r"\bnew\s+(?:rules|instructions|policy|system\s+prompt)\s*(?:[:：]|apply|are in effect)"),
+        # "SYSTEM OVERRIDE:", "admin override engaged"
+        re.compile(
+            r"\b(?:system|admin|administrator|developer|root)\s+override\b(?!\s+(?:procedures?|instructions?|runbooks?|switch))"
+            r"|\boverride\s+(?:mode|protocol|command)\s*(?:[:：]|activated|enabled|engaged|on\b)"
+        ),
+        # an encoded payload with the order to decode and obey it (base64, ROT13, reversed text)
+        re.compile(
+            r"\b(?:decode|decipher|decrypt|unscramble|reverse|translate)\b[^.!?\n]{0,60}?\b(?:and|then)\s+"
+            r"(?:follow|execute|obey|apply|do|run|carry\s+out|act\s+on)\b"
+            r"|(?:解碼|解码|解密|破解|還原|还原|翻譯|翻译)[^。！？\n]{0,30}?(?:照做|執行|执行|遵守|遵循|依照|照著|照着)"
+        ),
         re.compile(
             r"\b(?:policy|instruction|rule)s?\s+update\s*[.:：]|新的?(?:指示|指令|規則|规则|系統設定)(?:已)?(?:生效|如下|[:：])"
         ),
@@ -88,9 +112,15 @@ _STRONG: dict[str, list[re.Pattern]] = {
         ),
     ],
     "role_tag": [
+        # chat-template tokens: ChatML, Llama, Gemma, Llama 3 headers
         re.compile(
-            r"<\|\s*[a-z_]{2,20}\s*\|>|\[/?inst\]|<</?sys>>|</?(?:system|assistant|user|tool)>|^#{2,}\s*(?:system|instruction|assistant)\b"
-        )
+            r"<\|\s*[a-z_]{2,20}\s*\|>|\[/?inst\]|<</?sys>>|</?(?:system|assistant|user|tool)>|<(?:start|end)_of_turn>"
+            r"|<\|?(?:im_start|im_end|endoftext|eot_id|start_header_id|end_header_id)\|?>|\[/?sys(?:tem_prompt)?\]"
+        ),
+        # a bracketed role name at a line's start: [Assistant]:, [SYSTEM], 【系統】 (not [Experience], 【技能】)
+        re.compile(rf"^[\[【〔]\s*{_MODEL_ROLE}\s*{_ROLE_SUFFIX}?\s*[\]】〕]|^[\[【〔]\s*{_USER_ROLE}\s*[\]】〕]\s*:"),
+        # a Markdown heading that is a role name: "## Assistant", "### Human:" (not "## System Administration")
+        re.compile(rf"^#{{1,6}}\s*(?:{_MODEL_ROLE}|{_USER_ROLE}|instructions?|response)\s*(?::|$)"),
     ],
     "prompt_leak": [
         # a request (an imperative at a clause start), not a description ("taught it never to reveal ...")
@@ -131,6 +161,16 @@ _STRONG: dict[str, list[re.Pattern]] = {
         re.compile(
             r"\b(?:save_plan|verify_claims|flag_suspicious_text)\b|\"(?:function_?call|tool_?calls?|tool_use)\"\s*:|<tool_call>|\bfunctions\.\w+\("
         ),
+        # forged tool output and chat-API role objects: {"function_response": ...}, {"role": "system", ...}
+        re.compile(
+            r"[\"'](?:function_?response|function_?result|tool_?response|tool_?result|tool_?output)[\"']\s*:"
+            rf"|[\"']role[\"']\s*:\s*[\"']{_MODEL_ROLE}[\"']"
+            r"|</?(?:tool_response|tool_result|function_results?|function_response|tool_output)>"
+            r"|^\[?\s*(?:tool|function)\s*(?:output|result|response)\s*\]?\s*:"
+            r"|^【?\s*(?:工具|函式|函数)(?:輸出|输出|回傳|回传|結果|结果|回應|回应)\s*(?:】|:)"
+        ),
+        # a command that pipes a download into a shell (code execution)
+        re.compile(r"\b(?:curl|wget)\s[^|\n]{0,200}?(?:https?://|www\.)[^|\n]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b"),
         re.compile(
             r"\b(?:call|use|invoke|run|trigger)\s+(?:the\s+|your\s+)?[\w-]*\s*(?:tool|function|plugin|browser|browsing)\b(?!\s+(?:chain|vendor))"
         ),
@@ -187,9 +227,11 @@ _ADDRESSEE = [
         r"|(?:閱讀|阅读|讀取|读取|處理|处理|審閱|审阅|篩選|筛选|分析|讀|读)(?:本|這份|这份|此|這篇|这篇)(?:履歷|履历|文件|檔案|档案)的"
     ),
 ]
-# Role prefixes of a chat transcript ("System: ...", "Assistant: ...").
-_ROLE_PREFIX_RE = re.compile(
-    r"^(?:system|assistant|user|human|developer|ai|bot|model|gpt|chatgpt|gemini|tool)\s*[:：]\s*(.*)$"
+# Role prefixes of a chat transcript ("System: ...", "> Assistant: ...", "[AI]: ...", "助理：...").
+_ROLE_PREFIX_RE = re.compile(rf"^(?:>+\s*)?\[?\s*(?:{_MODEL_ROLE}|{_USER_ROLE})\s*\]?\s*:\s*(.*)$")
+# What the assistant's side says when a forged turn has it agree ("Sure, I will ...", "好的，我會 ...").
+_AGREES_RE = re.compile(
+    r"\b(?:i\s+will|i'll|i\s+have|i've|i\s+am\s+going|sure|understood|certainly|noted)\b|好的|我會|我会|我將|我将|我已|收到"
 )
 # Directives: an imperative at a clause start, or please/must/請/必須.
 _EN_IMPERATIVES = (
@@ -224,6 +266,20 @@ _LEADING_DIRECTIVE_RE = re.compile(
 )
 
 
+# What an imperative is aimed at when it is aimed at the model: its reader, its output or tools.
+_AIMED_RE = re.compile(
+    r"\b(?:you|your|ai|assistant|model|llm|bot|agent|plan|reply|replies|answer|response|tool|candidate|user|reader)\b"
+    r"|你|您|計畫|计划|計劃|回覆|回复|回答|工具|助理|助手|模型|求職者|求职者|使用者|用戶|用户"
+)
+_AIMED_AT_OUTPUT_RE = re.compile(
+    r"\b(?:plan|step|reply|answer|response|recommendation|candidate|applicant|user|you|your)\b"
+    r"|計畫|计划|計劃|步驟|步骤|回覆|回复|回答|建議|建议|求職者|求职者|使用者|你|您"
+)
+_LEADING_REQUEST_RE = re.compile(r"^(?:請|请|務必|务必|必須|必须|直接|不要|一定要)")
+# Past tense as often as an imperative at the start of a resume bullet ("Set up the team's reply bot").
+_PAST_OR_IMPERATIVE_RE = re.compile(r"^(?:set|put|read|cut|let)\b")
+
+
 @dataclass(frozen=True)
 class Finding:
     """One flagged resume line: its index in `resume.splitlines()`, the line as written
@@ -244,6 +300,7 @@ class _Read:
     addressed: bool
     directive: bool
     role_prefix: bool
+    disguised: bool  # holds a word that mixes Latin with Greek or Cyrillic letters
 
 
 def _any_of(patterns: list[re.Pattern]) -> re.Pattern:
@@ -302,9 +359,10 @@ def _comment_speaks(text: str) -> bool:
 
 
 def _speaks_as_role(text: str) -> bool:
-    """A chat-transcript turn ("System: ...") that directs or addresses someone."""
+    """A chat-transcript turn ("System: ...") that directs, addresses someone or agrees to."""
     role = _ROLE_PREFIX_RE.match(text)
-    return bool(role and (_is_directive(role.group(1)) or _SECOND_PERSON_RE.search(role.group(1))))
+    said = role.group(1) if role else ""
+    return bool(role and (_is_directive(said) or _SECOND_PERSON_RE.search(said) or _AGREES_RE.search(said)))
 
 
 def _kind_of(text: str) -> str | None:
@@ -323,18 +381,62 @@ def _kind_of(text: str) -> str | None:
         return "tool_call"
     if addressed and directive:
         return "addressed"
+    # An order that puts a contact, number or link into our plan or reply ("add a step: call ...").
+    if directive and _AIMED_AT_OUTPUT_RE.search(text) and (has_link or long_numbers(text)):
+        return "output_control"
     return None
 
 
 def _read(line: str) -> _Read:
-    text = BULLET_RE.sub("", normalise(line))
-    return _Read(
+    text = BULLET_RE.sub("", reading(line))
+    read = _Read(
         text=text,
         kind=_kind_of(text) if text else None,
         addressed=bool(text) and _is_addressed(text),
         directive=bool(text) and _is_directive(text),
         role_prefix=bool(_ROLE_PREFIX_RE.match(text)),
+        disguised=bool(mixed_script_words(line)),
     )
+    # A disguise is a signal of its own: look-alike letters in a line that speaks to someone.
+    if not read.kind and read.disguised and (read.directive or read.addressed or _SECOND_PERSON_RE.search(text)):
+        read.kind = "disguised"
+    return read
+
+
+# A held line that introduces the next: it ends in a colon, an open bracket or a comma (a JSON
+# object over several lines), or is a role marker alone ("## Assistant", "<start_of_turn>model",
+# "[User]").
+_ROLE_MARKER = rf"(?:{_MODEL_ROLE}|{_USER_ROLE})"
+# A role heading or bracketed role alone on its line: a forged turn's section, up to the next heading.
+_ROLE_SECTION = rf"^#{{1,6}}\s*{_ROLE_MARKER}\s*:?\s*$|^[\[【〔]\s*{_ROLE_MARKER}\s*{_ROLE_SUFFIX}?\s*[\]】〕]\s*:?\s*$"
+_ROLE_SECTION_RE = re.compile(_ROLE_SECTION)
+_OPENS_ONTO_NEXT_RE = re.compile(
+    rf"(?:[:{{\[,(]|<start_of_turn>\s*{_ROLE_MARKER}|<\|im_start\|>\s*{_ROLE_MARKER}|<\|{_ROLE_MARKER}\|>|\[inst\]|<<sys>>)\s*$"
+    rf"|{_ROLE_SECTION}"
+)
+# A chat template's turn runs to its closing token.
+_HEADING_RE = re.compile(r"^(?:#{1,6}\s|[\[【〔][^\]】〕]{1,20}[\]】〕]\s*$)")
+_TEMPLATE_OPEN_RE = re.compile(r"<start_of_turn>|<\|im_start\|>|\[inst\]|<<sys>>|<\|start_header_id\|>")
+_TEMPLATE_CLOSE_RE = re.compile(r"<end_of_turn>|<\|im_end\|>|\[/inst\]|<</sys>>|<\|eot_id\|>")
+# Lines of one block: a transcript's turns, a table's rows, a JSON object's lines.
+_TABLE_ROW_RE = re.compile(r"^\|")
+_JSON_LINE_RE = re.compile(r"^[\"{}\[\]]")
+_SECTION_MAX_LINES = 12  # a forged section or template turn held after its marker, at most
+
+# "Email: ...", "電話：...": a label and its value.
+_LABEL_LINE_RE = re.compile(r"^[\w .&/-]{1,24}:\s*\S")
+_LOWERCASE_START_RE = re.compile(r"^\s*(?:[-*•·]\s*)?[a-z]")
+
+
+def _speaks(read: _Read) -> bool:
+    """Does a line address the model, speak as a role or wear a disguise? (A label line's "Email:"
+    or "Call:" reads as an imperative, so a directive alone does not count.)"""
+    return read.addressed or read.role_prefix or read.disguised
+
+
+def _runs_on(text: str, raw: str) -> bool:
+    """Does this line continue the one before it: opening with a directive, or in lower case?"""
+    return bool(_LEADING_DIRECTIVE_RE.search(text) or _LOWERCASE_START_RE.match(raw))
 
 
 def screen(resume: str) -> list[Finding]:
@@ -355,14 +457,73 @@ def screen(resume: str) -> list[Finding]:
             joined = _kind_of(f"{ra.text} {rb.text}")
             crossed = (ra.addressed and rb.directive) or (ra.role_prefix and rb.role_prefix and joined)
             if joined or crossed:
-                kinds[a] = kinds[b] = "split"
+                # A contact line ("Email: ...") next to an instruction is not part of it: the flag
+                # names the line that carries the attack.
+                parts = [i for i, r in ((a, ra), (b, rb)) if not _LABEL_LINE_RE.match(r.text) or _speaks(r)]
+                for i in parts or (a, b):
+                    kinds[i] = "split"
         elif ra.role_prefix and rb.role_prefix:
             kinds[a if b in kinds else b] = "role_tag"  # a transcript: turn after turn
-        elif a in kinds and not _OPEN_END_RE.search(ra.text) and _LEADING_DIRECTIVE_RE.search(rb.text):
+        elif a in kinds and not _OPEN_END_RE.search(ra.text) and _runs_on(rb.text, lines[b]):
             kinds[b] = "split"  # a flagged line that runs on into the next
         elif b in kinds and not _OPEN_END_RE.search(ra.text) and ra.addressed:
             kinds[a] = "split"  # an address that runs on into a flagged line
     return [Finding(i, lines[i].strip(), kinds[i]) for i in sorted(kinds)]
+
+
+def _instruction_like(line: str, text: str, has_item: Callable[[str], bool]) -> bool:
+    if mixed_script_words(line) or _speaks_as_role(text):
+        return True
+    # "Email: ...", "Call: ..." are labels, not orders
+    opens = not _LABEL_LINE_RE.match(text) and bool(_LEADING_DIRECTIVE_RE.search(text))
+    opens = (opens and not _PAST_OR_IMPERATIVE_RE.search(text)) or bool(_LEADING_REQUEST_RE.search(text))
+    return opens and (bool(_AIMED_RE.search(text)) or has_item(text))
+
+
+def held_lines(
+    resume: str, flagged: Iterable[str], has_item: Callable[[str], bool]
+) -> tuple[list[str], dict[str, str]]:
+    """The resume lines (stripped) that the guards keep out of plans, tools and replies, and how
+    each line reads (`agent.text.reading`, for the guards' comparisons): the flagged lines, and,
+    flagged or not, every line that reads as an instruction to the model (an imperative that opens
+    the line aimed at the model, at its plan or reply, or carrying an item: `has_item`, a link,
+    address, number or code; a turn spoken as someone; a look-alike disguise); then what a held
+    line introduces ("...:", "## Assistant" up to the next heading, "<start_of_turn>model" up to
+    its closing token) or runs on into, and the rest of a held line's block (a transcript's turns,
+    a table's rows, a JSON object's lines), before and after it.
+    The lines are read in one pass and each walk is one: linear in the resume."""
+    flagged = set(flagged)
+    lines = [line.strip() for line in (resume or "").splitlines() if line.strip()]
+    reads = dict(zip(lines, reading_lines(lines), strict=True))
+    texts = [BULLET_RE.sub("", reads[line]) for line in lines]
+    held = [
+        line in flagged or (bool(t) and _instruction_like(line, t, has_item))
+        for line, t in zip(lines, texts, strict=True)
+    ]
+    section_left = 0  # lines of a forged section or template turn still to hold
+    for i in range(1, len(lines)):
+        before, text = texts[i - 1], texts[i]
+        if held[i - 1] and (_ROLE_SECTION_RE.search(before) or _TEMPLATE_OPEN_RE.search(before)):
+            section_left = _SECTION_MAX_LINES
+        if section_left and ((_HEADING_RE.match(text) and not held[i]) or _TEMPLATE_CLOSE_RE.search(before)):
+            section_left = 0  # the section ended at a heading of the resume's own, the turn at its token
+        continues = held[i - 1] and (
+            bool(_OPENS_ONTO_NEXT_RE.search(before))
+            or (not _OPEN_END_RE.search(before) and _runs_on(text, lines[i]))
+            or _same_block(before, text)
+        )
+        held[i] = held[i] or continues or section_left > 0
+        section_left = max(0, section_left - 1)
+    for i in range(len(lines) - 2, -1, -1):  # a block's earlier lines: the turn before a forged answer
+        held[i] = held[i] or (held[i + 1] and _same_block(texts[i], texts[i + 1]))
+    return [line for line, hold in zip(lines, held, strict=True) if hold], reads
+
+
+def _same_block(text: str, other: str) -> bool:
+    """Are two adjacent lines turns of one transcript, rows of one table or lines of one JSON object?"""
+    return any(
+        pattern.match(text) and pattern.match(other) for pattern in (_ROLE_PREFIX_RE, _TABLE_ROW_RE, _JSON_LINE_RE)
+    )
 
 
 def screen_findings(flags: list[dict] | None) -> list[dict]:

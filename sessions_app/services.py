@@ -48,6 +48,7 @@ FLAG_LABELS = {
     "output_control": _("Dictates what an AI should reply or save"),
     "addressed": _("An instruction addressed to an AI"),
     "split": _("Part of an instruction split across lines"),
+    "disguised": _("An instruction disguised with look-alike letters"),
     MODEL_FLAG_KIND: _("The agent found this line tries to instruct it"),
 }
 

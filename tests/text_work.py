@@ -41,6 +41,10 @@ class _CountingPattern:
         self._count(string, pos, endpos)
         return self._pattern.match(string, pos, len(string) if endpos is None else endpos)
 
+    def fullmatch(self, string, pos=0, endpos=None):
+        self._count(string, pos, endpos)
+        return self._pattern.fullmatch(string, pos, len(string) if endpos is None else endpos)
+
     def finditer(self, string):
         self._count(string)
         return self._pattern.finditer(string)
