@@ -227,7 +227,11 @@ def verify_whole_log(verifier: Verifier | None = None) -> int:
     for index, digest, leaf, hashed in entries.iterator():
         if index != len(tree) or leaf_hash(bytes(leaf)) != bytes(hashed):
             raise LogBroken(f"entry {index} is missing, out of place or altered")
-        if DeletionEntry.from_leaf_bytes(bytes(leaf)).session != digest:
+        try:
+            session = DeletionEntry.from_leaf_bytes(bytes(leaf)).session
+        except Rejected as error:
+            raise LogBroken(f"entry {index} is not an entry: {error}") from None
+        if session != digest:
             raise LogBroken(f"entry {index} is filed under another session")
         tree.append(bytes(hashed))
         while pending is not None and pending[0] == len(tree):
