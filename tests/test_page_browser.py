@@ -31,6 +31,9 @@ from django.utils.translation import gettext, ngettext
 from sessions_app.api.errors import session_not_found_response
 from sessions_app.models import AgentSession
 from sessions_app.page.views import STORAGE_KEY, _script_strings
+from sessions_app.receipts.entry import session_digest
+from sessions_app.receipts.note import Verifier
+from sessions_app.receipts.verify import verify_receipt
 from tests.browser import chromium, needs_chromium
 from tests.factories import make_session
 from tests.privacy import FIXTURES
@@ -83,6 +86,8 @@ def _texts(lang: str) -> dict:
             "delete_question": gettext("Delete this session?"),
             "cannot_undo": gettext("It cannot be undone."),
             "deleted": gettext("Session deleted"),
+            "receipt_heading": gettext("Your deletion receipt"),
+            "receipt_download": gettext("Download the receipt"),
             "docs": gettext("API documentation"),
             "not_found": json.loads(session_not_found_response().content)["detail"],
             "max_age": ngettext("%(count)d day", "%(count)d days", 7) % {"count": 7},
@@ -248,6 +253,18 @@ def test_a_person_walks_through_the_page(live_server, settings, tmp_path, locale
         expect(page.locator("#deleted-heading")).to_have_text(texts["deleted"])
         expect(page.locator("#session-view")).to_be_hidden()
         assert page.evaluate(f"sessionStorage.getItem({json.dumps(STORAGE_KEY)})") is None
+        # The receipt is offered; downloaded, it verifies offline against the key the service serves.
+        receipt = page.locator("#receipt")
+        expect(receipt.locator("h3")).to_have_text(texts["receipt_heading"])
+        expect(receipt.locator("#receipt-command")).to_contain_text(f"--session-id {session_id} deletion-receipt-")
+        with page.expect_download() as download_info:
+            page.get_by_role("link", name=texts["receipt_download"]).click()
+        download = download_info.value
+        assert download.suggested_filename == f"deletion-receipt-{session_digest(session_id)[:12]}.txt"
+        key_url = live_server.url + receipt.locator("#receipt-key").get_attribute("href")
+        served_key = page.request.get(key_url).text().strip()
+        verified = verify_receipt(Path(download.path()).read_bytes(), Verifier.from_vkey(served_key), session_id)
+        assert verified.entry.trigger == "owner_delete"
         shot(page, "deleted")
 
         # 8. The deleted key, then a wrong token: the API's one not-found message.
