@@ -68,12 +68,6 @@ class ErasedSession:
     model_providers: list[str]
 
 
-def _take_the_writer_lock(connection) -> None:
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITER_LOCK])
-
-
 def _secure_delete_is_on(connection) -> bool:
     """What this connection does with deleted bytes, read from it rather than assumed."""
     if connection.vendor != "sqlite":
@@ -95,6 +89,24 @@ def _sql(connection, template: str, model) -> str:
     return template.format(table=quote(model._meta.db_table), **columns)
 
 
+def _run(connection, statements: list[tuple[str, tuple]]) -> tuple | None:
+    """Runs `statements` in order; returns the last one's first row (None when it returns none).
+    PostgreSQL (with Django's client-side binding, its default) is sent them in one round trip:
+    each still runs with a snapshot of its own, so a read after the writer's lock sees the log as
+    the last writer left it. SQLite runs in this process and takes them one by one."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get("server_side_binding"):
+            cursor.execute("; ".join(sql for sql, _ in statements), [value for _, row in statements for value in row])
+            for _ in statements[1:]:
+                cursor.nextset()
+        else:
+            for sql, row in statements:
+                cursor.execute(sql, row)
+        return cursor.fetchone() if cursor.description else None
+
+
+STATEMENTS_AT_ONCE = 500
+WRITER_LOCK_SQL = "SELECT pg_advisory_xact_lock(%s)"
 LATEST_EDGE = "SELECT {size}, {right_edge} FROM {table} ORDER BY {size} DESC LIMIT 1"
 INSERT_ENTRY = "INSERT INTO {table} ({index}, {session_digest}, {leaf}, {leaf_hash}) VALUES (%s, %s, %s, %s)"
 INSERT_CHECKPOINT = (
@@ -112,10 +124,9 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
     if not erased:
         return 0
     signer = log_key.signer()  # before the lock: a missing key fails the erasure before it waits
-    _take_the_writer_lock(connection)
-    with connection.cursor() as cursor:
-        cursor.execute(_sql(connection, LATEST_EDGE, DeletionLogCheckpoint))
-        latest = cursor.fetchone()
+    # One writer at a time: on PostgreSQL the lock, then the latest edge as the last writer left it.
+    lock = [(WRITER_LOCK_SQL, (WRITER_LOCK,))] if connection.vendor == "postgresql" else []
+    latest = _run(connection, [*lock, (_sql(connection, LATEST_EDGE, DeletionLogCheckpoint), ())])
     edge = RightEdge.from_bytes(latest[0], bytes(latest[1])) if latest else RightEdge()
     secure_delete = _secure_delete_is_on(connection)
     erased_at = dt.datetime.now(dt.UTC)
@@ -142,12 +153,14 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
         edge.append(hashed)
     checkpoint = Checkpoint(signer.name, edge.size, edge.root())
     signed_at = connection.ops.adapt_datetimefield_value(erased_at)
-    with connection.cursor() as cursor:
-        cursor.executemany(_sql(connection, INSERT_ENTRY, DeletionLogEntry), rows)
-        cursor.execute(
-            _sql(connection, INSERT_CHECKPOINT, DeletionLogCheckpoint),
-            (edge.size, checkpoint.root, checkpoint.sign(signer), edge.to_bytes(), signed_at),
-        )
+    insert_entry = _sql(connection, INSERT_ENTRY, DeletionLogEntry)
+    signed = (edge.size, checkpoint.root, checkpoint.sign(signer), edge.to_bytes(), signed_at)
+    statements = [
+        *((insert_entry, row) for row in rows),
+        (_sql(connection, INSERT_CHECKPOINT, DeletionLogCheckpoint), signed),
+    ]
+    for start in range(0, len(statements), STATEMENTS_AT_ONCE):  # an erasure of every session: in parts
+        _run(connection, statements[start : start + STATEMENTS_AT_ONCE])
     return edge.size
 
 
