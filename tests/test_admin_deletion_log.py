@@ -72,7 +72,7 @@ def test_the_page_says_when_the_audit_and_the_log_disagree(admin_client):
 def test_the_page_in_traditional_chinese(client, admin_user):
     client.force_login(admin_user)
     html = _html(client.get(LOG, HTTP_ACCEPT_LANGUAGE="zh-Hant"))
-    assert "驗證整個紀錄" in html and "公開金鑰" in html
+    assert "驗證整個紀錄" in html and "公開金鑰" in html and "<h1>刪除日誌</h1>" in html
 
 
 @pytest.mark.django_db(transaction=True)

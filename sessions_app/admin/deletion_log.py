@@ -36,7 +36,7 @@ class DeletionLogCheckpointAdmin(admin.ModelAdmin):
         return [verify] + super().get_urls()
 
     def changelist_view(self, request, extra_context=None):
-        extra_context = {**(extra_context or {}), "log": selectors.deletion_log_status()}
+        extra_context = {**(extra_context or {}), "title": _("Deletion log"), "log": selectors.deletion_log_status()}
         return super().changelist_view(request, extra_context)
 
     def verify_view(self, request):
