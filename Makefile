@@ -87,10 +87,11 @@ test-fast: dev-venv
 # All benchmarks (about 23 minutes on 2 cores), then benchmarks/RESULTS.md.
 # Each script also runs alone, e.g. `.venv/bin/python benchmarks/store_bench.py --quick --out var/bench`
 # (--out: where <name>.md and .json go; default benchmarks/results).
+# BENCH_POSTGRES=postgres://postgres@127.0.0.1:5432: the purge also on PostgreSQL, in a scratch database.
 bench: dev-venv
 	$(PY) benchmarks/store_bench.py
 	$(PY) benchmarks/service_bench.py
-	$(PY) benchmarks/purge_bench.py
+	$(PY) benchmarks/purge_bench.py $(if $(BENCH_POSTGRES),--database-url $(BENCH_POSTGRES))
 	$(PY) benchmarks/journal_modes.py
 	$(PY) benchmarks/session_limits_bench.py
 	$(PY) benchmarks/memory_bench.py

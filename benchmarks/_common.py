@@ -30,7 +30,7 @@ UNTHROTTLED = {
 }
 
 
-def main(name: str, title: str, packages: list[str], run, children: dict | None = None) -> int:
+def main(name: str, title: str, packages: list[str], run, children: dict | None = None, options=()) -> int:
     """`script <flag> args…` with a flag of `children` runs that child; otherwise parses `--quick` and `--out`,
     calls `run(args)` (Markdown lines and a dict) and writes <out>/<name>.md and .json under the header."""
     if len(sys.argv) > 1 and sys.argv[1] in (children or {}):
@@ -39,6 +39,8 @@ def main(name: str, title: str, packages: list[str], run, children: dict | None 
     parser = argparse.ArgumentParser(description=title)
     parser.add_argument("--quick", action="store_true", help="small sizes: shows the script works")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="output directory (default: benchmarks/results)")
+    for flag, text in options:  # the script's own options
+        parser.add_argument(flag, help=text)
     args = parser.parse_args()
     args.command, info, started = command_line(), machine_info(packages), time.monotonic()
     body, data = run(args)
@@ -68,17 +70,11 @@ def command_line() -> str:  # as it can be pasted from the project root
 def machine_info(packages: list[str]) -> dict:  # what every section starts with
     cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     models = [line.split(":", 1)[1].strip() for line in cpuinfo.splitlines() if line.startswith("model name")]
-    return {
-        "date_utc": dt.datetime.now(dt.UTC).strftime("%a %b %d %H:%M:%S UTC %Y"),
-        "nproc": os.cpu_count(),
-        "machine": platform.machine(),
-        "cpu_model": (models or [platform.processor() or "unknown"])[0],
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "packages": {name: metadata.version(name) for name in packages},
-        "load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-    }
+    info = {"date_utc": dt.datetime.now(dt.UTC).strftime("%a %b %d %H:%M:%S UTC %Y"), "nproc": os.cpu_count()}
+    info |= {"machine": platform.machine(), "cpu_model": (models or [platform.processor() or "unknown"])[0]}
+    info |= {"kernel": platform.release(), "python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
+    info |= {"packages": {name: metadata.version(name) for name in packages}}
+    return info | {"load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
 
 
 def header_lines(command: str, info: dict) -> list[str]:

@@ -124,19 +124,12 @@ class LoadResult:
                     errors[f"{op.kind}: {op.error}"] += 1
         measured = self.t_end - self.t_measure
         per_s = (lambda n: n / measured) if measured > 0 else (lambda n: math.nan)
-        return {
-            "target": self.target,
-            "clients": self.clients,
-            "warmup_s": self.warmup_s,
-            "measured_s": round(measured, 3),
-            "turns": len(ok["turn"]),
-            "turns_per_s": per_s(len(ok["turn"])),
-            "requests_per_s": per_s(sum(len(v) for v in ok.values())),
-            "latency_ms": {kind: summarize_ms(ok[kind]) for kind in KINDS},
-            "errors": dict(errors.most_common()),
-            "error_count": sum(errors.values()),
-            "errors_all_phases": sum(1 for op in self.ops if not op.ok),  # the warm-up and the wind-down too
-        }
+        run = {"target": self.target, "clients": self.clients, "warmup_s": self.warmup_s}
+        run |= {"measured_s": round(measured, 3), "turns": len(ok["turn"]), "turns_per_s": per_s(len(ok["turn"]))}
+        run |= {"requests_per_s": per_s(sum(len(v) for v in ok.values()))}
+        run |= {"latency_ms": {kind: summarize_ms(ok[kind]) for kind in KINDS}, "errors": dict(errors.most_common())}
+        run |= {"error_count": sum(errors.values()), "errors_all_phases": sum(not op.ok for op in self.ops)}
+        return run  # errors_all_phases: the warm-up and the wind-down too
 
 
 def describe_error(response: httpx.Response) -> str:

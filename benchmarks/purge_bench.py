@@ -17,8 +17,11 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _common, loadgen  # noqa: E402
@@ -29,10 +32,10 @@ MARKER = "anon-purgebench-"  # every expired session's owner id starts with it (
 PACKAGES = ["Django", "django-q2", "google-adk", "gunicorn", "httpx"]
 
 
-def build_database(path: Path, sessions: int) -> dict:
-    """Migrates a fresh file and fills it with expired sessions, sealed as the store seals them."""
+def child_build(url: str, sessions: str) -> None:
+    """In a fresh process: migrates `url` and fills it with expired sessions, sealed as the store seals them."""
     started = time.monotonic()
-    _common.setup_django(f"sqlite:///{path}")
+    _common.setup_django(url)
     from django.db import connection, transaction
 
     from tests.factories import make_session
@@ -40,24 +43,25 @@ def build_database(path: Path, sessions: int) -> dict:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # Django's logging settings apply here now
     old = dt.datetime.now(dt.UTC) - dt.timedelta(days=3)
     with transaction.atomic():
-        for i in range(sessions):
+        for i in range(int(sessions)):
             text = f"Fictional event text {i}. " + "Reworded the logistics bullet points. " * 25
             make_session(f"{MARKER}{i:08d}", last_activity=old, events=EVENTS_PER_SESSION, text=text)
     with connection.cursor() as cursor:
-        query = "SELECT COUNT(*), AVG(LENGTH(event_data)) FROM sessions_app_sessionevent"
-        events, average = cursor.execute(query).fetchone()
-    connection.close()
-    built = {"sessions": sessions, "events": events, "avg_event_bytes": round(average)}
-    return built | {"file_mb": round(path.stat().st_size / 2**20, 1), "build_s": round(time.monotonic() - started, 2)}
+        cursor.execute("SELECT COUNT(*), AVG(LENGTH(event_data)) FROM sessions_app_sessionevent")
+        events, average = cursor.fetchone()
+    size = round(Path(url.removeprefix("sqlite:///")).stat().st_size / 2**20, 1) if url.startswith("sqlite:") else "n/a"
+    built = {"sessions": int(sessions), "events": events, "avg_event_bytes": round(average), "file_mb": size}
+    print(json.dumps(built | {"build_s": round(time.monotonic() - started, 2)}))
 
 
-def child_purge(db: str, secure_delete: str) -> None:
-    """In a fresh process: one purge_expired() of `db`; prints a JSON line."""
-    _common.setup_django(f"sqlite:///{db}")  # migrate is a no-op on the copy
+def child_purge(url: str, secure_delete: str) -> None:
+    """In a fresh process: one purge_expired() of the database at `url`; prints a JSON line."""
+    _common.setup_django(url)  # migrate is a no-op on the copy
     from django.conf import settings
     from django.db import connection
 
     from sessions_app.infra import sqlite as project_sqlite
+    from sessions_app.models import DeletionLogEntry as Log  # the receipts
     from sessions_app.purge import purge_expired
 
     if secure_delete == "off":
@@ -68,19 +72,20 @@ def child_purge(db: str, secure_delete: str) -> None:
         project_sqlite.secure_delete_enabled = lambda connection: True
     connection.close()  # the next connection gets the pragmas above
     with connection.cursor() as cursor:
-        effective = cursor.execute("PRAGMA secure_delete").fetchone()[0]
+        effective = cursor.execute("PRAGMA secure_delete").fetchone()[0] if connection.vendor == "sqlite" else "n/a"
     result = purge_expired(trigger="command").as_dict()
     pacing = {"batch_size": settings.PURGE_BATCH_SIZE, "pause": settings.PURGE_BATCH_PAUSE_SECONDS}
-    print(json.dumps({"secure_delete_pragma": effective, **pacing, **result}))
+    print(json.dumps({"secure_delete_pragma": effective, **pacing, **result, "receipts": Log.objects.count()}))
 
 
-def timed_purge(db: Path, secure_delete: str) -> dict:
-    result, _ = _common.run_child(__file__, ["--child-purge", str(db), secure_delete], _common.clean_env())
+def timed_purge(url: str, secure_delete: str) -> dict:
+    result, _ = _common.run_child(__file__, ["--child-purge", url, secure_delete], _common.clean_env())
     working = result["seconds"] - result["batches"] * result["pause"]  # without the pauses between batches
     result["sessions_per_s"] = result["sessions"] / result["seconds"]
     result["sessions_per_working_s"] = result["sessions"] / working if working > 0 else float("nan")
-    result["marker_hits_after"] = db.read_bytes().count(MARKER.encode())
-    db.unlink()
+    db = Path(url.removeprefix("sqlite:///"))
+    result["marker_hits_after"] = db.read_bytes().count(MARKER.encode()) if url.startswith("sqlite:") else "n/a"
+    db.unlink(missing_ok=True)
     return result
 
 
@@ -168,20 +173,36 @@ def run(args) -> tuple[list[str], dict]:
     # The live run's clients, their warm-up, the window without a purge and the longest the purge may take (s).
     p = {"sessions": sessions, "clients": 4, "warmup": 3, "baseline": 8 if args.quick else 20}
     p["budget"] = max(60.0, sessions / 100)
+
+    def build(url: str) -> dict:  # the database's figures
+        return _common.run_child(__file__, ["--child-build", url, str(sessions)], _common.clean_env())[0]
+
     with tempfile.TemporaryDirectory(prefix="purge-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        print(f"building {sessions:,} expired sessions ...", flush=True)
-        built = build_database(tmp / "template.db", sessions)
-        on, off = (timed_purge(Path(shutil.copyfile(tmp / "template.db", tmp / f"{x}.db")), x) for x in ("on", "off"))
-        print(f"  secure_delete ON {on['sessions_per_s']:,.0f}, OFF {off['sessions_per_s']:,.0f} sessions/s")
+        print(f"building {sessions:,} expired sessions in each database ...", flush=True)
+        built = build(f"sqlite:///{tmp / 'template.db'}")
+        copy = {x: f"sqlite:///{shutil.copy(tmp / 'template.db', tmp / f'{x}.db')}" for x in ("on", "off")}
+        runs = {f"SQLite, secure_delete {x.upper()}": timed_purge(copy[x], x) for x in ("on", "off")}
+        if args.database_url:  # the same purge on a scratch database of the PostgreSQL server given
+            name, server = f"purge_bench_{os.getpid()}", args.database_url
+            with psycopg.connect(server, autocommit=True) as admin:
+                admin.execute(f"CREATE DATABASE {name}")
+                try:
+                    url = urllib.parse.urlsplit(server)._replace(path=f"/{name}").geturl()
+                    runs["PostgreSQL"] = {"built": build(url)} | timed_purge(url, "on")
+                finally:
+                    admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+        on, off = runs["SQLite, secure_delete ON"], runs["SQLite, secure_delete OFF"]
         print("live turns without / during a purge ...", flush=True)
         live = live_turns(Path(shutil.copyfile(tmp / "template.db", tmp / "live.db")), p, tmp)
     b, d = (live["windows"][name]["turn_ms"]["p99"] for name in ("without purge", "during purge"))
     verdicts = [
-        verdict(on["sessions_per_s"] >= 1000, ">= 1,000 sessions/s purged with secure_delete on:")
-        + f" {on['sessions_per_s']:,.0f} sessions/s ({on['sessions_per_working_s']:,.0f}/s without the pauses)",
-        verdict(d <= 2 * b, f"turn p99 during the purge <= 2x without it: {d:.0f} ms vs {b:.0f} ms = {d / b:.2f}x"),
+        verdict(r["sessions_per_s"] >= 1000, f">= 1,000 sessions/s purged, receipts included ({name}):")
+        + f" {r['sessions_per_s']:,.0f} sessions/s ({r['sessions_per_working_s']:,.0f}/s without the pauses)"
+        for name, r in runs.items()
+        if "OFF" not in name
     ]
+    verdicts.append(verdict(d <= 2 * b, f"turn p99 during the purge <= 2x without it: {d:.0f} ms vs {b:.0f} ms"))
     windows = [
         [name, w["seconds"], w["turns"], fmt(w["turns_per_s"])]
         + [fmt(w["turn_ms"][q], 0) for q in ("p50", "p95", "p99", "max")]
@@ -197,19 +218,19 @@ def run(args) -> tuple[list[str], dict]:
         "### purge_expired() alone (a fresh process per run, nothing else writing)",
         "",
         *_common.md_table(
-            "secure_delete | sessions | events | batches | seconds | sessions/s | sessions/s without the pauses"
-            " | owner-id marker left in file",
+            "database | sessions | events | batches | seconds | sessions/s | sessions/s without the pauses"
+            " | receipts (log entries) | owner-id marker left in file",
             [
                 [f"{label} (PRAGMA={r['secure_delete_pragma']})", f"{r['sessions']:,}", f"{r['events']:,}"]
                 + [r["batches"], fmt(r["seconds"], 2), fmt(r["sessions_per_s"], 0)]
-                + [fmt(r["sessions_per_working_s"], 0), f"{r['marker_hits_after']:,}"]
-                for label, r in (("ON (production)", on), ("OFF (control)", off))
+                + [fmt(r["sessions_per_working_s"], 0), f"{r['receipts']:,}", r["marker_hits_after"]]
+                for label, r in runs.items()
             ],
         ),
         "",
         f"secure_delete ON takes {on['seconds'] / off['seconds']:.2f}x the time of OFF. `seconds` is"
-        " purge_expired()'s own figure, pauses after each batch included; the marker column counts the"
-        " expired sessions' owner-id prefix in the raw bytes of the file after the purge.",
+        " purge_expired()'s own figure, pauses after each batch and the log's entries and checkpoints included;"
+        " the marker column counts the expired sessions' owner-id prefix in the raw bytes of the file after the purge.",
         "",
         f"### Live turns while `manage.py purge_sessions` runs ({live['clients']} closed-loop clients)",
         "",
@@ -227,8 +248,10 @@ def run(args) -> tuple[list[str], dict]:
         f"; failed requests in all phases: {live['errors_all_phases']}.",
         *_common.targets(verdicts),
     ]
-    return lines, {"built": built, "secure_delete_on": on, "secure_delete_off": off, "live": live, "verdicts": verdicts}
+    return lines, {"built": built, "purges": runs, "live": live, "verdicts": verdicts}
 
 
 if __name__ == "__main__":
-    sys.exit(_common.main("purge", "Purge at scale", PACKAGES, run, {"--child-purge": child_purge}))
+    children = {"--child-build": child_build, "--child-purge": child_purge}
+    options = [("--database-url", "a PostgreSQL server (postgres://postgres@127.0.0.1:5432): also there, scratch db")]
+    sys.exit(_common.main("purge", "Purge at scale", PACKAGES, run, children, options))

@@ -164,12 +164,8 @@ def slow_runs(process, target, folder: Path, double_url: str, params: dict) -> l
 
 def slow_model(args, tmp: str) -> dict:
     """Both servers on the Gemini path, the model a local double answering each call after a latency."""
-    params = {
-        "latencies": (0, 2) if args.quick else SLOW_LATENCIES,
-        "clients": (8, 32) if args.quick else SLOW_CLIENTS,
-        "warmup": 2 if args.quick else 5,
-        "duration": 8 if args.quick else 20,
-    }
+    params = {"latencies": (0, 2), "clients": (8, 32), "warmup": 2, "duration": 8} if args.quick else {}
+    params = params or {"latencies": SLOW_LATENCIES, "clients": SLOW_CLIENTS, "warmup": 5, "duration": 20}
     with open(Path(tmp) / "double.log", "wb") as log:  # the double in a process of its own
         command = [PY, "-m", "tests.gemini_double"]
         double = subprocess.Popen(command, cwd=_common.ROOT_DIR, stdout=subprocess.PIPE, stderr=log)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.db.models.functions import Least
 from django.utils import timezone
 from django_q.models import Schedule, Task
@@ -19,7 +19,8 @@ from agent.plans import plan_versions
 from sessions_app import retention
 from sessions_app.choices import FailureKind
 from sessions_app.infra import disk_space
-from sessions_app.models import AgentSession, IntegrityFailure
+from sessions_app.models import AgentSession, DeletionAudit, IntegrityFailure
+from sessions_app.security import log_key
 from sessions_app.storage import deletion_log, repository, turn_lock
 
 if TYPE_CHECKING:
@@ -229,9 +230,22 @@ def deletion_consistency_proof(old_size: int, size: int | None = None) -> str | 
     return deletion_log.consistency_proof(old_size, size)
 
 
-def deletion_log_status() -> deletion_log.LogStatus:
-    """The log's size and latest signed checkpoint (for the admin)."""
-    return deletion_log.status()
+@dataclass(frozen=True)
+class DeletionLogOverview:
+    """What the admin shows of the deletion log: sizes, the latest checkpoint and the public key."""
+
+    status: deletion_log.LogStatus
+    root: str | None  # the latest checkpoint's root, base64 as in its text
+    public_key: str  # `<origin>+<key id>+<key>`, as served at /.well-known/deletion-log-key
+    audited_sessions: int  # sessions erased according to the deletion audit: the log's size, when both agree
+
+
+def deletion_log_status() -> DeletionLogOverview:
+    """The log's size, latest signed checkpoint and public key, beside the audit's count (for the admin)."""
+    status = deletion_log.status()
+    root = status.checkpoint.splitlines()[2] if status.checkpoint else None  # origin, size, root, ...
+    audited = DeletionAudit.objects.aggregate(total=Sum("sessions_deleted"))["total"] or 0
+    return DeletionLogOverview(status, root, log_key.verifier().vkey, audited)
 
 
 def verify_deletion_log() -> int:

@@ -1,9 +1,10 @@
-"""An operator purges expired sessions in a real headless browser.
+"""An operator purges expired sessions and verifies the deletion log in a real headless browser.
 
 Playwright drives Debian's Chromium (`make browser` installs it); Playwright's
 own browser downloads are not used. The walk runs in English and in
 Traditional Chinese (the browser's language; the texts it expects come from
-the catalogues). It saves docs/admin-purge-<language>.png when that file is
+the catalogues); then it verifies the deletion log. It saves
+docs/admin-purge-<language>.png and docs/admin-deletion-log-<language>.png when
 missing or UPDATE_SCREENSHOTS=1, so a normal run leaves the committed pictures
 alone.
 """
@@ -47,6 +48,9 @@ def test_operator_purges_expired_sessions_in_the_browser(live_server, django_use
             "confirm": gettext("Purge expired sessions"),
             "done": gettext("Purged %(sessions)d expired sessions and %(events)d events.")
             % {"sessions": 2, "events": 4},
+            "verify": gettext("Verify the whole log"),
+            "verified": gettext("The deletion log verifies: %(entries)d entries and every signed checkpoint agree.")
+            % {"entries": 2},
         }
     # Both languages really differ: a page left in English would fail the zh-hant walk.
     assert language == "en" or texts["purge"] != "Purge expired now"
@@ -77,11 +81,19 @@ def test_operator_purges_expired_sessions_in_the_browser(live_server, django_use
         expect(page.locator("#result_list tbody tr")).to_have_count(1)
         page.screenshot(path=tmp_path / "admin-purge.png")
 
+        # Then the deletion log: the purge's two entries, and "verify the whole log" says it verifies.
+        page.goto(f"{live_server.url}/admin/sessions_app/deletionlogcheckpoint/")
+        expect(page.locator("#log-size")).to_have_text("2")
+        page.click(f"input[value='{texts['verify']}']")
+        expect(page.locator("ul.messagelist")).to_contain_text(texts["verified"])
+        page.screenshot(path=tmp_path / "admin-deletion-log.png", full_page=True)
+
     assert list(AgentSession.objects.values_list("owner_id", flat=True)) == ["anon-live"]
     audit = DeletionAudit.objects.get()
     assert (audit.trigger, audit.sessions_deleted, audit.events_deleted) == ("admin", 2, 4)
-    assert (tmp_path / "admin-purge.png").read_bytes().startswith(b"\x89PNG")
-    screenshot = DOCS / f"admin-purge-{language}.png"
-    if not screenshot.exists() or os.environ.get("UPDATE_SCREENSHOTS") == "1":
-        DOCS.mkdir(exist_ok=True)
-        shutil.copyfile(tmp_path / "admin-purge.png", screenshot)
+    for name in ("admin-purge", "admin-deletion-log"):
+        assert (tmp_path / f"{name}.png").read_bytes().startswith(b"\x89PNG")
+        screenshot = DOCS / f"{name}-{language}.png"
+        if not screenshot.exists() or os.environ.get("UPDATE_SCREENSHOTS") == "1":
+            DOCS.mkdir(exist_ok=True)
+            shutil.copyfile(tmp_path / f"{name}.png", screenshot)

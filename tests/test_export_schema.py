@@ -40,3 +40,24 @@ def test_the_export_holds_exactly_the_fields_its_schema_declares(client):
         assert set().union(*(set(item) for item in export[key])) >= {
             name for name in fields(item_schema) if name in schemas[item_schema].get("required", [])
         }, key
+
+
+def test_the_export_says_where_the_erasures_receipt_will_be(client):
+    from sessions_app.receipts.entry import session_digest
+    from sessions_app.receipts.note import Verifier
+    from sessions_app.receipts.verify import verify_receipt
+
+    created = client.post("/agent/sessions", {"resume_text": fixture_resume()}, content_type="application/json").json()
+    session_id, headers = created["session_id"], {"X-Session-Token": created["token"]}
+    url = f"/agent/sessions/{session_id}"
+    notice = client.get(f"{url}/export", headers=headers, HTTP_ACCEPT_LANGUAGE="en").json()["deletion_receipt"]
+    assert set(notice) == set(_components(client)["DeletionReceiptNotice"]["properties"]) == {"url", "about"}
+    assert notice["url"] == f"/deletions/{session_digest(session_id)}" and "receipt" in notice["about"]
+    in_chinese = client.get(f"{url}/export", headers=headers, HTTP_ACCEPT_LANGUAGE="zh-Hant").json()
+    assert "收據" in in_chinese["deletion_receipt"]["about"]
+    assert client.get(notice["url"]).status_code == 404  # not erased yet
+
+    deleted = client.delete(url, headers=headers)
+    assert deleted["Deletion-Receipt"] == notice["url"]  # where the export said
+    key = Verifier.from_vkey(client.get("/.well-known/deletion-log-key").content.decode().strip())
+    assert verify_receipt(client.get(notice["url"]).content, key, session_id).entry.trigger == "owner_delete"

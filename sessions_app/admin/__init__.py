@@ -13,4 +13,4 @@ shows the purge schedule and changes its interval only.
 """
 
 # Django's admin autodiscovery imports this package: each module registers its pages.
-from sessions_app.admin import audit, login_attempts, sessions  # noqa: F401
+from sessions_app.admin import audit, deletion_log, login_attempts, sessions  # noqa: F401

@@ -191,8 +191,18 @@ class SessionPlan(serializers.Serializer):
     )
 
 
+class DeletionReceiptNotice(serializers.Serializer):
+    """Where the receipt of the session's erasure will be: the log holds it, not the session."""
+
+    url = serializers.CharField(
+        help_text="The receipt's path, /deletions/{SHA-256 of the session id}: 404 until the session is erased."
+    )
+    about = serializers.CharField(help_text="What the receipt is, in the client's language.")
+
+
 class SessionExport(_SessionTimes):
-    """Everything stored about a session: its metadata and all it holds."""
+    """Everything stored about a session: its metadata and all it holds, and where its erasure's
+    receipt will be."""
 
     resume_text = serializers.CharField()
     conversation = ConversationMessage(many=True)
@@ -201,6 +211,7 @@ class SessionExport(_SessionTimes):
     events = serializers.ListField(
         child=serializers.DictField(), help_text="The stored ADK events, tool calls and results included."
     )
+    deletion_receipt = DeletionReceiptNotice()
 
 
 class ErrorResponse(serializers.Serializer):

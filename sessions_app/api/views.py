@@ -9,6 +9,7 @@ from asgiref.sync import sync_to_async
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -161,8 +162,13 @@ class SessionDetailView(OwnedSessionView):
         if not services.delete_owned_session(session_id, request.user.owner_id):
             raise SessionNotFound
         response = Response(status=status.HTTP_204_NO_CONTENT)
-        response[RECEIPT_HEADER] = reverse("deletion-receipt", args=[session_digest(session_id)])
+        response[RECEIPT_HEADER] = receipt_path(session_id)
         return response
+
+
+def receipt_path(session_id: str) -> str:
+    """Where the receipt of the session's erasure is (or will be): no token needed to read it."""
+    return reverse("deletion-receipt", args=[session_digest(session_id)])
 
 
 # What sending a message answers as JSON (every answer but the stream).
@@ -307,6 +313,15 @@ class SessionExportView(OwnedSessionView):
     @hide_locals
     def get(self, request, session_id):
         session = self.owned_session(session_id)
-        response = Response(SessionExport(services.export(session)).data)
+        exported = services.export(session)
+        exported["deletion_receipt"] = {
+            "url": receipt_path(session.session_id),
+            "about": _(
+                "When this session is erased (by you, or when it expires), the service signs a receipt of the"
+                " erasure and keeps it at this address, with no token needed. It proves the erasure was"
+                " recorded and never rewritten; it holds none of the content."
+            ),
+        }
+        response = Response(SessionExport(exported).data)
         response["Content-Disposition"] = f'attachment; filename="session-{session.session_id}.json"'
         return response

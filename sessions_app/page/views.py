@@ -43,6 +43,7 @@ def _script_strings() -> dict[str, str]:
         "exporting": _("Preparing the download…"),
         "exported": _("Downloaded %(filename)s."),
         "deleting": _("Deleting…"),
+        "no_receipt": _("The receipt could not be fetched now; it stays available at %(url)s."),
         "copied": _("Copied."),
         "copy_failed": _("Could not copy: select the key and copy it yourself."),
         "closed": _("Closed in this tab. The session stays on the server until it expires; open it with its key."),

@@ -68,12 +68,6 @@ class ErasedSession:
     model_providers: list[str]
 
 
-def _take_the_writer_lock(connection) -> None:
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITER_LOCK])
-
-
 def _secure_delete_is_on(connection) -> bool:
     """What this connection does with deleted bytes, read from it rather than assumed."""
     if connection.vendor != "sqlite":
@@ -87,6 +81,39 @@ def _latest_checkpoint() -> DeletionLogCheckpoint | None:
     return DeletionLogCheckpoint.objects.order_by("-size").first()
 
 
+def _sql(connection, template: str, model) -> str:
+    """`template` with the model's table as {table} and its fields' columns as {name}, quoted for
+    `connection`. The append writes in plain SQL: its ORM calls were most of a DELETE's cost."""
+    quote = connection.ops.quote_name
+    columns = {field.name: quote(field.column) for field in model._meta.concrete_fields}
+    return template.format(table=quote(model._meta.db_table), **columns)
+
+
+def _run(connection, statements: list[tuple[str, tuple]]) -> tuple | None:
+    """Runs `statements` in order; returns the last one's first row (None when it returns none).
+    PostgreSQL (with Django's client-side binding, its default) is sent them in one round trip:
+    each still runs with a snapshot of its own, so a read after the writer's lock sees the log as
+    the last writer left it. SQLite runs in this process and takes them one by one."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get("server_side_binding"):
+            cursor.execute("; ".join(sql for sql, _ in statements), [value for _, row in statements for value in row])
+            for _ in statements[1:]:
+                cursor.nextset()
+        else:
+            for sql, row in statements:
+                cursor.execute(sql, row)
+        return cursor.fetchone() if cursor.description else None
+
+
+STATEMENTS_AT_ONCE = 500
+WRITER_LOCK_SQL = "SELECT pg_advisory_xact_lock(%s)"
+LATEST_EDGE = "SELECT {size}, {right_edge} FROM {table} ORDER BY {size} DESC LIMIT 1"
+INSERT_ENTRY = "INSERT INTO {table} ({index}, {session_digest}, {leaf}, {leaf_hash}) VALUES (%s, %s, %s, %s)"
+INSERT_CHECKPOINT = (
+    "INSERT INTO {table} ({size}, {root}, {signed}, {right_edge}, {signed_at}) VALUES (%s, %s, %s, %s, %s)"
+)
+
+
 def append(erased: list[ErasedSession], trigger: str) -> int:
     """Appends one entry per erased session and signs one checkpoint over the log; inside the
     erasure's transaction, which it never opens. Returns the log's new size (unchanged when
@@ -97,9 +124,10 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
     if not erased:
         return 0
     signer = log_key.signer()  # before the lock: a missing key fails the erasure before it waits
-    _take_the_writer_lock(connection)
-    latest = _latest_checkpoint()
-    edge = RightEdge.from_bytes(latest.size, bytes(latest.right_edge)) if latest else RightEdge()
+    # One writer at a time: on PostgreSQL the lock, then the latest edge as the last writer left it.
+    lock = [(WRITER_LOCK_SQL, (WRITER_LOCK,))] if connection.vendor == "postgresql" else []
+    latest = _run(connection, [*lock, (_sql(connection, LATEST_EDGE, DeletionLogCheckpoint), ())])
+    edge = RightEdge.from_bytes(latest[0], bytes(latest[1])) if latest else RightEdge()
     secure_delete = _secure_delete_is_on(connection)
     erased_at = dt.datetime.now(dt.UTC)
     rows = []
@@ -121,17 +149,18 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
         )
         leaf = entry.leaf_bytes()
         hashed = leaf_hash(leaf)
-        rows.append(DeletionLogEntry(index=edge.size, session_digest=entry.session, leaf=leaf, leaf_hash=hashed))
+        rows.append((edge.size, entry.session, leaf, hashed))
         edge.append(hashed)
-    DeletionLogEntry.objects.bulk_create(rows)
     checkpoint = Checkpoint(signer.name, edge.size, edge.root())
-    DeletionLogCheckpoint.objects.create(
-        size=edge.size,
-        root=checkpoint.root,
-        signed=checkpoint.sign(signer),
-        right_edge=edge.to_bytes(),
-        signed_at=erased_at,
-    )
+    signed_at = connection.ops.adapt_datetimefield_value(erased_at)
+    insert_entry = _sql(connection, INSERT_ENTRY, DeletionLogEntry)
+    signed = (edge.size, checkpoint.root, checkpoint.sign(signer), edge.to_bytes(), signed_at)
+    statements = [
+        *((insert_entry, row) for row in rows),
+        (_sql(connection, INSERT_CHECKPOINT, DeletionLogCheckpoint), signed),
+    ]
+    for start in range(0, len(statements), STATEMENTS_AT_ONCE):  # an erasure of every session: in parts
+        _run(connection, statements[start : start + STATEMENTS_AT_ONCE])
     return edge.size
 
 
@@ -227,7 +256,11 @@ def verify_whole_log(verifier: Verifier | None = None) -> int:
     for index, digest, leaf, hashed in entries.iterator():
         if index != len(tree) or leaf_hash(bytes(leaf)) != bytes(hashed):
             raise LogBroken(f"entry {index} is missing, out of place or altered")
-        if DeletionEntry.from_leaf_bytes(bytes(leaf)).session != digest:
+        try:
+            session = DeletionEntry.from_leaf_bytes(bytes(leaf)).session
+        except Rejected as error:
+            raise LogBroken(f"entry {index} is not an entry: {error}") from None
+        if session != digest:
             raise LogBroken(f"entry {index} is filed under another session")
         tree.append(bytes(hashed))
         while pending is not None and pending[0] == len(tree):

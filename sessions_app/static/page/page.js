@@ -535,11 +535,37 @@
     }
   }
 
+  /** Offers the erasure's receipt (where the DELETE's Deletion-Receipt header says) for download. */
+  async function offerReceipt(sessionId, receiptUrl) {
+    $("receipt").hidden = true;
+    if (!receiptUrl) return;
+    let response;
+    try {
+      response = await fetch(receiptUrl, { headers: { Accept: "text/plain" }, credentials: "omit", cache: "no-store" });
+    } catch (error) {
+      response = null;
+    }
+    if (!response || !response.ok) {
+      setStatus(fmt(strings.no_receipt, { url: new URL(receiptUrl, location.href).href }));
+      return;
+    }
+    const name = `deletion-receipt-${receiptUrl.split("/").pop().slice(0, 12)}.txt`;
+    const link = $("receipt-download");
+    if (link.href.startsWith("blob:")) URL.revokeObjectURL(link.href);
+    link.href = URL.createObjectURL(new Blob([await response.text()], { type: "text/plain" }));
+    link.download = name;
+    $("receipt-session").textContent = sessionId;
+    $("receipt-file").textContent = name;
+    $("receipt").hidden = false;
+  }
+
   async function deleteSession() {
     setAlert("");
     setStatus(strings.deleting);
     try {
-      await callSession("DELETE");
+      const sessionId = current.id;
+      const response = await callSession("DELETE");
+      const receiptUrl = response.headers.get("Deletion-Receipt");
       forget();
       $("conversation").replaceChildren();
       $("plan-current").replaceChildren();
@@ -548,6 +574,7 @@
       setStatus("");
       show("deleted-view");
       $("deleted-heading").focus();
+      await offerReceipt(sessionId, receiptUrl);
     } catch (error) {
       failed(error);
     }
