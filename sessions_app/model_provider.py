@@ -4,7 +4,7 @@ With a real model configured, every turn sends the resume and the conversation t
 provider, which keeps its own copy under its own terms (docs/DATA_INVENTORY.md, "Outside the
 service", has the facts and their sources). The page says so before a resume is pasted, the
 create answer says so too (`ModelProvider.answer`), and each session records which providers
-received its turns (`AgentSession.model_providers`, noted when a turn takes its lock).
+received its turns (`AgentSession.model_providers`, noted before a turn calls the model).
 
 The provider is known by a short identifier, stored in clear on the session (it is not personal
 data): `offline` (no credentials: the offline model answers here and nothing leaves the server),
