@@ -8,27 +8,19 @@ from django.urls import path
 from django.utils.translation import gettext_lazy as _
 
 from sessions_app import selectors
+from sessions_app.admin.read_only import ReadOnlyAdmin
 from sessions_app.models import DeletionLogCheckpoint
 from sessions_app.storage.deletion_log import LogBroken
 
 
 @admin.register(DeletionLogCheckpoint)
-class DeletionLogCheckpointAdmin(admin.ModelAdmin):
+class DeletionLogCheckpointAdmin(ReadOnlyAdmin):
     """The signed checkpoints, newest first; the list page also shows the log as a whole."""
 
     list_display = ["size", "signed_at"]
     list_display_links = None  # the list says it all; the signed notes are on the list page
     ordering = ["-size"]
     change_list_template = "admin/sessions_app/deletionlogcheckpoint/change_list.html"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def get_urls(self):
         info = self.opts.app_label, self.opts.model_name
