@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+
 from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm
 
@@ -10,6 +13,15 @@ from agent.guards import guard_model_response, guard_tool_call
 from agent.model_selection import select_model
 from agent.prompt import instruction_provider
 from agent.tools import flag_suspicious_text, save_plan, verify_claims
+
+# ADK tries `google.adk.agents.remote_a2a_agent` (an optional extra, google-adk[a2a]) each time
+# it builds a node, several times a turn; without the `a2a` package that import fails every
+# time, and a failed import is attempted again in full: 5 % of a server's CPU at 128 clients
+# (py-spy, docs/SERVING.md). Where `a2a` is absent, None in sys.modules makes the import fail
+# at once, as Python's import system documents. This agent has no remote agents.
+_OPTIONAL_A2A = "google.adk.agents.remote_a2a_agent"
+if importlib.util.find_spec("a2a") is None:
+    sys.modules.setdefault(_OPTIONAL_A2A, None)
 
 
 def build_agent(model: str | BaseLlm | None = None) -> LlmAgent:

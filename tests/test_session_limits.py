@@ -106,6 +106,9 @@ def test_session_usage_counts_sealed_bytes_without_a_key(api, new_session):
     usage = selectors.session_usage(session)  # no token_context: no key needed
     stored = len(session.state) + sum(len(data) for data in session.events.values_list("event_data", flat=True))
     assert usage.size_bytes == stored and usage.turns == 1
+    # The admin's figure (the ORM's STORED_BYTES) and the turn's (one SQL statement) agree.
+    listed = selectors.sessions_with_metadata(AgentSession.objects.filter(pk=session.pk)).get()
+    assert listed.size_bytes == usage.size_bytes
 
 
 def test_session_usage_of_a_session_without_events_is_its_state_and_of_a_deleted_one_none():

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Func, IntegerField, Q, QuerySet, Sum
+from django.db.models import Count, F, Func, IntegerField, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
 from sessions_app import retention
@@ -395,14 +395,23 @@ class SessionUsage:
     size_bytes: int  # sealed state plus sealed events
 
 
+# STORED_BYTES and the user's messages, as one statement: it runs before every turn, where
+# building the ORM's query cost more than running it. The sealed columns are binary, so
+# LENGTH counts bytes on SQLite and PostgreSQL alike.
+USAGE = _Sql(
+    """SELECT (SELECT COUNT(*) FROM {e} WHERE {e.agent_session} = %s AND {e.author} = %s),
+              LENGTH({s.state}) + (SELECT COALESCE(SUM(LENGTH({e.event_data})), 0) FROM {e}
+                                   WHERE {e.agent_session} = %s)
+       FROM {s} WHERE {s.id} = %s"""
+)
+
+
 def usage(session_pk: int) -> SessionUsage | None:
     """What the session holds, for its per-session limits; needs no key (one query). None: deleted."""
-    row = (
-        AgentSession.objects.filter(pk=session_pk)
-        .annotate(turns=Count("events", filter=Q(events__author="user")), size_bytes=STORED_BYTES)
-        .values_list("turns", "size_bytes")
-        .first()
-    )
+    connection = _connection()
+    with connection.cursor() as cursor:
+        cursor.execute(USAGE(connection), [session_pk, "user", session_pk, session_pk])
+        row = cursor.fetchone()
     return None if row is None else SessionUsage(turns=row[0], size_bytes=row[1])
 
 
