@@ -19,7 +19,7 @@ from django.utils import timezone
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit
 from sessions_app.retention import LAST_PURGE_KEY, PURGE_TASK, expired_q
-from sessions_app.storage import repository
+from sessions_app.storage import planner_statistics, repository
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +102,7 @@ def _what_would_be_erased(selection: QuerySet) -> PurgeResult:
 def _erase_in_batches(selection: QuerySet, *, batch_size, trigger, progress) -> PurgeResult:
     batch_size = batch_size or settings.PURGE_BATCH_SIZE
     started = time.monotonic()
+    planner_statistics.analyse_if_never_analysed()
     result = PurgeResult()
 
     def erase_batch() -> repository.Erased | None:
