@@ -255,8 +255,31 @@ def _strings(value: Any) -> Iterable[str]:
 
 
 def _payload_hit(text: str, payload: str) -> bool:
-    need = PAYLOAD_MIN_CHARS_CJK if _CJK_RE.search(payload) else PAYLOAD_MIN_CHARS
-    return longest_common_run(text, payload) >= min(need, len(normalise(payload)))
+    """Does `text` carry a run of the injected `payload`: PAYLOAD_MIN_CHARS long, or the whole of a
+    shorter payload, or PAYLOAD_MIN_CHARS_CJK where the run itself holds Chinese? The shorter
+    length is for the denser script, judged by the shared run and not by the payload: in a mixed
+    payload ten shared Latin characters are two words ("your plan."), not a sentence."""
+    na, nb = normalise(text), normalise(payload)
+    longest = longest_common_run(na, nb)
+    if longest >= min(PAYLOAD_MIN_CHARS, len(nb)):
+        return True
+    if longest < PAYLOAD_MIN_CHARS_CJK or not _CJK_RE.search(nb):
+        return False
+    # A run of 10-19 characters: is one of them, holding Chinese, that long? (Rare: a table of
+    # run lengths, with the Chinese characters of the payload counted by prefix.)
+    chinese_before = [0]
+    for char in nb:
+        chinese_before.append(chinese_before[-1] + bool(_CJK_RE.match(char)))
+    previous = [0] * (len(nb) + 1)
+    for a_char in na:
+        current = [0] * (len(nb) + 1)
+        for j, b_char in enumerate(nb, start=1):
+            if a_char == b_char:
+                run = current[j] = previous[j - 1] + 1
+                if run >= PAYLOAD_MIN_CHARS_CJK and chinese_before[j] > chinese_before[j - run]:
+                    return True
+        previous = current
+    return False
 
 
 def own_instruction_text() -> str:
