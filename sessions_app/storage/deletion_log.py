@@ -64,6 +64,7 @@ class ErasedSession:
     session_id: str
     created_at: dt.datetime
     events: int
+    plan_versions: int | None  # AgentSession.plan_versions; None: not counted (stored before the count)
     bytes: int  # sealed state plus sealed events, as stored
     model_providers: list[str]
 
@@ -138,9 +139,7 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
             erased_at=erased_at,
             trigger=entry_trigger(trigger, session.created_at, erased_at),
             events=session.events,
-            # Plan versions live in the sealed state (and its events), which the erasure cannot
-            # open (it holds no key): the entry says "not counted" (null), not a false 0.
-            plan_versions=None,
+            plan_versions=session.plan_versions,
             bytes_erased=session.bytes,
             rows_deleted=session.events + 1,  # its events and its own row
             sqlite_secure_delete=secure_delete,
