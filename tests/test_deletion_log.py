@@ -33,6 +33,7 @@ from sessions_app.storage import deletion_log, repository
 from tests.factories import make_session
 from tests.privacy import encodings, fixture_markers
 from tests.test_one_erasure import WAYS, _started
+from tests.waiting import wait_until
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
 KEY_PATH = "/.well-known/deletion-log-key"
@@ -482,6 +483,49 @@ def test_two_servers_erasing_at_once_append_to_one_tree():
     signed = DeletionLogCheckpoint.objects.order_by("size").values_list("signed", flat=True)
     assert [Checkpoint.parse(note.split("\n\n")[0] + "\n").size for note in signed] == list(range(1, 41))
     assert Receipt.parse(deletion_log.receipt(session_digest_of(0))).index in range(40)
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_an_erasure_waits_for_the_writer_lock_another_server_holds():
+    """The lock itself, without racing: while another connection (another server's erasure) holds
+    the log's writer lock, an erasure waits for it inside PostgreSQL (pg_locks shows it waiting),
+    appends nothing meanwhile, and appends once the holder's transaction ends."""
+    make_session(events=1)
+    holder = connections.create_connection("default")  # another server's connection
+    erasing = threading.Thread(target=_erase_all_in_a_thread)
+    try:
+        holder.set_autocommit(False)
+        with holder.cursor() as cursor:
+            cursor.execute(deletion_log.WRITER_LOCK_SQL, [deletion_log.WRITER_LOCK])
+        erasing.start()
+        assert wait_until(_an_erasure_waits_for_the_writer_lock, timeout=30), "the erasure did not wait for the lock"
+        assert erasing.is_alive() and not DeletionLogEntry.objects.exists()
+        holder.rollback()  # the other server's transaction ends: its lock goes with it
+        erasing.join(30)
+        assert not erasing.is_alive()
+    finally:
+        holder.close()
+    assert not AgentSession.objects.exists() and deletion_log.verify_whole_log() == 1
+
+
+def _erase_all_in_a_thread() -> None:
+    try:
+        repository.erase_in_a_transaction(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+    finally:
+        connections.close_all()
+
+
+def _an_erasure_waits_for_the_writer_lock() -> bool:
+    # A bigint advisory key shows in pg_locks as its high and low 32 bits.
+    high, low = deletion_log.WRITER_LOCK >> 32, deletion_log.WRITER_LOCK & 0xFFFFFFFF
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            " AND classid = %s AND objid = %s AND objsubid = 1",
+            [high, low],
+        )
+        return cursor.fetchone()[0] == 1
 
 
 def session_digest_of(number: int) -> str:
