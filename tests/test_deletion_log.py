@@ -177,6 +177,30 @@ def test_a_session_stored_before_the_count_is_logged_as_not_counted(client):
     assert "plan versions not counted" in describe(verified, session_checked=False)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_leaves_older_sessions_not_counted_and_new_ones_at_zero():
+    """Migration 0008 cannot open a stored state to count its plans: an older session's counter is
+    NULL ("not counted", not a false 0) until its next turn; a session made after starts at 0."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("sessions_app", "0007_deletion_log")], [("sessions_app", "0008_plan_versions_counted")]
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate(before)
+        old_model = executor.loader.project_state(before).apps.get_model("sessions_app", "AgentSession")
+        now = timezone.now()
+        old_model.objects.create(
+            app_name="resume_agent", owner_id="anon-older", state=b"sealed", created_at=now, last_activity_at=now
+        )
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+    finally:
+        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    make_session(owner_id="anon-newer")
+    counts = dict(AgentSession.objects.values_list("owner_id", "plan_versions"))
+    assert counts == {"anon-older": None, "anon-newer": 0}
+
+
 def test_the_service_triggers_and_the_entry_triggers_agree():
     """Every trigger of the audit has its entry trigger, and every entry trigger is one's."""
     now = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)
