@@ -395,6 +395,9 @@ MODEL_PROVIDER_DESCRIPTION = os.environ.get("MODEL_PROVIDER_DESCRIPTION", "").st
 DELETION_LOG_ORIGIN = os.environ.get("DELETION_LOG_ORIGIN", "localhost/resume-agent/deletion-log").strip()
 DELETION_LOG_SIGNING_KEY = os.environ.get("DELETION_LOG_SIGNING_KEY", "").strip()
 DELETION_LOG_KEY_FILE = Path(os.environ.get("DELETION_LOG_KEY_FILE", VAR_DIR / "deletion_log_key"))
+# The public keys this log signed with before its last rotation (verifier keys, <origin>+<key
+# id>+<key>, separated by spaces or newlines): checkpoints signed before verify with them only.
+DELETION_LOG_PREVIOUS_KEYS = os.environ.get("DELETION_LOG_PREVIOUS_KEYS", "").strip()
 
 # --- Abuse limits -------------------------------------------------------------------
 # A full session refuses new turns (409) before the model runs; counted from

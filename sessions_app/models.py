@@ -12,8 +12,8 @@ keyed by the owner's session token; `sessions_app.security.sealing` says what go
 where): the session state, each event, and the owner's `user:` state are
 binary columns holding ciphertext. The other columns stay in clear because
 retention and operations need them: ids, the derived owner id, times, an
-event's author and invocation id, an event's sequence number, the revision
-and the turn lock.
+event's author and invocation id, an event's sequence number, the revision,
+the turn lock, the model providers and how many plan versions were saved.
 """
 
 import uuid
@@ -58,6 +58,11 @@ class AgentSession(models.Model):
     # turn takes the lock, before the model is called, so a turn that failed counts too. Empty
     # until the first turn: creating a session sends nothing to a model.
     model_providers = models.TextField(_("model providers"), blank=True, default="", db_default="")
+    # How many plan versions the session has saved (agent.plans.plan_count of its state), written
+    # with the state in the turn's transaction: a count in clear, so an erasure without the token
+    # (a purge) can say in its deletion-log entry what it erased. No content. NULL: not counted
+    # (a session stored before this column, until its next turn).
+    plan_versions = models.PositiveIntegerField(_("plan versions"), null=True, default=0, db_default=0)
 
     class Meta:
         constraints = [

@@ -237,6 +237,7 @@ class DeletionLogOverview:
     status: deletion_log.LogStatus
     root: str | None  # the latest checkpoint's root, base64 as in its text
     public_key: str  # `<origin>+<key id>+<key>`, as served at /.well-known/deletion-log-key
+    previous_keys: tuple[str, ...]  # the public keys it replaced (DELETION_LOG_PREVIOUS_KEYS)
     audited_sessions: int  # sessions erased according to the deletion audit: the log's size, when both agree
 
 
@@ -245,7 +246,8 @@ def deletion_log_status() -> DeletionLogOverview:
     status = deletion_log.status()
     root = status.checkpoint.splitlines()[2] if status.checkpoint else None  # origin, size, root, ...
     audited = DeletionAudit.objects.aggregate(total=Sum("sessions_deleted"))["total"] or 0
-    return DeletionLogOverview(status, root, log_key.verifier().vkey, audited)
+    previous = tuple(key.vkey for key in log_key.previous_verifiers())
+    return DeletionLogOverview(status, root, log_key.verifier().vkey, previous, audited)
 
 
 def verify_deletion_log() -> int:

@@ -13,6 +13,7 @@ from django.utils.html import escape
 from sessions_app import purge
 from sessions_app.models import AgentSession, DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry
 from sessions_app.receipts.merkle import leaf_hash
+from sessions_app.receipts.note import Signer
 from sessions_app.security import log_key
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import repository
@@ -92,6 +93,30 @@ def test_verify_checks_the_whole_log_and_says_so(admin_client):
         DeletionLogEntry.objects.filter(index=1).update(leaf=changed, leaf_hash=leaf_hash(changed))
         html = _html(admin_client.post(VERIFY, follow=True))
         assert "The deletion log does NOT verify" in html and problem in html
+
+
+@pytest.mark.django_db(transaction=True)
+def test_verify_after_a_key_rotation_checks_each_checkpoint_with_its_own_key(admin_client, settings):
+    """docs/API.md, "The key and its rotation": checkpoints signed before a rotation verify with
+    the old public key only, so the whole-log check is given it (DELETION_LOG_PREVIOUS_KEYS)."""
+    old = log_key.signer()
+    for number, key in enumerate((old, Signer.generate(settings.DELETION_LOG_ORIGIN))):
+        settings.DELETION_LOG_SIGNING_KEY = key.skey  # the second: the rotation
+        make_session(owner_id=f"anon-{number:032x}")
+        with transaction.atomic():
+            repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+    assert log_key.verifier() != old.verifier
+    # Without the old public key the first checkpoint cannot be checked: said, not passed over.
+    html = _html(admin_client.post(VERIFY, follow=True))
+    assert "The deletion log does NOT verify" in html and "checkpoint 1 does not verify" in html
+    settings.DELETION_LOG_PREVIOUS_KEYS = f"{old.verifier.vkey}\n"
+    assert "The deletion log verifies: 2 entries" in _html(admin_client.post(VERIFY, follow=True))
+    assert old.verifier.vkey in _html(admin_client.get(LOG))  # shown beside the current one
+    # A previous key must be a verifier key of this log: anything else stops the service's checks.
+    for wrong in ("not-a-key", Signer.generate("elsewhere.example/log").verifier.vkey):
+        settings.DELETION_LOG_PREVIOUS_KEYS = wrong
+        [error] = log_key.check_signing_key()
+        assert error.id == "sessions_app.E008" and "DELETION_LOG_PREVIOUS_KEYS" in error.msg
 
 
 def test_verify_needs_a_post_with_csrf_and_the_permission(client, django_user_model, admin_user):

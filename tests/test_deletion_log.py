@@ -25,13 +25,15 @@ from sessions_app.receipts.merkle import MerkleTree, RightEdge, leaf_hash
 from sessions_app.receipts.note import Verifier
 from sessions_app.receipts.receipt import Receipt
 from sessions_app.receipts.strict import Rejected
-from sessions_app.receipts.verify import verify_log_grew, verify_receipt
+from sessions_app.receipts.verify import describe, verify_log_grew, verify_receipt
+from sessions_app.runtime.turns import TurnBuffer
 from sessions_app.security import log_key
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import deletion_log, repository
 from tests.factories import make_session
 from tests.privacy import encodings, fixture_markers
 from tests.test_one_erasure import WAYS, _started
+from tests.waiting import wait_until
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
 KEY_PATH = "/.well-known/deletion-log-key"
@@ -75,6 +77,8 @@ def test_every_trigger_appends_exactly_one_entry_and_one_checkpoint(way, client,
     session_id, token = _started(client)
     session = AgentSession.objects.get(session_id=session_id)
     events = SessionEvent.objects.filter(agent_session=session).count()
+    plans = _plans_shown(client, session_id, token)
+    assert plans >= 1  # the first turn saved a plan
     providers = session.model_provider_ids
     appended = []
     real_append = deletion_log.append
@@ -93,12 +97,108 @@ def test_every_trigger_appends_exactly_one_entry_and_one_checkpoint(way, client,
     assert list(DeletionAudit.objects.values_list("trigger", "sessions_deleted")) == [(audit_trigger, 1)]
     [entry] = _entries()
     assert (entry.session, entry.trigger, entry.events) == (session_digest(session_id), entry_trigger, events)
-    assert entry.rows_deleted == events + 1 and entry.bytes_erased > 0 and entry.plan_versions is None
+    assert entry.rows_deleted == events + 1 and entry.bytes_erased > 0 and entry.plan_versions == plans
     assert entry.model_provider == ",".join(providers) and entry.sealed_with_unstored_key
     assert entry.sqlite_secure_delete is (connection.vendor == "sqlite")
     assert entry.created == session.created_at.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
     [checkpoint] = DeletionLogCheckpoint.objects.all()
     assert checkpoint.size == 1 and deletion_log.verify_whole_log() == 1
+
+
+def _plans_shown(client, session_id, token) -> int:
+    """The plan versions the owner's metadata counts (from the sealed state, opened with the token)."""
+    answer = client.get(f"/agent/sessions/{session_id}", headers={"X-Session-Token": token})
+    assert answer.status_code == 200
+    return answer.json()["plan_versions"]
+
+
+def _with_two_plans(client) -> tuple[str, str]:
+    session_id, token = _started(client)
+    answer = client.post(
+        f"/agent/sessions/{session_id}/messages",
+        {"message": "Focus on remote roles"},
+        content_type="application/json",
+        headers={"X-Session-Token": token},
+    )
+    assert answer.status_code == 200
+    assert _plans_shown(client, session_id, token) == 2
+    return session_id, token
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("way", ["api", "ttl"])
+def test_the_entry_counts_the_plan_versions_even_without_the_token(way, client, admin_user, monkeypatch):
+    """The owner's DELETE, and the purge, which holds no token and cannot open the state: both
+    entries say the two plans the session saved (its clear counter, written with each turn)."""
+    session_id, token = _with_two_plans(client)
+    DELETIONS[way](client, admin_user, monkeypatch, session_id, token)
+    [entry] = _entries()
+    assert (entry.session, entry.trigger, entry.plan_versions) == (session_digest(session_id), EXPECTED[way][1], 2)
+    verified = verify_receipt(client.get(f"/deletions/{session_digest(session_id)}").content, _verifier(client))
+    assert describe(verified, session_checked=False).count(", 2 plan versions, ") == 1
+
+
+@pytest.mark.django_db
+def test_a_turn_whose_store_fails_leaves_the_plan_count_as_it_was(client, monkeypatch):
+    session_id, token = _started(client)
+    before = _plans_shown(client, session_id, token)
+    real_store = TurnBuffer.store_pending
+
+    def store_then_fail(self, *args, **kwargs):
+        real_store(self, *args, **kwargs)  # the events, the state and the count, then a failure
+        raise RuntimeError("the turn's transaction fails after its writes")
+
+    monkeypatch.setattr(TurnBuffer, "store_pending", store_then_fail)
+    failed = client.post(
+        f"/agent/sessions/{session_id}/messages",
+        {"message": "Focus on remote roles"},
+        content_type="application/json",
+        headers={"X-Session-Token": token},
+    )
+    assert failed.status_code == 500
+    monkeypatch.setattr(TurnBuffer, "store_pending", real_store)
+    stored = AgentSession.objects.get(session_id=session_id).plan_versions
+    assert stored == before == _plans_shown(client, session_id, token)
+    with transaction.atomic():
+        repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+    assert [entry.plan_versions for entry in _entries()] == [before]
+
+
+@pytest.mark.django_db
+def test_a_session_stored_before_the_count_is_logged_as_not_counted(client):
+    """Sessions stored before the counter have none (NULL) until their next turn: their entry
+    says "not counted" (null), as entries written before it do, and still verifies."""
+    session_id, token = _started(client)
+    AgentSession.objects.update(plan_versions=None)  # as migration 0008 leaves an older session
+    assert client.delete(f"/agent/sessions/{session_id}", headers={"X-Session-Token": token}).status_code == 204
+    [entry] = _entries()
+    assert entry.plan_versions is None and b'"plan_versions":null' in entry.leaf_bytes()
+    verified = verify_receipt(client.get(f"/deletions/{session_digest(session_id)}").content, _verifier(client))
+    assert "plan versions not counted" in describe(verified, session_checked=False)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_leaves_older_sessions_not_counted_and_new_ones_at_zero():
+    """Migration 0008 cannot open a stored state to count its plans: an older session's counter is
+    NULL ("not counted", not a false 0) until its next turn; a session made after starts at 0."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("sessions_app", "0007_deletion_log")], [("sessions_app", "0008_plan_versions_counted")]
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate(before)
+        old_model = executor.loader.project_state(before).apps.get_model("sessions_app", "AgentSession")
+        now = timezone.now()
+        old_model.objects.create(
+            app_name="resume_agent", owner_id="anon-older", state=b"sealed", created_at=now, last_activity_at=now
+        )
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+    finally:
+        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+    make_session(owner_id="anon-newer")
+    counts = dict(AgentSession.objects.values_list("owner_id", "plan_versions"))
+    assert counts == {"anon-older": None, "anon-newer": 0}
 
 
 def test_the_service_triggers_and_the_entry_triggers_agree():
@@ -407,6 +507,49 @@ def test_two_servers_erasing_at_once_append_to_one_tree():
     signed = DeletionLogCheckpoint.objects.order_by("size").values_list("signed", flat=True)
     assert [Checkpoint.parse(note.split("\n\n")[0] + "\n").size for note in signed] == list(range(1, 41))
     assert Receipt.parse(deletion_log.receipt(session_digest_of(0))).index in range(40)
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_an_erasure_waits_for_the_writer_lock_another_server_holds():
+    """The lock itself, without racing: while another connection (another server's erasure) holds
+    the log's writer lock, an erasure waits for it inside PostgreSQL (pg_locks shows it waiting),
+    appends nothing meanwhile, and appends once the holder's transaction ends."""
+    make_session(events=1)
+    holder = connections.create_connection("default")  # another server's connection
+    erasing = threading.Thread(target=_erase_all_in_a_thread)
+    try:
+        holder.set_autocommit(False)
+        with holder.cursor() as cursor:
+            cursor.execute(deletion_log.WRITER_LOCK_SQL, [deletion_log.WRITER_LOCK])
+        erasing.start()
+        assert wait_until(_an_erasure_waits_for_the_writer_lock, timeout=30), "the erasure did not wait for the lock"
+        assert erasing.is_alive() and not DeletionLogEntry.objects.exists()
+        holder.rollback()  # the other server's transaction ends: its lock goes with it
+        erasing.join(30)
+        assert not erasing.is_alive()
+    finally:
+        holder.close()
+    assert not AgentSession.objects.exists() and deletion_log.verify_whole_log() == 1
+
+
+def _erase_all_in_a_thread() -> None:
+    try:
+        repository.erase_in_a_transaction(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+    finally:
+        connections.close_all()
+
+
+def _an_erasure_waits_for_the_writer_lock() -> bool:
+    # A bigint advisory key shows in pg_locks as its high and low 32 bits.
+    high, low = deletion_log.WRITER_LOCK >> 32, deletion_log.WRITER_LOCK & 0xFFFFFFFF
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            " AND classid = %s AND objid = %s AND objsubid = 1",
+            [high, low],
+        )
+        return cursor.fetchone()[0] == 1
 
 
 def session_digest_of(number: int) -> str:

@@ -48,6 +48,7 @@ CLEAR_COLUMNS = {
         "turn_started_at",
         "turn_holder",
         "model_providers",  # which model providers received the content (no personal data)
+        "plan_versions",  # how many plans were saved, a count: the deletion log's entry needs it without a key
     },
     SessionEvent: {"id", "agent_session_id", "seq", "event_id", "invocation_id", "author", "timestamp"},
     UserState: {"id", "app_name", "owner_id", "updated_at"},

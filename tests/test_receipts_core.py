@@ -538,6 +538,33 @@ def test_command_line(tmp_path, capsys):
         assert exit_status.value.code == 2
 
 
+def test_command_line_across_a_key_rotation(tmp_path, capsys):
+    """The log signed its first 2 entries with LOG's key, then rotated to OTHER_LOG's (same name):
+    given both keys, the older receipt and the consistency across the rotation verify, each
+    checkpoint with the key that signed it; given one key, what the other signed does not."""
+    tree = MerkleTree(map(leaf_hash, LEAVES))
+    files = {
+        "receipt": receipt_for(1, 2),  # signed before the rotation
+        "older": signed_checkpoint(tree, 2).encode(),
+        "newer": signed_checkpoint(tree, signer=OTHER_LOG).encode(),
+        "proof": hashes_text(tree.consistency_proof(2)).encode(),
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    grew = ["--consistency", *(str(tmp_path / name) for name in ["older", "newer", "proof"])]
+    new, old = ["--key", OTHER_LOG.verifier.vkey], ["--key", LOG.verifier.vkey]
+
+    assert main([*new, *old, *grew]) == 0
+    assert capsys.readouterr().out == f"Verified: log {ORIGIN} only grew, from 2 to 7 entries.\n"
+    assert main([*new, *old, "--session-id", SESSION_IDS[1], str(tmp_path / "receipt")]) == 0
+    assert main([*new, *grew]) == 1 and main([*old, *grew]) == 1
+    assert capsys.readouterr().err.count("Rejected: the note is not signed by the given key.") == 2
+    assert main([*new, str(tmp_path / "receipt")]) == 1
+    with pytest.raises(SystemExit) as exit_status:  # two logs' keys: a misuse, not a rotation
+        main([*new, "--key", Signer.generate("elsewhere.example/log").verifier.vkey, *grew])
+    assert exit_status.value.code == 2
+
+
 def test_the_verifier_runs_as_a_module_without_django(tmp_path):
     receipt = tmp_path / "receipt.tlog-proof"
     receipt.write_bytes(receipt_for(1))

@@ -3,7 +3,9 @@ starts them: each gunicorn with a var/ of its own, so all they share is the data
 cache. What one server stores or deletes, the other sees at once; a rate limit counts requests
 to both; two turns of one session sent to both at once give one 200 and one 409; a server
 killed mid-turn leaves its session free for the other; purges in one or two django-q2
-clusters run while both serve. (Runs in the PostgreSQL + Redis leg of `make test`.)
+clusters run while both serve. (Runs in the PostgreSQL + Redis leg of `make test`.) Deletions
+sent to both at once get one order and one tree in the deletion log, with receipts that verify
+offline: on both legs (on SQLite the two servers share the test's database file).
 
 The servers' model is "Gemini" on a local double of its REST API (tests/gemini_double.py),
 which can hold a model call: that is how a turn is caught mid-way, with no timing guesses.
@@ -24,15 +26,25 @@ from django.utils import timezone
 from django_q.models import Task
 from django_q.tasks import async_task
 
-from sessions_app.models import AgentSession, DeletionAudit
+from sessions_app.models import AgentSession, DeletionAudit, DeletionLogEntry
+from sessions_app.receipts.checkpoint import open_checkpoint
+from sessions_app.receipts.entry import session_digest
+from sessions_app.receipts.note import Verifier
+from sessions_app.receipts.verify import verify_log_grew, verify_receipt
 from sessions_app.retention import PURGE_TASK
+from sessions_app.security import log_key
+from sessions_app.security.tokens import owner_id_for
+from sessions_app.storage import deletion_log
 from tests.factories import make_session
 from tests.gemini_double import GeminiDouble
 from tests.privacy import fixture_resume
 from tests.test_servers import BIN, ROOT, _free_port, launch, service_env, wait_until_serving
 from tests.waiting import wait_until
 
-pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+# The scale-out tests (a shared Redis, django-q2's ORM broker, the row turn lock); the deletion
+# log's test runs on both legs.
+postgres_only = pytest.mark.postgres_only
 CREATES_ALLOWED = 3
 MESSAGE = {"message": "Please draft my plan"}
 SECOND_CLUSTER = "resume-agent-second"
@@ -49,10 +61,17 @@ def gemini():
 def scale_out_env(tmp_path, gemini):
     """The environment of every process of the deployment; `name` gives each its own var/."""
 
+    # One Redis for every server where the leg has one; on SQLite each server counts its own rates.
+    redis = settings.CACHES["default"]["BACKEND"].endswith("RedisCache")
+    shared_cache = {"CACHE_URL": settings.CACHES["default"]["LOCATION"]} if redis else {}
+
     def env(name: str) -> dict:
         return service_env(
             tmp_path / name,
-            CACHE_URL=settings.CACHES["default"]["LOCATION"],
+            **shared_cache,
+            # One log, one signing key: each server has a var/ of its own, where it would make its own.
+            DELETION_LOG_SIGNING_KEY=log_key.signer().skey,
+            DELETION_LOG_RATE="1000/min",
             GOOGLE_API_KEY="key-of-the-local-double",
             GOOGLE_GEMINI_BASE_URL=gemini.url,
             SESSION_CREATE_RATE=f"{CREATES_ALLOWED}/hour",
@@ -149,6 +168,7 @@ def _call_or_error(call):
         return exc
 
 
+@postgres_only
 def test_a_session_made_on_one_server_is_used_and_deleted_through_the_other(two_clients):
     a, b = two_clients
     url, headers = _new_session(a)
@@ -165,6 +185,7 @@ def test_a_session_made_on_one_server_is_used_and_deleted_through_the_other(two_
     assert gone_on_b.content == a.get(url, headers=headers).content  # the one uniform 404
 
 
+@postgres_only
 def test_the_create_limit_counts_requests_to_both_servers(two_clients):
     a, b = two_clients
     body = {"resume_text": "Chen Mei-Ling\nData Analyst"}
@@ -175,6 +196,7 @@ def test_the_create_limit_counts_requests_to_both_servers(two_clients):
     assert all(r.headers.get("Retry-After") for r in refused)
 
 
+@postgres_only
 def test_two_turns_sent_to_both_servers_at_once_give_one_200_and_one_409(two_clients, gemini):
     a, b = two_clients
     url, headers = _new_session(a)
@@ -191,6 +213,7 @@ def test_two_turns_sent_to_both_servers_at_once_give_one_200_and_one_409(two_cli
     assert conversation["messages"][0]["text"] == MESSAGE["message"]
 
 
+@postgres_only
 def test_a_server_killed_mid_turn_loses_nothing_and_the_other_serves_the_next_turn_at_once(
     two_clients, two_servers, gemini
 ):
@@ -227,6 +250,7 @@ def _wait_for_purges(count: int, timeout: float = 120) -> list[Task]:
     pytest.fail(f"{count} purge task(s) did not finish in {timeout} s")
 
 
+@postgres_only
 def test_a_purge_in_the_cluster_while_both_servers_serve_gives_no_error(two_clients, clusters):
     a, b = two_clients
     url, headers = _new_session(a)
@@ -245,6 +269,7 @@ def test_a_purge_in_the_cluster_while_both_servers_serve_gives_no_error(two_clie
     assert a.get(url, headers=headers).status_code == 200  # the live session stays
 
 
+@postgres_only
 def test_two_clusters_purge_at_once_without_errors_or_double_counting(clusters):
     expired = _expired_sessions(200)
     # The second cluster has a queue of its own, so each cluster surely runs one of the two purges.
@@ -259,3 +284,78 @@ def test_two_clusters_purge_at_once_without_errors_or_double_counting(clusters):
     assert [audit.sessions_deleted > 0 for audit in audits] == [True, True]  # they ran at once, sharing the work
     assert sum(audit.sessions_deleted for audit in audits) == len(expired)
     assert sum(audit.events_deleted for audit in audits) == 14 * len(expired)
+
+
+# --- The deletion log under two servers (issue 31) --------------------------------------------
+
+DELETIONS = 30
+THREADS_PER_SERVER = 3
+KEY_PATH = "/.well-known/deletion-log-key"
+
+
+def _sessions_to_delete(count: int) -> list[tuple[str, str]]:
+    """(session id, token) of `count` sessions, made in the database the servers use."""
+    tokens = [f"fictional-two-servers-token-{number:04d}" for number in range(count)]
+    return [(make_session(owner_id_for(token), events=2).session_id, token) for token in tokens]
+
+
+def test_deletions_through_both_servers_at_once_get_one_order_one_tree_and_verifiable_receipts(two_servers):
+    """Owners' DELETEs sent to both servers at once, several at a time to each: every one is a 204
+    whose receipt verifies offline with the one public key; the entries have one order (indexes
+    0..n-1, one per session) and one tree (every receipt fetched mid-way is consistent with the
+    last checkpoint); the log's size is the number of deletions."""
+    sessions = _sessions_to_delete(DELETIONS)
+    bases = [base for _, base in two_servers]
+    keys = {httpx.get(f"{base}{KEY_PATH}").text.strip() for base in bases}
+    assert len(keys) == 1  # one log, one key
+    verifier = Verifier.from_vkey(keys.pop())
+    workers = len(bases) * THREADS_PER_SERVER
+    start = threading.Barrier(workers)
+    outcomes, errors = {}, []
+
+    def delete(base: str, share: list[tuple[str, str]]) -> None:
+        try:
+            with httpx.Client(base_url=base, timeout=60) as client:
+                start.wait(30)
+                for session_id, token in share:
+                    answer = client.delete(f"/agent/sessions/{session_id}", headers={"X-Session-Token": token})
+                    where = answer.headers.get("Deletion-Receipt")
+                    # Fetched at once: proved against the checkpoint of that moment, kept to check later.
+                    outcomes[session_id] = (answer.status_code, where, where and client.get(where))
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=delete, args=(bases[worker % len(bases)], sessions[worker::workers]))
+        for worker in range(workers)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert errors == []
+    assert sorted(status for status, _, _ in outcomes.values()) == [204] * DELETIONS
+    assert not AgentSession.objects.exists()
+
+    with httpx.Client(base_url=bases[0], timeout=60) as a, httpx.Client(base_url=bases[1], timeout=60) as b:
+        latest = a.get("/deletions/checkpoint")
+        assert latest.status_code == 200 and b.get("/deletions/checkpoint").content == latest.content
+        assert open_checkpoint(latest.text, verifier).size == DELETIONS
+        indexes = []
+        for number, (session_id, _) in enumerate(sessions):
+            status, where, at_once = outcomes[session_id]
+            assert where == f"/deletions/{session_digest(session_id)}" and at_once.status_code == 200
+            mid_way = verify_receipt(at_once.content, verifier, session_id)
+            # The log only grew from the checkpoint this receipt was proved against to the last one.
+            proof = (a, b)[number % 2].get("/deletions/consistency", params={"from": mid_way.checkpoint.size})
+            assert proof.status_code == 200
+            verify_log_grew(at_once.content, latest.content, proof.content, verifier)
+            final = verify_receipt((b, a)[number % 2].get(where).content, verifier, session_id)
+            assert (final.index, final.checkpoint.size) == (mid_way.index, DELETIONS)
+            assert final.entry.trigger == "owner_delete"
+            indexes.append(final.index)
+    assert sorted(indexes) == list(range(DELETIONS))  # one order: each session its own place
+    # The stored log, from the test's side: one tree whose every checkpoint verifies, one entry
+    # per deletion, as the audit counts them.
+    assert deletion_log.verify_whole_log(verifier) == DeletionLogEntry.objects.count() == DELETIONS
+    assert sum(DeletionAudit.objects.values_list("sessions_deleted", flat=True)) == DELETIONS

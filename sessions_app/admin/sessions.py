@@ -100,6 +100,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
         "revision",
         "turn_running",
         "model_providers",
+        "plan_versions",
     ]
     readonly_fields = fields
 

@@ -43,9 +43,12 @@ class Checkpoint:
         return cls(origin, decimal(size, "the checkpoint's size"), root_hash, tuple(extensions))
 
 
-def open_checkpoint(signed: str, verifier: Verifier) -> Checkpoint:
-    """The checkpoint `verifier`'s log signed; Rejected if it is not, or names another log."""
-    checkpoint = Checkpoint.parse(open_note(signed, [verifier]))
+def open_checkpoint(signed: str, verifier: Verifier, *earlier: Verifier) -> Checkpoint:
+    """The checkpoint `verifier`'s log signed; Rejected if it is not, or names another log.
+    `earlier`: keys the same log signed with before a rotation, whose signatures count too."""
+    if any(key.name != verifier.name for key in earlier):
+        raise ValueError("the earlier keys of a log are named after it too")
+    checkpoint = Checkpoint.parse(open_note(signed, [verifier, *earlier]))
     if checkpoint.origin != verifier.name:
         raise Rejected(f"the checkpoint is for log {checkpoint.origin!r}, not {verifier.name!r}")
     return checkpoint

@@ -9,7 +9,8 @@ timestamps `YYYY-MM-DDTHH:MM:SSZ` in UTC, `created` rounded down to the hour. Fo
     "sealed_with_unstored_key":true,"sqlite_secure_delete":true},"session":"<SHA-256 hex of the
     session id>","trigger":"owner_delete","v":1}
 
-(one line; `plan_versions` is null where the erasure could not count them). Bytes that are not
+(one line; `plan_versions` is null where the erasure could not count them: entries written before
+sessions kept a clear count, or a session stored before it and not used since). Bytes that are not
 exactly the encoding of their own values are refused, so an entry has one spelling and a changed
 byte always changes its leaf hash.
 """
@@ -48,8 +49,8 @@ class DeletionEntry:
     erased_at: datetime  # UTC, to the second
     trigger: str
     events: int
-    # None (JSON null): not counted. The versions live in the session's sealed state, which an
-    # erasure without the owner's token cannot open; a count would need a clear counter.
+    # None (JSON null): not counted. The count is the session's clear counter; older entries, and
+    # sessions stored before it, have none (the sealed state cannot be opened without the token).
     plan_versions: int | None
     bytes_erased: int
     rows_deleted: int

@@ -7,11 +7,14 @@ The first checks the checkpoint's signature, the entry's inclusion proof under t
 and, given the session id, that the entry names that session. The second checks that the log
 signed by NEWER only grew from the one signed by OLDER (a checkpoint, or a receipt whose checkpoint
 is taken), PROOF holding the consistency proof's hashes. KEY is the log's verifier key,
-`<name>+<key id>+<key>`. Exit status: 0 verified, 1 rejected (the reason on stderr), 2 misused.
+`<name>+<key id>+<key>`; after the log rotated its key, give --key once for each (a checkpoint then
+verifies with the key that signed it). Exit status: 0 verified, 1 rejected (the reason on
+stderr), 2 misused.
 """
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
@@ -29,9 +32,12 @@ class VerifiedReceipt:
     checkpoint: Checkpoint
 
 
-def verify_receipt(document: bytes, verifier: Verifier, session_id: str | None = None) -> VerifiedReceipt:
+def verify_receipt(
+    document: bytes, verifier: Verifier, session_id: str | None = None, earlier: Sequence[Verifier] = ()
+) -> VerifiedReceipt:
+    """`earlier`: the keys the log signed with before a rotation (the receipt may be older)."""
     receipt = Receipt.parse(_text(document, "the receipt"))
-    checkpoint = open_checkpoint(receipt.checkpoint, verifier)
+    checkpoint = open_checkpoint(receipt.checkpoint, verifier, *earlier)
     verify_inclusion(leaf_hash(receipt.entry), receipt.index, checkpoint.size, receipt.proof, checkpoint.root)
     entry = DeletionEntry.from_leaf_bytes(receipt.entry)
     if session_id is not None and entry.session != session_digest(session_id):
@@ -39,13 +45,16 @@ def verify_receipt(document: bytes, verifier: Verifier, session_id: str | None =
     return VerifiedReceipt(entry, receipt.index, checkpoint)
 
 
-def verify_log_grew(older: bytes, newer: bytes, proof: bytes, verifier: Verifier) -> tuple[Checkpoint, Checkpoint]:
-    """The two checkpoints, if `proof` shows the log at `newer` extends the log at `older`."""
+def verify_log_grew(
+    older: bytes, newer: bytes, proof: bytes, verifier: Verifier, earlier: Sequence[Verifier] = ()
+) -> tuple[Checkpoint, Checkpoint]:
+    """The two checkpoints, if `proof` shows the log at `newer` extends the log at `older`; each
+    checkpoint verified by `verifier` or one of the `earlier` keys (across a rotation)."""
     older_text = _text(older, "the older checkpoint")
     if older_text.startswith(HEADER + "\n"):
         older_text = Receipt.parse(older_text).checkpoint
-    before = open_checkpoint(older_text, verifier)
-    after = open_checkpoint(_text(newer, "the newer checkpoint"), verifier)
+    before = open_checkpoint(older_text, verifier, *earlier)
+    after = open_checkpoint(_text(newer, "the newer checkpoint"), verifier, *earlier)
     hashes = parse_hashes(_text(proof, "the consistency proof"))
     verify_consistency(before.size, after.size, hashes, before.root, after.root)
     return before, after
@@ -74,7 +83,12 @@ def _plan_versions(entry: DeletionEntry) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sessions_app.receipts.verify", description=__doc__.split("\n")[0])
-    parser.add_argument("--key", required=True, help="the log's verifier key, <name>+<key id>+<key>")
+    parser.add_argument(
+        "--key",
+        required=True,
+        action="append",
+        help="the log's verifier key, <name>+<key id>+<key>; once for each key it had (a rotation)",
+    )
     parser.add_argument("--session-id", help="the id of the session the receipt should name")
     parser.add_argument("--consistency", action="store_true", help="check OLDER NEWER PROOF instead of a receipt")
     parser.add_argument("files", nargs="+", metavar="FILE")
@@ -82,16 +96,18 @@ def main(argv: list[str] | None = None) -> int:
     if len(arguments.files) != (3 if arguments.consistency else 1):
         parser.error("give one receipt, or with --consistency an older checkpoint, a newer one and a proof")
     try:
-        verifier = Verifier.from_vkey(arguments.key)
+        verifier, *earlier = [Verifier.from_vkey(key) for key in arguments.key]
         contents = [_read(path) for path in arguments.files]
     except (Rejected, OSError) as error:
         parser.error(str(error))
+    if any(key.name != verifier.name for key in earlier):
+        parser.error("the keys name different logs: give the keys of one log")
     try:
         if arguments.consistency:
-            before, after = verify_log_grew(*contents, verifier)
+            before, after = verify_log_grew(*contents, verifier, earlier)
             print(f"Verified: log {after.origin} only grew, from {before.size} to {after.size} entries.")
         else:
-            verified = verify_receipt(contents[0], verifier, arguments.session_id)
+            verified = verify_receipt(contents[0], verifier, arguments.session_id, earlier)
             print(describe(verified, arguments.session_id is not None))
     except Rejected as error:
         print(f"Rejected: {error}.", file=sys.stderr)

@@ -3,7 +3,8 @@
 Given by the environment (settings.DELETION_LOG_SIGNING_KEY), or else made on first use in
 settings.DELETION_LOG_KEY_FILE (var/deletion_log_key, 0600, beside the secret key; every process
 on that var/ reads the same). Its name is the log's origin (settings.DELETION_LOG_ORIGIN): a
-checkpoint is signed by a key named after its log. Rotation: docs/API.md, "Deletion receipts".
+checkpoint is signed by a key named after its log. The public keys it replaced, after a rotation,
+are settings.DELETION_LOG_PREVIOUS_KEYS. Rotation: docs/API.md, "Deletion receipts".
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from django.utils.translation import gettext
 
 from sessions_app.infra.private_files import read_or_create_private_text
 from sessions_app.receipts.note import Signer, Verifier
+from sessions_app.receipts.strict import Rejected
 
 
 def signer() -> Signer:
@@ -29,6 +31,36 @@ def signer() -> Signer:
 def verifier() -> Verifier:
     """The log's public key: what anyone checks a receipt with."""
     return signer().verifier
+
+
+def previous_verifiers() -> tuple[Verifier, ...]:
+    """The public keys the log signed with before its key was rotated (DELETION_LOG_PREVIOUS_KEYS):
+    the checkpoints signed before verify with them only."""
+    return _previous(settings.DELETION_LOG_ORIGIN, settings.DELETION_LOG_PREVIOUS_KEYS)
+
+
+def verifiers() -> tuple[Verifier, ...]:
+    """Every key the log has signed with, the current one first (for checking the whole log)."""
+    return (verifier(), *previous_verifiers())
+
+
+@functools.cache
+def _previous(origin: str, given: str) -> tuple[Verifier, ...]:
+    keys = []
+    for vkey in given.split():
+        try:
+            key = Verifier.from_vkey(vkey)
+        except Rejected:
+            raise ImproperlyConfigured(
+                "DELETION_LOG_PREVIOUS_KEYS holds something that is not a <name>+<id>+<key> verifier key"
+            ) from None
+        if key.name != origin:
+            raise ImproperlyConfigured(
+                f"a key in DELETION_LOG_PREVIOUS_KEYS is named {key.name!r}, but DELETION_LOG_ORIGIN is {origin!r}:"
+                " a rotated key keeps the log's name (docs/API.md, 'Deletion receipts')"
+            )
+        keys.append(key)
+    return tuple(keys)
 
 
 @functools.cache
@@ -56,6 +88,7 @@ def check_signing_key(app_configs=None, **kwargs) -> list:
     `manage.py check` (which `serve` runs before it starts) says so first."""
     try:
         signer()
+        previous_verifiers()
     except (ImproperlyConfigured, ValueError, OSError) as error:
         message = gettext("The deletion log cannot sign its checkpoints: %(problem)s.") % {"problem": error}
         hint = gettext("No session can be erased until this is fixed (docs/API.md, 'Deletion receipts').")

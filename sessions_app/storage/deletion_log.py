@@ -64,6 +64,7 @@ class ErasedSession:
     session_id: str
     created_at: dt.datetime
     events: int
+    plan_versions: int | None  # AgentSession.plan_versions; None: not counted (stored before the count)
     bytes: int  # sealed state plus sealed events, as stored
     model_providers: list[str]
 
@@ -138,9 +139,7 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
             erased_at=erased_at,
             trigger=entry_trigger(trigger, session.created_at, erased_at),
             events=session.events,
-            # Plan versions live in the sealed state (and its events), which the erasure cannot
-            # open (it holds no key): the entry says "not counted" (null), not a false 0.
-            plan_versions=None,
+            plan_versions=session.plan_versions,
             bytes_erased=session.bytes,
             rows_deleted=session.events + 1,  # its events and its own row
             sqlite_secure_delete=secure_delete,
@@ -242,13 +241,13 @@ def consistency_proof(old_size: int, size: int) -> str | None:
     return hashes_text(_tree_at(newer).consistency_proof(old_size, size))
 
 
-def verify_whole_log(verifier: Verifier | None = None) -> int:
+def verify_whole_log(*verifiers: Verifier) -> int:
     """Recomputes the tree from every entry and checks each checkpoint's root, size and
-    signature (by `verifier`, the current key if None: after a rotation, the checkpoints signed
-    before it need the old key), and that each entry's stored hash and session digest are its
-    leaf's. Returns the number of entries checked; raises LogBroken at the first disagreement.
-    (For the admin.)"""
-    verifier = verifier or log_key.verifier()
+    signature (by any of `verifiers`; if none are given, by the current key or one it replaced,
+    log_key.verifiers(): after a rotation, the checkpoints signed before it verify with the old
+    key only), and that each entry's stored hash and session digest are its leaf's. Returns the
+    number of entries checked; raises LogBroken at the first disagreement. (For the admin.)"""
+    verifiers = verifiers or log_key.verifiers()
     tree = MerkleTree()
     checkpoints = iter(DeletionLogCheckpoint.objects.order_by("size").values_list("size", "root", "signed"))
     pending = next(checkpoints, None)
@@ -266,7 +265,7 @@ def verify_whole_log(verifier: Verifier | None = None) -> int:
         while pending is not None and pending[0] == len(tree):
             size, root, signed = pending
             try:
-                signed_checkpoint = open_checkpoint(signed, verifier)
+                signed_checkpoint = open_checkpoint(signed, *verifiers)
             except Rejected as error:
                 raise LogBroken(f"checkpoint {size} does not verify: {error}") from None
             if (signed_checkpoint.size, signed_checkpoint.root) != (size, bytes(root)) or tree.root() != bytes(root):

@@ -29,6 +29,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Func, IntegerField, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
+from agent.plans import plan_count
 from sessions_app import retention
 from sessions_app.choices import FailureKind
 from sessions_app.exceptions import SessionMissing
@@ -226,6 +227,7 @@ def create(app_name: str, owner_id: str, session_id: str | None, deltas: Deltas)
             owner_id=owner_id,
             session_id=session_id,
             state=sealing.seal_state(sealer, deltas["session"], 0),
+            plan_versions=plan_count(deltas["session"]),
             created_at=now,
             last_activity_at=now,
         )
@@ -479,7 +481,10 @@ INSERT_EVENT = _Sql(
     """INSERT INTO {e} ({e.agent_session}, {e.seq}, {e.event_id}, {e.invocation_id}, {e.author}, {e.timestamp},
        {e.event_data}) VALUES (%s, %s, %s, %s, %s, %s, %s)"""
 )
-UPDATE_SESSION = _Sql("UPDATE {s} SET {s.revision} = %s, {s.last_activity_at} = %s, {s.state} = %s WHERE {s.id} = %s")
+UPDATE_SESSION = _Sql(
+    "UPDATE {s} SET {s.revision} = %s, {s.last_activity_at} = %s, {s.state} = %s, {s.plan_versions} = %s"
+    " WHERE {s.id} = %s"
+)
 
 
 def append_events(
@@ -542,9 +547,10 @@ def append_events(
         if state is not None:
             _apply_scoped_deltas(app_name, owner_id, scoped)
             stored_time = _SESSION_LAST_ACTIVITY.get_db_prep_save(last_activity_at, connection)
-            cursor.execute(
-                UPDATE_SESSION(connection), [revision, stored_time, sealing.seal_state(sealer, state, revision), pk]
-            )
+            # The clear count with the sealed state it is read from, in one statement: the deletion
+            # log's entry counts what the state held when it was erased.
+            sealed = sealing.seal_state(sealer, state, revision)
+            cursor.execute(UPDATE_SESSION(connection), [revision, stored_time, sealed, plan_count(state), pk])
         else:  # every event was a retry: nothing changed
             last_activity_at = _from_db(_SESSION_LAST_ACTIVITY, stored_last_activity_at, connection)
     # The stored time keeps microseconds only; the writer gets the stored value back
@@ -630,7 +636,9 @@ def _described(sessions: QuerySet) -> list[tuple[int, str, str, deletion_log.Era
         .select_for_update()
         .order_by("pk")
         .annotate(state_bytes=ByteLength("state"))
-        .values_list("pk", "app_name", "owner_id", "session_id", "created_at", "model_providers", "state_bytes")
+        .values_list(
+            "pk", "app_name", "owner_id", "session_id", "created_at", "model_providers", "plan_versions", "state_bytes"
+        )
     )
     events = {
         pk: (count, size)
@@ -640,10 +648,11 @@ def _described(sessions: QuerySet) -> list[tuple[int, str, str, deletion_log.Era
         .values_list("agent_session", "count", "size")
     }
     described = []
-    for pk, app_name, owner_id, session_id, created_at, providers, state_bytes in rows:
+    for pk, app_name, owner_id, session_id, created_at, providers, plans, state_bytes in rows:
         count, size = events.get(pk, (0, 0))
         providers = [name for name in providers.split(",") if name]
-        erased = deletion_log.ErasedSession(session_id, created_at, count, (state_bytes or 0) + (size or 0), providers)
+        stored = (state_bytes or 0) + (size or 0)
+        erased = deletion_log.ErasedSession(session_id, created_at, count, plans, stored, providers)
         described.append((pk, app_name, owner_id, erased))
     return described
 
