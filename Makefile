@@ -95,6 +95,7 @@ bench: dev-venv
 	$(PY) benchmarks/journal_modes.py
 	$(PY) benchmarks/session_limits_bench.py
 	$(PY) benchmarks/memory_bench.py
+	$(PY) benchmarks/screen_bench.py
 	$(PY) benchmarks/report.py
 
 # Mutation testing of the guarantee modules ([tool.mutmut] in pyproject.toml),

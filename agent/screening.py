@@ -278,6 +278,15 @@ _AIMED_AT_OUTPUT_RE = re.compile(
 _LEADING_REQUEST_RE = re.compile(r"^(?:請|请|務必|务必|必須|必须|直接|不要|一定要)")
 # Past tense as often as an imperative at the start of a resume bullet ("Set up the team's reply bot").
 _PAST_OR_IMPERATIVE_RE = re.compile(r"^(?:set|put|read|cut|let)\b")
+# A line that says what the model's own output (its plan, a step, its reply, a tool) must hold is
+# an order without the imperative ("the first step must read: call ..."); "cut checkout to 2 steps"
+# only describes work.
+_OUTPUT_RE = re.compile(
+    r"\b(?:plans?|planner|steps?|repl(?:y|ies)|answers?|tools?)\b|計畫|計劃|计划|步驟|步骤|回覆|回复|工具"
+)
+_PRESCRIBES_RE = re.compile(
+    r"\b(?:must|should|shall|has\s+to|have\s+to|needs?\s+to|required)\b|必須|必须|務必|务必|應該|应该|需要|一定要"
+)
 
 
 @dataclass(frozen=True)
@@ -471,8 +480,15 @@ def screen(resume: str) -> list[Finding]:
     return [Finding(i, lines[i].strip(), kinds[i]) for i in sorted(kinds)]
 
 
+def _has_contact(text: str) -> bool:
+    """A link, an e-mail address, or a phone or account number."""
+    return bool(URL_RE.search(text) or EMAIL_RE.search(text) or long_numbers(text))
+
+
 def _instruction_like(line: str, text: str, has_item: Callable[[str], bool]) -> bool:
     if mixed_script_words(line) or _speaks_as_role(text):
+        return True
+    if _OUTPUT_RE.search(text) and _PRESCRIBES_RE.search(text) and _has_contact(text):
         return True
     # "Email: ...", "Call: ..." are labels, not orders
     opens = not _LABEL_LINE_RE.match(text) and bool(_LEADING_DIRECTIVE_RE.search(text))
@@ -487,7 +503,8 @@ def held_lines(
     each line reads (`agent.text.reading`, for the guards' comparisons): the flagged lines, and,
     flagged or not, every line that reads as an instruction to the model (an imperative that opens
     the line aimed at the model, at its plan or reply, or carrying an item: `has_item`, a link,
-    address, number or code; a turn spoken as someone; a look-alike disguise); then what a held
+    address, number or code; a line that says what the plan, a step, the reply or a tool must hold,
+    with a link, address or number; a turn spoken as someone; a look-alike disguise); then what a held
     line introduces ("...:", "## Assistant" up to the next heading, "<start_of_turn>model" up to
     its closing token) or runs on into, and the rest of a held line's block (a transcript's turns,
     a table's rows, a JSON object's lines), before and after it.

@@ -22,12 +22,10 @@ RESULTS_DIR = ROOT_DIR / "benchmarks" / "results"
 FIXTURES = ROOT_DIR / "tests" / "fixtures"  # the fictional resume and its markers
 RESUME = (FIXTURES / "resume_lin.txt").read_text("utf-8")
 PY = sys.executable
+_NUMBERS_RE = re.compile(r"\[\s+([-+0-9.eE,\s]+?)\s+\]")  # a JSON list of numbers: written on one line
 # One client address sends every message, far faster than a person types: the throttles are lifted.
-UNTHROTTLED = {
-    "SESSION_MESSAGE_RATE": "1000000/min",
-    "CLIENT_MESSAGE_RATE": "1000000/min",
-    "SESSION_CREATE_RATE": "1000000/hour",
-}
+UNTHROTTLED = {"SESSION_MESSAGE_RATE": "1000000/min", "CLIENT_MESSAGE_RATE": "1000000/min"}
+UNTHROTTLED["SESSION_CREATE_RATE"] = "1000000/hour"
 
 
 def main(name: str, title: str, packages: list[str], run, children: dict | None = None, options=()) -> int:
@@ -51,10 +49,7 @@ def main(name: str, title: str, packages: list[str], run, children: dict | None 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.md").write_text(markdown + "\n", encoding="utf-8")
     text = json.dumps(_rounded(data), indent=2, ensure_ascii=False, default=str)
-    # Lists of numbers on one line each, so raw samples stay readable and small.
-    text = re.sub(
-        r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + ", ".join(m[1].split()).replace(",,", ",") + "]", text
-    )
+    text = _NUMBERS_RE.sub(lambda m: "[" + ", ".join(m[1].split()).replace(",,", ",") + "]", text)
     (args.out / f"{name}.json").write_text(text + "\n", encoding="utf-8")
     print(markdown + "\n")
     print(f"wrote {args.out / name}.md and .json", file=sys.stderr)
@@ -98,8 +93,12 @@ def verdict(ok: bool, text: str) -> str:
     return f"{'MET' if ok else 'MISSED'}: {text}"
 
 
+def section(title: str) -> list[str]:  # a heading, with the blank lines around it
+    return ["", f"### {title}", ""]
+
+
 def targets(verdicts: list[str]) -> list[str]:
-    return ["", "### Targets", "", *(f"- {v}" for v in verdicts)]
+    return [*section("Targets"), *(f"- {v}" for v in verdicts)]
 
 
 def fmt_ms(seconds: float) -> str:

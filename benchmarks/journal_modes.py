@@ -23,10 +23,8 @@ from benchmarks import _common  # noqa: E402
 # A fictional resume and its 7 markers (4 Traditional Chinese, 3 English): the tests' fixtures.
 MARKERS: tuple[str, ...] = tuple(json.loads((_common.FIXTURES / "markers.json").read_text("utf-8")))
 LINES = [line for line in _common.RESUME.splitlines() if line.strip()]
-_FILLER = (
-    "The assistant reviewed wording, tense and ordering of the bullet points and "
-    "suggested shorter sentences with measurable outcomes for each role. "
-)
+_FILLER = "The assistant reviewed wording, tense and ordering of the bullet points and suggested shorter sentences"
+_FILLER += " with measurable outcomes for each role. "
 
 
 def _filler(n: int) -> str:
@@ -95,6 +93,7 @@ CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT,
     event_data text NOT NULL);
 CREATE INDEX event_session_time_idx ON events (session_id, timestamp);
 """
+ROWS_LEFT = "SELECT (SELECT count(*) FROM sessions WHERE id = ?), (SELECT count(*) FROM events WHERE session_id = ?)"
 
 
 def marker_state(target_bytes: int) -> str:
@@ -108,15 +107,10 @@ def marker_events(count: int, target_bytes: int) -> list[str]:
     out = []
     for i in range(count):
         quote, model = f"{LINES[i % len(LINES)]} / {LINES[(i + count) % len(LINES)]}", i % 2 == 1
-        event = {
-            "id": f"evt-{i:04d}",
-            "invocation_id": f"inv-{i // 2}",
-            "author": "resume_agent" if model else "user",
-            "timestamp": 1_800_000_000.0 + i,
-            "content": {"role": "model" if model else "user", "parts": [{"text": quote}]},
-            "actions": {"state_delta": {"last_quote": quote} if model else {}},
-            "summary": "",
-        }
+        role = "model" if model else "user"
+        event = {"id": f"evt-{i:04d}", "invocation_id": f"inv-{i // 2}", "author": "resume_agent" if model else "user"}
+        event |= {"timestamp": 1_800_000_000.0 + i, "content": {"role": role, "parts": [{"text": quote}]}}
+        event |= {"actions": {"state_delta": {"last_quote": quote} if model else {}}, "summary": ""}
         event["summary"] = _filler(target_bytes - len(json.dumps(event, ensure_ascii=False).encode()))
         out.append(json.dumps(event, ensure_ascii=False))
     return out
@@ -261,9 +255,8 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
         others = list(range(sizes.other_sessions))
         for n in others[: len(others) // 2]:
             insert_other(conn, n, sizes.other_events)
-        target = insert_session(
-            conn, 9999, marker_state(sizes.state_bytes), marker_events(sizes.events, sizes.event_bytes)
-        )
+        state, events = marker_state(sizes.state_bytes), marker_events(sizes.events, sizes.event_bytes)
+        target = insert_session(conn, 9999, state, events)
         for n in others[len(others) // 2 :]:
             insert_other(conn, n, sizes.other_events)
         conn.execute("COMMIT")
@@ -281,10 +274,7 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
         watcher.poll()
         pre_commit = scan_database(db)
         conn.execute("COMMIT")
-        rows_left = tuple(
-            conn.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?", (target,)).fetchone()[0]
-            for table, column in (("sessions", "id"), ("events", "session_id"))
-        )
+        rows_left = tuple(conn.execute(ROWS_LEFT, (target, target)).fetchone())
         checkpoint = (None, None)
         if config.checkpoint:
             conn.execute(f"PRAGMA busy_timeout={checkpoint_timeout_ms}")
@@ -304,12 +294,8 @@ TOUCH = "UPDATE sessions SET turn_started_at = :cutoff WHERE updated_at < :cutof
 # ... and one that can (CHECK (revision >= 0)), so SQLite opens a statement journal for it; run
 # twice, the second needs the before-images of the pages the first one already wrote.
 BUMP = "UPDATE sessions SET revision = revision + 1 WHERE updated_at < :cutoff"
-TEMP_SCENARIOS = {
-    "purge": [PURGE],
-    "update then purge": [TOUCH, PURGE],
-    "abortable update then purge": [BUMP, PURGE],
-    "update twice then purge": [BUMP, BUMP, PURGE],
-}
+TEMP_SCENARIOS = {"purge": [PURGE], "update then purge": [TOUCH, PURGE], "abortable update then purge": [BUMP, PURGE]}
+TEMP_SCENARIOS["update twice then purge"] = [BUMP, BUMP, PURGE]
 
 
 @dataclass
@@ -394,9 +380,7 @@ def render(results: list[Result], temp_results: list[TempResult], tmp_files_left
     return [
         f"Markers: {len(MARKERS)} ({chinese} Traditional Chinese, {len(MARKERS) - chinese} English), each"
         " searched as UTF-8 and as \\uXXXX (lower- and upper-case hex).",
-        "",
-        "### After DELETE + COMMIT of the marker session",
-        "",
+        *_common.section("After DELETE + COMMIT of the marker session"),
         *_common.md_table(
             "# | config | secure_delete | markers before (all forms found) | -journal before COMMIT, its largest size"
             " | main after | -journal after | -wal after | sidecar files after | verdict | after all connections closed"
@@ -406,9 +390,9 @@ def render(results: list[Result], temp_results: list[TempResult], tmp_files_left
         "",
         f"`**n/{len(MARKERS)}**` = n of the markers found in that file (forms: utf-8 = raw UTF-8, \\u ="
         " json.dumps escapes). `0` = file present, nothing found. temp_store=MEMORY in all rows above.",
-        "",
-        "### temp_store: statement journals of large transactions (journal_mode=DELETE, secure_delete=ON)",
-        "",
+        *_common.section(
+            "temp_store: statement journals of large transactions (journal_mode=DELETE, secure_delete=ON)"
+        ),
         *_common.md_table(
             "scenario | temp_store | rows | temp files seen in /proc/self/fd (max size)"
             " | markers in temp file | main after | verdict",
@@ -425,11 +409,8 @@ def run(args) -> tuple[list[str], dict]:
     try:
         sizes = Sizes.quick() if args.quick else Sizes()
         results = [measure(config, sizes) for config in CONFIGS]
-        temp_results = [
-            measure_temp_store(scenario, temp_store, rows=sizes.temp_rows, sizes=sizes)
-            for scenario in TEMP_SCENARIOS
-            for temp_store in ("DEFAULT", "MEMORY")
-        ]
+        pairs = [(scenario, temp_store) for scenario in TEMP_SCENARIOS for temp_store in ("DEFAULT", "MEMORY")]
+        temp_results = [measure_temp_store(*pair, rows=sizes.temp_rows, sizes=sizes) for pair in pairs]
         left = len(os.listdir(sqlite_tmp))
     finally:
         shutil.rmtree(sqlite_tmp, ignore_errors=True)

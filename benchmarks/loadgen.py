@@ -245,14 +245,13 @@ def concurrent_turn_check(target, trials: int = 20, timeout: float = 60.0) -> di
             httpx.AsyncClient(base_url=target.base_url, timeout=timeout) as c1,
             httpx.AsyncClient(base_url=target.base_url, timeout=timeout) as c2,
         ):
+            pairs = ((c1, "first"), (c2, "second"))
             for _ in range(trials):
                 r, handle = await target.create(c1)
                 if handle is None:
                     outcomes[f"create failed: {describe_error(r)}"] += 1
                     continue
-                turns = (
-                    target.call(c, "turn", handle, f"{n} of two at once") for c, n in ((c1, "first"), (c2, "second"))
-                )
+                turns = (target.call(c, "turn", handle, f"{n} of two at once") for c, n in pairs)
                 pair = await asyncio.gather(*turns, return_exceptions=True)
                 codes = sorted(str(x.status_code) if isinstance(x, httpx.Response) else type(x).__name__ for x in pair)
                 outcomes[" + ".join(codes)] += 1
@@ -277,13 +276,11 @@ def process_tree(pid: int) -> list[int]:
     """pid and all its descendants (from /proc/<pid>/task/*/children)."""
     seen, stack = [], [pid]
     while stack:
-        p = stack.pop()
-        if p in seen:
-            continue
-        seen.append(p)
-        with contextlib.suppress(OSError):
-            for task in os.listdir(f"/proc/{p}/task"):
-                stack += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
+        if (p := stack.pop()) not in seen:
+            seen.append(p)
+            with contextlib.suppress(OSError):
+                for task in os.listdir(f"/proc/{p}/task"):
+                    stack += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
     return seen
 
 
@@ -368,11 +365,6 @@ def ours_env(db: Path, tmp: Path) -> dict:
     return _common.clean_env(DATABASE_URL=f"sqlite:///{db}", DJANGO_CACHE_DIR=str(tmp / "cache"), **_common.UNTHROTTLED)
 
 
-def migrate(env: dict) -> None:
-    command = [_common.PY, "manage.py", "migrate", "--noinput", "-v0"]
-    subprocess.run(command, cwd=_common.ROOT_DIR, env=env, check=True, timeout=120)
-
-
 def gunicorn_line() -> str:
     """gunicorn's arguments as `manage.py serve` starts it."""
     from sessions_app.infra.supervisor import gunicorn_command
@@ -380,11 +372,14 @@ def gunicorn_line() -> str:
     return " ".join(gunicorn_command("python", "127.0.0.1:PORT")[1:])
 
 
-def start_ours(env: dict, log_path: Path, gunicorn: bool = False, health: str = "/api/schema/"):
-    """Our server (`manage.py serve`, or gunicorn alone as it starts it) on a free port, once `health` answers:
-    (process, OursTarget)."""
+def start_ours(env: dict, log_path: Path, gunicorn: bool = False, health: str = "/api/schema/", migrate=True):
+    """Our server (`manage.py serve`, or gunicorn alone as it starts it) on a free port, its database migrated first
+    unless told not to, once `health` answers: (process, OursTarget)."""
     from sessions_app.infra.supervisor import gunicorn_command
 
+    migration = [_common.PY, "manage.py", "migrate", "--noinput", "-v0"]
+    if migrate:
+        subprocess.run(migration, cwd=_common.ROOT_DIR, env=env, check=True, timeout=120)
     bind = f"{LOOPBACK}:{free_port()}"
     command = gunicorn_command(_common.PY, bind) if gunicorn else [_common.PY, "manage.py", "serve", "--bind", bind]
     process = start_server(command, log_path, f"http://{bind}{health}", cwd=_common.ROOT_DIR, env=env)

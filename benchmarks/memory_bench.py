@@ -29,7 +29,6 @@ def snapshot(root: int) -> dict:
 def run(args) -> tuple[list[str], dict]:
     with tempfile.TemporaryDirectory(prefix="memory-bench-") as tmp:
         env = loadgen.ours_env(Path(tmp) / "ours.db", Path(tmp)) | {"DJANGO_VAR_DIR": str(Path(tmp) / "var")}
-        loadgen.migrate(env)
         # Up once the person's page answers (what a newcomer opens first), not the OpenAPI schema,
         # which the load generator's other benchmarks poll and whose generation a person never asks for.
         process, target = loadgen.start_ours(env, Path(tmp) / "server.log", health="/")
@@ -53,9 +52,7 @@ def run(args) -> tuple[list[str], dict]:
         f" {loaded['median_mb']:.1f} MB, max {loaded['max_mb']:.1f} MB ({loaded['samples']} samples,"
         f" {loaded['turns_per_s']:.1f} turns/s, {loaded['errors']} errors); idle again after the load:"
         f" {after['total_mb']:.1f} MB.",
-        "",
-        "### Idle, per process",
-        "",
+        *_common.section("Idle, per process"),
         *_common.md_table("pid | process | PSS MB", [[p["pid"], f"`{p['name']}`", f"{p['pss_mb']:.1f}"] for p in rows]),
     ]
     return lines, {"idle": idle, "under_load": loaded, "idle_after_load": after, "target_mb": TARGET_MB}

@@ -94,7 +94,7 @@ def live_turns(db: Path, p: dict, tmp: Path) -> dict:
     purge_sessions` on the same file (from when it opens the file, not while Python starts); the expired sessions
     (MARKER owners) left at the end."""
     env = loadgen.ours_env(db, tmp)
-    server, target = loadgen.start_ours(env, tmp / "server.log", gunicorn=True)
+    server, target = loadgen.start_ours(env, tmp / "server.log", gunicorn=True, migrate=False)
     purge = None
     try:
         stop, started, duration = threading.Event(), threading.Event(), p["baseline"] + p["budget"] + 10
@@ -214,9 +214,7 @@ def run(args) -> tuple[list[str], dict]:
         f"Database: {built['sessions']:,} expired sessions x {EVENTS_PER_SESSION} events ({built['events']:,} sealed"
         f" events, ~{built['avg_event_bytes']} bytes each, file {built['file_mb']} MB, built in {built['build_s']} s)."
         f" Settings in effect: PURGE_BATCH_SIZE={on['batch_size']}, PURGE_BATCH_PAUSE_SECONDS={on['pause']}.",
-        "",
-        "### purge_expired() alone (a fresh process per run, nothing else writing)",
-        "",
+        *_common.section("purge_expired() alone (a fresh process per run, nothing else writing)"),
         *_common.md_table(
             "database | sessions | events | batches | seconds | sessions/s | sessions/s without the pauses"
             " | receipts (log entries) | owner-id marker left in file",
@@ -231,9 +229,7 @@ def run(args) -> tuple[list[str], dict]:
         f"secure_delete ON takes {on['seconds'] / off['seconds']:.2f}x the time of OFF. `seconds` is"
         " purge_expired()'s own figure, pauses after each batch and the log's entries and checkpoints included;"
         " the marker column counts the expired sessions' owner-id prefix in the raw bytes of the file after the purge.",
-        "",
-        f"### Live turns while `manage.py purge_sessions` runs ({live['clients']} closed-loop clients)",
-        "",
+        *_common.section(f"Live turns while `manage.py purge_sessions` runs ({live['clients']} closed-loop clients)"),
         f"gunicorn as `manage.py serve` starts it (`{loadgen.gunicorn_line()}`), on a copy of the same database;"
         " each client repeats create -> 3 turns -> read -> delete. The purge runs in its own process.",
         "",

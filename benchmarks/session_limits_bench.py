@@ -56,9 +56,8 @@ def run_scenario(kind: str, max_turns_to_try: int) -> dict:
         response = client.get(f"/agent/sessions/{session_id}/export", **headers)
         elapsed, size = time.perf_counter() - started, len(response.content)
         assert response.status_code == 200
-        exports.append(
-            {"turn": turn, "seconds": elapsed, "bytes": size, "stored_bytes": stored, "ratio": size / stored}
-        )
+        row = {"turn": turn, "seconds": elapsed, "bytes": size, "stored_bytes": stored}
+        exports.append(row | {"ratio": size / stored})
 
     for number in range(1, max_turns_to_try + 1):
         last_pk = session.events.order_by("-pk").values_list("pk", flat=True).first() or 0
@@ -119,7 +118,7 @@ def run(args) -> tuple[list[str], dict]:
     for result in results:
         turns, refusal, last = result["turns"], result["refusal"], result["turns"][-1]
         shown = [t for t in turns if t["turn"] in (1, 2, 5) or t["turn"] % 10 == 0 or t is last]
-        lines += ["", f"### {result['kind']}", ""]
+        lines += _common.section(result["kind"])
         lines += _common.md_table(
             "turn | turn time (ms) | turn CPU (ms) | stored after (KB) | added by the turn (KB) | largest event (KB)",
             [

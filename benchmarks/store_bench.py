@@ -18,14 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _common  # noqa: E402
 
 APP, USER, EVENTS_PER_SESSION, BASELINE = "resume_agent", "owner-bench", 14, "adk_sqlite"
-OPS = {
-    "create": "create_session (3 KB state)",
-    "append": "append_event (~1 KB)",
-    "get_all": "get_session (all 14 events)",
-    "get_recent5": "get_session (num_recent_events=5)",
-    "list": "list_sessions (one user)",
-    "delete": "delete_session",
-}
+OPS = {"create": "create_session (3 KB state)", "append": "append_event (~1 KB)"}
+OPS |= {"get_all": "get_session (all 14 events)", "get_recent5": "get_session (num_recent_events=5)"}
+OPS |= {"list": "list_sessions (one user)", "delete": "delete_session"}
 BENCH_TOKEN = "benchmark-token-not-a-real-one-0123456789abc"  # fictional: the key source of our lifecycles
 PACKAGES = ["Django", "google-adk", "google-genai", "SQLAlchemy", "aiosqlite", "asgiref", "pydantic"]
 EVENT_TEXT = (
@@ -162,13 +157,10 @@ def run(args) -> tuple[list[str], dict]:
                 with mock.patch.object(deletion_log, "append", lambda erased, trigger: 0):
                     super()._delete_session(*args)
 
-        services = {
-            "ours": DjangoSessionService(),
-            "ours_no_receipt": WithoutReceipts(),
-            "adk_sqlite": SqliteSessionService(str(tmp / "adk_sqlite.db")),
-            "adk_database": DatabaseSessionService(f"sqlite+aiosqlite:///{tmp / 'adk_database.db'}"),
-            "in_memory": InMemorySessionService(),
-        }
+        services = {"ours": DjangoSessionService(), "ours_no_receipt": WithoutReceipts()}
+        services["adk_sqlite"] = SqliteSessionService(str(tmp / "adk_sqlite.db"))
+        services["adk_database"] = DatabaseSessionService(f"sqlite+aiosqlite:///{tmp / 'adk_database.db'}")
+        services["in_memory"] = InMemorySessionService()
         workload = Workload()
         raw = measure(services, workload, p)
         async_to_sync(services["adk_database"].close)()
@@ -195,9 +187,7 @@ def run(args) -> tuple[list[str], dict]:
         "",
         _common.verdict(receipt <= 1.2, "delete_session with its receipt <= 1.2x without (ours_no_receipt: the log's")
         + f" append a no-op): {receipt:.2f}x",
-        "",
-        "### Time per call, ms (median) and ratio to adk_sqlite",
-        "",
+        *_common.section("Time per call, ms (median) and ratio to adk_sqlite"),
         *_common.md_table(" | ".join(["operation", *summary]), rows),
     ]
     return lines, {"params": p, "workload": sizes, "summary": summary, "raw": raw}
