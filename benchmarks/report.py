@@ -1,6 +1,5 @@
-"""Collects the sections in benchmarks/results/ into benchmarks/RESULTS.md (`make bench` ends with it).
-A retired script's section is kept as recorded; its file's first line names the commit that last had the script.
-"""
+"""Collects the sections in benchmarks/results/ into benchmarks/RESULTS.md (`make bench` ends with it). A retired
+script's section is kept as recorded; its file's first line names the commit that last had the script."""
 
 import sys
 from pathlib import Path
