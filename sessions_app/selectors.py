@@ -20,6 +20,8 @@ from sessions_app import retention
 from sessions_app.choices import FailureKind
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit, IntegrityFailure
+from sessions_app.receipts.note import open_note
+from sessions_app.receipts.strict import Rejected
 from sessions_app.security import log_key
 from sessions_app.storage import deletion_log, repository, turn_lock
 
@@ -239,6 +241,9 @@ class DeletionLogOverview:
     public_key: str  # `<origin>+<key id>+<key>`, as served at /.well-known/deletion-log-key
     previous_keys: tuple[str, ...]  # the public keys it replaced (DELETION_LOG_PREVIOUS_KEYS)
     audited_sessions: int  # sessions erased according to the deletion audit: the log's size, when both agree
+    # Whether this server's keys (current or previous) signed the latest checkpoint: False where
+    # another server appends with a key of its own, whose receipts this key cannot check.
+    latest_signed_by_our_keys: bool | None = None  # None: no checkpoint yet
 
 
 def deletion_log_status() -> DeletionLogOverview:
@@ -247,7 +252,14 @@ def deletion_log_status() -> DeletionLogOverview:
     root = status.checkpoint.splitlines()[2] if status.checkpoint else None  # origin, size, root, ...
     audited = DeletionAudit.objects.aggregate(total=Sum("sessions_deleted"))["total"] or 0
     previous = tuple(key.vkey for key in log_key.previous_verifiers())
-    return DeletionLogOverview(status, root, log_key.verifier().vkey, previous, audited)
+    ours = None
+    if status.checkpoint:
+        try:
+            open_note(status.checkpoint, list(log_key.verifiers()))
+            ours = True
+        except Rejected:
+            ours = False
+    return DeletionLogOverview(status, root, log_key.verifier().vkey, previous, audited, ours)
 
 
 def verify_deletion_log() -> int:

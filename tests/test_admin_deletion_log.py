@@ -119,6 +119,23 @@ def test_verify_after_a_key_rotation_checks_each_checkpoint_with_its_own_key(adm
         assert error.id == "sessions_app.E008" and "DELETION_LOG_PREVIOUS_KEYS" in error.msg
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_page_says_when_another_servers_key_signed_the_latest_checkpoint(admin_client, settings):
+    """Two servers given keys of their own each sign the log (docs/OPERATIONS.md asks for one key):
+    the page says so where this server's keys did not sign the latest checkpoint. Seen failing with
+    the check answering True always."""
+    other_server = Signer.generate(settings.DELETION_LOG_ORIGIN)
+    make_session(owner_id="anon-" + "1" * 32)
+    with transaction.atomic():
+        repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)  # signed with ours
+    assert 'id="log-other-key"' not in _html(admin_client.get(LOG))
+    ours = log_key.signer()
+    settings.DELETION_LOG_SIGNING_KEY = other_server.skey  # the page as the other server shows it
+    assert 'id="log-other-key"' in _html(admin_client.get(LOG))
+    settings.DELETION_LOG_PREVIOUS_KEYS = ours.verifier.vkey  # a rotation, not a second key: fine
+    assert 'id="log-other-key"' not in _html(admin_client.get(LOG))
+
+
 def test_verify_needs_a_post_with_csrf_and_the_permission(client, django_user_model, admin_user):
     from django.contrib.auth.models import Permission
 
