@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta, timezone
@@ -272,6 +273,44 @@ def test_mangled_verifier_keys_are_rejected():
         assert rejected(Verifier.from_vkey, PETER_VKEY[:position] + chr(ord(char) + 1) + PETER_VKEY[position + 1 :])
     assert rejected(Verifier.from_vkey, "PeterNeumann+cc469956+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TWBADKEY==")
     assert rejected(Verifier.from_vkey, "PeterNeumann+173116ae+ZRpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW")
+
+
+@pytest.mark.parametrize(
+    ("vkey", "reason"),
+    [
+        ("PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10T", "the verifier key is not base64"),
+        ("+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW", "is not <name>+<key id>+<key>"),
+        ("PeterNeumann+c74f20a+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW", "is not <name>+<key id>+<key>"),
+        ("PeterNeumann+C74F20A3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW", "is not <name>+<key id>+<key>"),
+        ("PeterNeumann+c74f20a3+AhpjMqq/LDE4izWy10TW", "is not an Ed25519 key"),
+        ("PeterNeumann+c74f20a3+AhpcMqq/LDE4izWy10TWZRpc2QcUPDhMQegwxbzhKqiB", "is not an Ed25519 key"),
+        ("PeterNeumann+cc469956+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW", "ID does not match its name and key"),
+    ],
+)
+def test_a_verifier_key_is_rejected_with_its_reason(vkey, reason):
+    """A person whose receipt fails is told why: each check its own reason, not a later one's."""
+    with pytest.raises(Rejected, match=re.escape(reason)):
+        Verifier.from_vkey(vkey)
+
+
+@pytest.mark.parametrize(
+    ("skey", "reason"),
+    [
+        ("PRIVATE+KEY+PeterNeumann+c74f20a3", "a signer key is PRIVATE+KEY+<name>+<key id>+<key>"),
+        ("PUBLIC+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz", "PRIVATE+KEY+<name>"),
+        (
+            "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDF",
+            "the signer key is not base64",
+        ),
+        ("PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUv", "is not an Ed25519 key"),
+        ("PRIVATE+KEY+PeterNeumann+c74f20a3+AoEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz", "is not an Ed25519 key"),
+        ("PRIVATE+KEY+PeterNeumann+c74f20a4+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz", "ID does not match"),
+        ("PRIVATE+KEY+Peter Neumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz", "a key name is not empty"),
+    ],
+)
+def test_a_signer_key_is_rejected_with_its_reason(skey, reason):
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        Signer.from_skey(skey)
 
 
 def test_generated_keys_round_trip():
