@@ -632,3 +632,36 @@ def test_plan_versions_may_be_not_counted_but_never_a_wrong_type():
     for wrong in (-1, 1.0, "3", True):
         with pytest.raises(ValueError):
             entry_for(SESSION_IDS[0], plan_versions=wrong)
+
+
+def test_command_line_help_and_misuse_say_what_to_give(tmp_path, capsys):
+    """`--help` names the command, what it checks and each option; misuse exits 2 saying why."""
+    with pytest.raises(SystemExit) as help_exit:
+        main(["--help"])
+    shown = capsys.readouterr().out
+    assert help_exit.value.code == 0
+    for text in (
+        "python -m sessions_app.receipts.verify",
+        "Check a deletion receipt offline, with the log's public key alone",
+        "the log's verifier key, <name>+<key id>+<key>; once for each key it had",
+        "the id of the session the receipt should name",
+        "check OLDER NEWER PROOF instead of a receipt",
+        "FILE",
+    ):
+        assert text in " ".join(shown.split()), text
+    receipt = tmp_path / "receipt"
+    receipt.write_bytes(b"\xff\xfe not UTF-8")
+    misuse = [
+        ([str(receipt)], "the following arguments are required: --key"),
+        (["--key", PETER_VKEY, str(receipt), str(receipt)], "give one receipt, or with --consistency an older"),
+        (["--key", PETER_VKEY, "--consistency", str(receipt)], "give one receipt, or with --consistency an older"),
+    ]
+    for argv, said in misuse:
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2 and said in capsys.readouterr().err
+    for argv, said in [
+        (["--key", PETER_VKEY, str(receipt)], "the receipt is not UTF-8 text"),
+        (["--key", PETER_VKEY, "--consistency", *[str(receipt)] * 3], "the older checkpoint is not UTF-8 text"),
+    ]:
+        assert main(argv) == 1 and said in capsys.readouterr().err
