@@ -109,6 +109,34 @@ def test_a_lock_whose_holder_cannot_be_checked_waits_for_the_timeout(holder_kind
     assert not turn_lock.lock_turn(session.pk, TURN_TIMEOUT)
 
 
+def test_a_row_lock_is_one_sessions_and_is_seen_until_freed(row_lock):
+    """The row lock as `turn_is_locked` sees it (the admin's "turn running"): the locked session's,
+    not its neighbour's; freed, not seen. (mutmut: the row path's filter dropped or inverted.)"""
+    locked, neighbour = make_session(owner_id="anon-locked"), make_session(owner_id="anon-neighbour")
+    assert not turn_lock.turn_is_locked(locked.pk)
+    assert turn_lock.lock_turn(locked.pk, TURN_TIMEOUT)
+    assert turn_lock.turn_is_locked(locked.pk) and not turn_lock.turn_is_locked(neighbour.pk)
+    assert not turn_lock.lock_turn(locked.pk, TURN_TIMEOUT) and turn_lock.lock_turn(neighbour.pk, TURN_TIMEOUT)
+    turn_lock.release_turn(locked.pk)
+    assert not turn_lock.turn_is_locked(locked.pk) and turn_lock.turn_is_locked(neighbour.pk)
+
+
+def test_a_row_lock_holder_names_its_kind_and_a_dead_process_is_not_alive(row_lock):
+    """`pid:<n>` on SQLite, checked with the process table; another kind, or one that cannot be
+    checked, counts as running."""
+    session = make_session()
+    assert turn_lock.lock_turn(session.pk, TURN_TIMEOUT)
+    holder = AgentSession.objects.get(pk=session.pk).turn_holder
+    if connection.vendor == "sqlite":
+        assert holder == f"pid:{os.getpid()}" and turn_lock.holder_is_alive(holder)
+        assert not turn_lock.holder_is_alive(f"pid:{_a_dead_process_id()}")
+        assert turn_lock.holder_is_alive(f"pg:{_a_dead_process_id()}")  # not this database's kind: cannot tell
+    else:
+        assert holder.startswith("pg:") and turn_lock.holder_is_alive(holder)
+        assert not turn_lock.holder_is_alive("pg:0")  # no such backend
+    assert turn_lock.holder_is_alive("unknown")
+
+
 @pytest.mark.sqlite_only  # a holder's process is checked on SQLite; PostgreSQL checks its connection
 def test_a_holder_of_another_user_counts_as_running(monkeypatch, row_lock):
     """Signalling another user's process is refused (EPERM): it exists, so its lock is kept."""
