@@ -27,7 +27,7 @@ from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
 from sessions_app.receipts.entry import DeletionEntry, session_digest
 from sessions_app.receipts.merkle import EMPTY_ROOT, MerkleTree, leaf_hash, node_hash
 from sessions_app.receipts.note import Signer, Verifier, open_note
-from sessions_app.receipts.receipt import Receipt, hashes_text
+from sessions_app.receipts.receipt import Receipt, hashes_text, parse_hashes
 from sessions_app.receipts.strict import Rejected
 from sessions_app.receipts.verify import main, verify_log_grew, verify_receipt
 
@@ -665,3 +665,33 @@ def test_command_line_help_and_misuse_say_what_to_give(tmp_path, capsys):
         (["--key", PETER_VKEY, "--consistency", *[str(receipt)] * 3], "the older checkpoint is not UTF-8 text"),
     ]:
         assert main(argv) == 1 and said in capsys.readouterr().err
+
+
+def _malformed_documents() -> list[tuple[str, object, str]]:
+    """(what is parsed, the text or bytes, the reason it is refused with)."""
+    leaf = entry_for("3b9f0c2e-5a1d-4c8e-9f6a-2d7b8e1c4a90").leaf_bytes()
+    extra, checkpoint = f"extra {base64.b64encode(leaf).decode()}", "origin\n1\nroot\n\n— sig\n"
+    head = "c2sp.org/tlog-proof@v1"
+    return [
+        ("receipt", f"{head}\n{extra}\nindex 0\n", "is not a c2sp.org/tlog-proof@v1 document"),
+        ("receipt", f"c2sp.org/tlog-proof@v2\n{extra}\nindex 0\n\n{checkpoint}", "is not a c2sp.org/tlog-proof@v1"),
+        ("receipt", f"{head}\n{extra}\n\n{checkpoint}", "has no `extra` line with the entry and `index` line"),
+        ("receipt", f"{head}\nindex 0\n{extra}\n\n{checkpoint}", "has no `extra` line with the entry and `index` line"),
+        ("receipt", f"{head}\n{extra}\nnumber 0\n\n{checkpoint}", "has no `extra` line with the entry"),
+        ("receipt", f"{head}\nextra not=base64\nindex 0\n\n{checkpoint}", "the receipt's entry is not base64"),
+        ("receipt", f"{head}\n{extra}\nindex 01\n\n{checkpoint}", "the receipt's index"),
+        ("receipt", f"{head}\n{extra}\nindex 0\nnot=base64\n\n{checkpoint}", "an inclusion proof hash is not"),
+        ("proof", "AAAA", "the consistency proof does not end in a newline"),
+        ("proof", "AAAA\nnot=base64\n", "a consistency proof hash is not base64"),
+        ("entry", leaf.replace(b'"v":1', b'"v":2'), "the entry is in format 2, this verifier reads 1"),
+        ("entry", leaf.replace(b'"trigger"', b'"trigga"'), "the entry is not a deletion-log entry ('trigger')"),
+        ("entry", leaf.replace(b'"v":1', b'"v":1 '), "the entry is not in its canonical encoding"),
+    ]
+
+
+@pytest.mark.parametrize(("kind", "document", "reason"), _malformed_documents())
+def test_a_malformed_receipt_proof_or_entry_is_refused_with_its_reason(kind, document, reason):
+    """What a person is told when the file they hold is not a receipt (mutmut: each check's reason)."""
+    parse = {"receipt": Receipt.parse, "proof": parse_hashes, "entry": DeletionEntry.from_leaf_bytes}[kind]
+    with pytest.raises(Rejected, match=re.escape(reason)):
+        parse(document)
