@@ -227,3 +227,32 @@ def test_a_failed_first_turn_still_names_its_provider(api, new_session, gemini):
     gemini.answer((400, {"error": {"code": 400, "message": "refused", "status": "INVALID_ARGUMENT"}}))
     assert _say(api, session_id, token).status_code == 502
     assert _metadata(api, session_id, token)["model_providers"] == ["gemini-api-unpaid"]
+
+
+@pytest.mark.parametrize(
+    ("description", "problem"),
+    [
+        ("not JSON", "it is not a JSON object"),
+        ("[]", "it is not a JSON object"),
+        (json.dumps({**CUSTOM, "name": "Example Cloud"}), "name must give a text in each of zh-hant, en"),
+        (json.dumps({**CUSTOM, "review": {"en": "x", "zh-hant": " "}}), "review must give a text in each of"),
+        (json.dumps({**CUSTOM, "terms_url": 7}), "terms_url must be the http(s) address of the provider's terms"),
+        (json.dumps({**CUSTOM, "terms_url": "ftp://example.org/terms"}), "terms_url must be the http(s) address"),
+    ],
+)
+def test_an_unusable_description_is_told_with_its_problem(environment, description, problem):
+    """The operator's E004 says what is wrong, in the words of the check that found it."""
+    environment(key=True, provider="example-cloud", description=description)
+    with translation.override("en"):
+        [error] = checks.run_checks(tags=["model_provider"])
+    assert error.id == "sessions_app.E004" and problem in error.msg
+
+
+@pytest.mark.parametrize(
+    ("lang", "told"), [("en", "English"), ("en-gb", "English"), ("zh-hant", "中文"), ("fr", "中文")]
+)
+def test_an_operators_text_is_read_in_the_language_or_its_base_or_the_default(settings, lang, told):
+    """`en-gb` reads the `en` text; a language the service does not speak, LANGUAGE_CODE's (zh-hant)."""
+    text = model_provider.InLanguages({"en": "English", "zh-hant": "中文"})
+    with translation.override(lang):
+        assert str(text) == told
