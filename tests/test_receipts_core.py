@@ -695,3 +695,41 @@ def test_a_malformed_receipt_proof_or_entry_is_refused_with_its_reason(kind, doc
     parse = {"receipt": Receipt.parse, "proof": parse_hashes, "entry": DeletionEntry.from_leaf_bytes}[kind]
     with pytest.raises(Rejected, match=re.escape(reason)):
         parse(document)
+
+
+def _tree(size: int) -> MerkleTree:
+    tree = MerkleTree()
+    for number in range(size):
+        tree.append(leaf_hash(f"entry {number}".encode()))
+    return tree
+
+
+def test_a_proof_that_fails_says_how():
+    """Each way an inclusion or consistency proof can fail has its own reason (mutmut: the reasons)."""
+    tree, leaf = _tree(7), leaf_hash(b"entry 2")
+    proof, root = tree.inclusion_proof(2, 7), tree.root(7)
+    inclusion = [
+        (proof + [proof[0]], root, "the inclusion proof has too many hashes"),
+        (proof[:-1], root, "the inclusion proof has too few hashes"),
+        (proof, tree.root(6), "the inclusion proof does not lead to the checkpoint's root"),
+        ([*proof[:-1], b"short"], root, "the inclusion proof holds a hash that is not 32 bytes"),
+    ]
+    for hashes, against, reason in inclusion:
+        with pytest.raises(Rejected, match=re.escape(reason)):
+            merkle.verify_inclusion(leaf, 2, 7, hashes, against)
+    grew = tree.consistency_proof(3, 7)
+    old, new = tree.root(3), tree.root(7)
+    consistency = [
+        (3, 7, grew + [grew[0]], old, new, "the consistency proof has too many hashes"),
+        (3, 7, grew[:-1], old, new, "the consistency proof has too few hashes"),
+        (3, 7, [], old, new, "the consistency proof is empty"),
+        (0, 7, grew, old, new, "an empty log proves nothing to be consistent with"),
+        (7, 3, grew, new, old, "the log shrank from 7 to 3 entries"),
+        (7, 7, [], old, new, "two different logs of 7 entries"),
+        (3, 7, grew, tree.root(2), new, "does not lead to the older checkpoint's root"),
+        (3, 7, grew, old, tree.root(6), "does not lead to the newer checkpoint's root"),
+        (3, 7, [b"short", *grew[1:]], old, new, "the consistency proof holds a hash that is not 32 bytes"),
+    ]
+    for old_size, size, hashes, old_root, new_root, reason in consistency:
+        with pytest.raises(Rejected, match=re.escape(reason)):
+            merkle.verify_consistency(old_size, size, hashes, old_root, new_root)
