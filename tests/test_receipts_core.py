@@ -733,3 +733,42 @@ def test_a_proof_that_fails_says_how():
     for old_size, size, hashes, old_root, new_root, reason in consistency:
         with pytest.raises(Rejected, match=re.escape(reason)):
             merkle.verify_consistency(old_size, size, hashes, old_root, new_root)
+
+
+def test_a_signed_note_or_checkpoint_that_fails_says_how():
+    """Each way a signed note or its checkpoint can fail has its own reason (mutmut: the reasons)."""
+    peter, sig = Verifier.from_vkey(PETER_VKEY), PETER_SIG
+    notes = [
+        (NOTE_TEXT + "\n" + sig.replace("\n", "\x07\n"), "the signed note holds a control character"),
+        (NOTE_TEXT + sig, "the signed note has no blank line before its signatures"),
+        (NOTE_TEXT + "\n" + sig[:-1], "the signed note's signatures do not end in a newline"),
+        (NOTE_TEXT + "\n" + sig * 101, "the signed note has too many signatures"),
+        (NOTE_TEXT + "\n" + ENOCH_SIG, "the note is not signed by the given key"),
+        (NOTE_TEXT + "\n" + sig.replace("— ", "- "), "a signature line does not start with an em dash and a space"),
+        (NOTE_TEXT + "\n" + sig.replace("PeterNeumann", "Peter+Neumann"), "a signature line's key name is not valid"),
+        (NOTE_TEXT + "\n— PeterNeumann AAAA\n", "a signature is too short"),
+        (NOTE_TEXT + "\n— PeterNeumann not=base64\n", "a signature is not base64"),
+        (NOTE_TEXT + "\n" + sig[:60] + "ABCD" + sig[64:], "the signature by PeterNeumann does not verify"),
+    ]
+    for note, reason in notes:
+        with pytest.raises(Rejected, match=re.escape(reason)):
+            open_note(note, [peter])
+    root = base64.b64encode(bytes(32)).decode()
+    checkpoints = [
+        (f"log\n1\n{root}", "the checkpoint text does not end in a newline"),
+        ("log\n1\n", "the checkpoint text is not an origin, a size and a root on non-empty lines"),
+        (f"log\n\n{root}\n", "the checkpoint text is not an origin, a size and a root on non-empty lines"),
+        ("log\n1\nnot=base64\n", "the checkpoint's root is not base64"),
+        ("log\n1\nAAAA\n", "the checkpoint's root is not 32 bytes"),
+        (f"log\n-1\n{root}\n", "the checkpoint's size"),
+    ]
+    for text, reason in checkpoints:
+        with pytest.raises(Rejected, match=re.escape(reason)):
+            Checkpoint.parse(text)
+    signer = Signer.generate("deletions.example/log")
+    other = Signer(signer.name.replace("log", "other"), bytes(32))
+    signed = signer.sign(f"deletions.example/other\n1\n{root}\n")
+    with pytest.raises(Rejected, match=re.escape("the checkpoint is for log 'deletions.example/other', not")):
+        open_checkpoint(signed, signer.verifier)
+    with pytest.raises(ValueError, match="the earlier keys of a log are named after it too"):
+        open_checkpoint(signed, signer.verifier, other.verifier)
