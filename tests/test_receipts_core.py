@@ -772,3 +772,15 @@ def test_a_signed_note_or_checkpoint_that_fails_says_how():
         open_checkpoint(signed, signer.verifier)
     with pytest.raises(ValueError, match="the earlier keys of a log are named after it too"):
         open_checkpoint(signed, signer.verifier, other.verifier)
+
+
+def test_the_log_grew_before_a_rotation_verifies_with_the_earlier_key_alone_given_too():
+    """Both checkpoints signed before the rotation (LOG's key); the current key is OTHER_LOG's:
+    each is opened with the earlier keys too, the newer one as well as the older (mutmut)."""
+    tree = MerkleTree(map(leaf_hash, LEAVES))
+    older, newer = signed_checkpoint(tree, 2).encode(), signed_checkpoint(tree).encode()
+    proof = hashes_text(tree.consistency_proof(2)).encode()
+    before, after = verify_log_grew(older, newer, proof, OTHER_LOG.verifier, [LOG.verifier])
+    assert (before.size, after.size) == (2, len(LEAVES))
+    with pytest.raises(Rejected, match="not signed by the given key"):
+        verify_log_grew(older, newer, proof, OTHER_LOG.verifier)
