@@ -120,6 +120,25 @@ def test_verify_after_a_key_rotation_checks_each_checkpoint_with_its_own_key(adm
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_replaced_key_signs_nothing_after_the_current_one(admin_client, settings):
+    """After a rotation, a checkpoint signed with the old key (a server left on it, or a leaked
+    key) fails the whole-log check. Seen failing with the order not enforced."""
+    old, new = log_key.signer(), Signer.generate(settings.DELETION_LOG_ORIGIN)
+    settings.DELETION_LOG_PREVIOUS_KEYS = old.verifier.vkey
+    for number, key in enumerate((old, new, old)):
+        settings.DELETION_LOG_SIGNING_KEY = key.skey
+        make_session(owner_id=f"anon-{number:032x}")
+        with transaction.atomic():
+            repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+        if number == 1:  # old, then new: a rotation, in order
+            assert "The deletion log verifies: 2 entries" in _html(admin_client.post(VERIFY, follow=True))
+    settings.DELETION_LOG_SIGNING_KEY = new.skey
+    html = _html(admin_client.post(VERIFY, follow=True))
+    assert "The deletion log does NOT verify" in html
+    assert "checkpoint 3 is signed with a replaced key after the current one" in html
+
+
+@pytest.mark.django_db(transaction=True)
 def test_the_page_says_when_another_servers_key_signed_the_latest_checkpoint(admin_client, settings):
     """Two servers given keys of their own each sign the log (docs/OPERATIONS.md asks for one key):
     the page says so where this server's keys did not sign the latest checkpoint. Seen failing with

@@ -243,12 +243,13 @@ def consistency_proof(old_size: int, size: int) -> str | None:
 
 def verify_whole_log(*verifiers: Verifier) -> int:
     """Recomputes the tree from every entry and checks each checkpoint's root, size and
-    signature (by any of `verifiers`; if none are given, by the current key or one it replaced,
-    log_key.verifiers(): after a rotation, the checkpoints signed before it verify with the old
-    key only), and that each entry's stored hash and session digest are its leaf's. Returns the
-    number of entries checked; raises LogBroken at the first disagreement. (For the admin.)"""
+    signature (by any of `verifiers`, the current one first; if none are given, by the current key
+    or one it replaced, log_key.verifiers(): after a rotation, the checkpoints signed before it
+    verify with the old key only, and none after it may), and that each entry's stored hash and
+    session digest are its leaf's. Returns the number of entries checked; raises LogBroken at the
+    first disagreement. (For the admin.)"""
     verifiers = verifiers or log_key.verifiers()
-    tree = MerkleTree()
+    tree, signed_by_current = MerkleTree(), False
     checkpoints = iter(DeletionLogCheckpoint.objects.order_by("size").values_list("size", "root", "signed"))
     pending = next(checkpoints, None)
     entries = DeletionLogEntry.objects.order_by("index").values_list("index", "session_digest", "leaf", "leaf_hash")
@@ -265,9 +266,17 @@ def verify_whole_log(*verifiers: Verifier) -> int:
         while pending is not None and pending[0] == len(tree):
             size, root, signed = pending
             try:
-                signed_checkpoint = open_checkpoint(signed, *verifiers)
-            except Rejected as error:
-                raise LogBroken(f"checkpoint {size} does not verify: {error}") from None
+                signed_checkpoint = open_checkpoint(signed, verifiers[0])
+                signed_by_current = True
+            except Rejected:
+                try:
+                    signed_checkpoint = open_checkpoint(signed, *verifiers)
+                except Rejected as error:
+                    raise LogBroken(f"checkpoint {size} does not verify: {error}") from None
+                # A replaced key signs nothing after the current one has: such a checkpoint is a
+                # server left on the old key, or a key that leaked and signs for someone else.
+                if signed_by_current:
+                    raise LogBroken(f"checkpoint {size} is signed with a replaced key after the current one") from None
             if (signed_checkpoint.size, signed_checkpoint.root) != (size, bytes(root)) or tree.root() != bytes(root):
                 raise LogBroken(f"checkpoint {size} does not match the entries")
             pending = next(checkpoints, None)
