@@ -112,14 +112,18 @@ def _plans_shown(client, session_id, token) -> int:
     return answer.json()["plan_versions"]
 
 
-def _with_two_plans(client) -> tuple[str, str]:
-    session_id, token = _started(client)
-    answer = client.post(
+def _say(client, session_id: str, token: str, message: str):
+    return client.post(
         f"/agent/sessions/{session_id}/messages",
-        {"message": "Focus on remote roles"},
+        {"message": message},
         content_type="application/json",
         headers={"X-Session-Token": token},
     )
+
+
+def _with_two_plans(client) -> tuple[str, str]:
+    session_id, token = _started(client)
+    answer = _say(client, session_id, token, "Focus on remote roles")
     assert answer.status_code == 200
     assert _plans_shown(client, session_id, token) == 2
     return session_id, token
@@ -149,12 +153,7 @@ def test_a_turn_whose_store_fails_leaves_the_plan_count_as_it_was(client, monkey
         raise RuntimeError("the turn's transaction fails after its writes")
 
     monkeypatch.setattr(TurnBuffer, "store_pending", store_then_fail)
-    failed = client.post(
-        f"/agent/sessions/{session_id}/messages",
-        {"message": "Focus on remote roles"},
-        content_type="application/json",
-        headers={"X-Session-Token": token},
-    )
+    failed = _say(client, session_id, token, "Focus on remote roles")
     assert failed.status_code == 500
     monkeypatch.setattr(TurnBuffer, "store_pending", real_store)
     stored = AgentSession.objects.get(session_id=session_id).plan_versions
