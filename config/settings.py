@@ -139,6 +139,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     # One test database per test process here too (two runs may share a server).
     DATABASES["default"]["TEST"] = {"NAME": f"test_sessions_{os.getpid()}"}
+    # A web server process serves hundreds of requests at once (ASGI): without a pool each
+    # would open a connection of its own, past PostgreSQL's max_connections. `manage.py serve`
+    # gives its web workers a pool of this many (a request that waits DATABASE_POOL_TIMEOUT_SECONDS
+    # for one is answered 503 `busy`); not the scheduler, whose forked workers must not share one.
+    if pool_size := int(os.environ.get("DATABASE_POOL_SIZE") or 0):
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": pool_size,
+            "timeout": float(os.environ.get("DATABASE_POOL_TIMEOUT_SECONDS") or 10),
+        }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -123,6 +123,16 @@ def django_db_modify_db_settings(_files_of_this_process, django_db_modify_db_set
     """pytest-django's seam for the test database's name: runs after the fixture above."""
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's test database, and before it is dropped this process's PostgreSQL presence
+    (the row locks' holder, infra/postgresql_presence.py), which would keep it in use."""
+    yield
+    from sessions_app.infra import postgresql_presence
+
+    postgresql_presence.close()
+
+
 @pytest.fixture(autouse=True)
 def _clear_cache():
     # Throttle counters live in the (file) cache; each test starts clean.

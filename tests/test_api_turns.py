@@ -201,6 +201,35 @@ def test_offline_model_end_to_end(api, new_session):
     assert AgentSession.objects.count() == 0 and SessionEvent.objects.count() == 0
 
 
+@pytest.mark.parametrize(
+    "language,detail",
+    [
+        ("zh-hant", "服務目前忙碌中，未處理這個請求。請稍後再試。"),
+        ("en", "The service is busy right now; nothing was done. Please try again soon."),
+    ],
+)
+def test_a_request_that_gets_no_database_connection_in_time_is_503_busy(language, detail):
+    """PostgreSQL's pool (DATABASE_POOL_SIZE a web process) lends none within its timeout: a bound
+    that says so, like the turns' one; any other database error stays a logged 500."""
+    from django.db import OperationalError
+    from django.utils import translation
+    from psycopg_pool import PoolTimeout
+
+    from sessions_app.api.errors import api_exception_handler
+
+    def answer(cause: Exception):
+        try:
+            raise OperationalError("no connection") from cause
+        except OperationalError as exc:
+            with translation.override(language):
+                return api_exception_handler(exc, {})
+
+    waited = answer(PoolTimeout("couldn't get a connection after 10.00 sec"))
+    assert waited.status_code == 503 and waited["Retry-After"] == "1"
+    assert waited.data == {"detail": detail, "code": "busy"}
+    assert answer(RuntimeError("something else")).status_code == 500
+
+
 def test_a_turn_beyond_the_processs_bound_is_503_busy_and_takes_nothing(api, new_session, settings):
     """AGENT_MAX_TURNS_IN_FLIGHT turns at once per process (tests/test_turns_in_flight.py holds 100
     at the model); one more is refused at once, not queued, and holds no lock and no slot."""

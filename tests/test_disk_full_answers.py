@@ -17,6 +17,7 @@ import sqlite3
 import psycopg
 import pytest
 from django.db import DatabaseError, connection, transaction
+from django.db.backends.signals import connection_created
 from django.test import RequestFactory
 from django.urls import reverse
 from django.utils import timezone
@@ -37,14 +38,24 @@ REFUSING_TABLES = ("sessions_app_agentsession", "sessions_app_sessionevent")
 @pytest.fixture
 def refuse_writes():
     """Returns a function that makes the database refuse new content with its own disk-full error."""
-    undo = []
+    undo, page_limit = [], []
+
+    def limit_new_connections(sender, connection, **kwargs) -> None:
+        # SQLite's limit is a connection's, a full disk everyone's: a turn opens a new connection
+        # to store itself (it gives its own back while the model thinks).
+        if page_limit and connection.vendor == "sqlite":
+            with connection.cursor() as cursor:
+                cursor.execute(f"PRAGMA max_page_count = {page_limit[0]}")
+
+    connection_created.connect(limit_new_connections)
 
     def refuse() -> None:
         with connection.cursor() as cursor:
             if connection.vendor == "sqlite":
                 cursor.execute("VACUUM")  # no free pages left inside the file
                 cursor.execute("PRAGMA page_count")
-                cursor.execute(f"PRAGMA max_page_count = {cursor.fetchone()[0]}")
+                page_limit[:] = [cursor.fetchone()[0]]
+                cursor.execute(f"PRAGMA max_page_count = {page_limit[0]}")
                 undo.append("PRAGMA max_page_count = 4294967294")
             else:
                 cursor.execute(
@@ -60,6 +71,7 @@ def refuse_writes():
                 undo.append("DROP FUNCTION test_disk_full() CASCADE")
 
     def allow() -> None:
+        page_limit.clear()
         with connection.cursor() as cursor:
             while undo:
                 cursor.execute(undo.pop())
@@ -67,6 +79,7 @@ def refuse_writes():
     refuse.allow = allow
     yield refuse
     allow()
+    connection_created.disconnect(limit_new_connections)
 
 
 def _disk_full_error() -> DatabaseError:

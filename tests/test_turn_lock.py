@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from sessions_app.infra import file_range_locks
+from sessions_app.infra import file_range_locks, postgresql_presence
 from sessions_app.models import AgentSession
 from sessions_app.storage import turn_lock
 from tests.factories import make_session
@@ -135,6 +135,20 @@ def test_a_row_lock_holder_names_its_kind_and_a_dead_process_is_not_alive(row_lo
         assert holder.startswith("pg:") and turn_lock.holder_is_alive(holder)
         assert not turn_lock.holder_is_alive("pg:0")  # no such backend
     assert turn_lock.holder_is_alive("unknown")
+
+
+@pytest.mark.postgres_only
+def test_a_process_names_one_presence_as_holder_and_opens_it_again_when_lost():
+    """A row lock names the process's presence connection, not the turn's (a turn gives its own
+    back while the model thinks); a presence the server ended is replaced, and its old name is
+    dead from then on."""
+    first = postgresql_presence.holder(connection)
+    connection.close()  # the turn's own connection goes; the holder stays
+    assert postgresql_presence.holder(connection) == first and turn_lock.holder_is_alive(first)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [int(first.split(":")[1])])
+    second = postgresql_presence.holder(connection)
+    assert second != first and turn_lock.holder_is_alive(second) and not turn_lock.holder_is_alive(first)
 
 
 @pytest.mark.sqlite_only  # a holder's process is checked on SQLite; PostgreSQL checks its connection

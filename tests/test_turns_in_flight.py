@@ -6,39 +6,46 @@ knows that all turns are waiting on the model at once when the double has receiv
 """
 
 import asyncio
+import contextlib
+import os
 import signal
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
+from django.db import connection
 
-from sessions_app.infra.supervisor import gunicorn_command
+from sessions_app.infra.supervisor import WEB_POOL_SIZE, gunicorn_command
 from tests.gemini_double import GeminiDouble
 from tests.privacy import fixture_resume
-from tests.test_servers import _free_port, launch, migrated_env, wait_until_serving
+from tests.test_servers import _free_port, launch, service_env, wait_until_serving
 from tests.waiting import wait_until_async
 
-pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 TURNS = 100
 
 
 @pytest.fixture
-def one_process(tmp_path):
-    """`make run`'s web server, one worker process, its model the double, at most TURNS turns."""
+def one_process(tmp_path, transactional_db):
+    """`make run`'s web server, one worker process, on this test's database (PostgreSQL's default
+    max_connections is 100: as many as the turns), its model the double, at most TURNS turns."""
     double = GeminiDouble().start()
-    env = migrated_env(
+    env = service_env(
         tmp_path,
+        DATABASE_POOL_SIZE=WEB_POOL_SIZE,
         GOOGLE_API_KEY="key-of-the-local-double",
         GOOGLE_GEMINI_BASE_URL=double.url,
         AGENT_MODEL_ATTEMPTS="1",
         AGENT_MAX_TURNS_IN_FLIGHT=str(TURNS),
         CLIENT_MESSAGE_RATE="100000/min",
         SESSION_MESSAGE_RATE="100000/min",
+        SESSION_CREATE_RATE="100000/hour",
     )
     port, log_path = _free_port(), tmp_path / "server.log"
     command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1)
     process, base = wait_until_serving(launch(command, env, log_path), command, log_path, port)
-    yield base, double, log_path
+    yield base, double, log_path, process.pid
     double.stop()
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=30)
@@ -49,8 +56,28 @@ def _create(client: httpx.Client) -> tuple[str, dict]:
     return f"/agent/sessions/{body['session_id']}/messages", {"X-Session-Token": body["token"]}
 
 
+def _database_connections(server_pid: int) -> int:
+    """Open connections to this test's database: on PostgreSQL all but the test's own, on SQLite
+    the database file's descriptors in the server's processes."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            return cursor.fetchone()[0]
+    database, count = os.path.realpath(connection.settings_dict["NAME"]), 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):  # a process that ended meanwhile
+            parent = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1]
+            if str(server_pid) in (pid, parent):  # gunicorn's master or a worker
+                links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+                count += links.count(database)
+    return count
+
+
 def test_a_hundred_turns_wait_on_the_model_at_once_and_the_next_is_told_to_come_back(one_process):
-    base, double, log_path = one_process
+    """...holding no database connection while they wait (PostgreSQL allows 100 by default)."""
+    base, double, log_path, server_pid = one_process
     with httpx.Client(base_url=base, timeout=30) as client:
         sessions = [_create(client) for _ in range(TURNS + 1)]
 
@@ -69,14 +96,17 @@ def test_a_hundred_turns_wait_on_the_model_at_once_and_the_next_is_told_to_come_
 
                 arrived = await wait_until_async(every_first_model_call_arrived, timeout=60, interval=0.01)
                 assert arrived, (len(double.requests), log_path.read_text())
+                connections_held = await asyncio.to_thread(_database_connections, server_pid)
                 page = await client.get("/", timeout=10)  # while all of them wait
                 url, headers = sessions[TURNS]
                 beyond = await client.post(url, json={"message": "Plan please"}, headers=headers, timeout=10)
                 hold.release()
                 answered = await asyncio.gather(*turns)
-        return [response.status_code for response in answered], page, beyond
+        return [response.status_code for response in answered], page, beyond, connections_held
 
-    statuses, page, beyond = asyncio.run(run())
+    statuses, page, beyond, connections_held = asyncio.run(run())
+    # The pool's, the process's presence (storage/turn_lock.py) and the test's other thread's.
+    assert connections_held <= int(WEB_POOL_SIZE) + 2
     assert len(double.requests) >= TURNS and page.status_code == 200
     assert beyond.status_code == 503 and beyond.headers["Retry-After"] == "1"
     assert beyond.json()["code"] == "busy"

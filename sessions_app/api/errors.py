@@ -7,11 +7,12 @@ import traceback
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import DatabaseError
+from django.db import DatabaseError, OperationalError
 from django.http import Http404, HttpResponse
 from django.utils.cache import patch_cache_control
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
+from psycopg_pool import PoolTimeout
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -156,6 +157,12 @@ def error_answer(exc: Exception) -> tuple[int, dict]:
     return response.status_code, dict(response.data)
 
 
+def _busy(detail: str) -> Response:
+    response = Response({"detail": detail, "code": "busy"}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    response["Retry-After"] = str(TurnsBusy.retry_after)
+    return response
+
+
 def _answer(exc, context) -> Response | None:
     """The answer to `exc` (status, JSON body, headers); None: Django's debug page (DEBUG)."""
     if isinstance(exc, InsufficientStorage):
@@ -178,17 +185,11 @@ def _answer(exc, context) -> Response | None:
             status=status.HTTP_409_CONFLICT,
         )
     if isinstance(exc, TurnsBusy):
-        response = Response(
-            {
-                "detail": _(
-                    "The service is answering as many messages as it can right now. Please send it again soon."
-                ),
-                "code": "busy",
-            },
-            status=status.HTTP_503_SERVICE_UNAVAILABLE,
-        )
-        response["Retry-After"] = str(exc.retry_after)
-        return response
+        return _busy(_("The service is answering as many messages as it can right now. Please send it again soon."))
+    if isinstance(exc, OperationalError) and isinstance(exc.__cause__, PoolTimeout):
+        # Every connection of the process's pool in use for the pool's timeout (PostgreSQL): a bound,
+        # not an error of ours.
+        return _busy(_("The service is busy right now; nothing was done. Please try again soon."))
     if isinstance(exc, SessionLimitReached):
         code, message = _SESSION_LIMIT_ANSWERS[exc.limit]
         return Response({"detail": _(message), "code": code}, status=status.HTTP_409_CONFLICT)

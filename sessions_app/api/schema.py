@@ -11,7 +11,13 @@ from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
-from sessions_app.api.serializers import BLANK_TEXT, NUL_CHARACTER, ErrorResponse, StorageFullResponse
+from sessions_app.api.serializers import (
+    BLANK_TEXT,
+    NUL_CHARACTER,
+    ErrorResponse,
+    ServerBusyResponse,
+    StorageFullResponse,
+)
 from sessions_app.security.tokens import TOKEN_HEADER
 
 
@@ -85,9 +91,15 @@ INSUFFICIENT_STORAGE = OpenApiResponse(
     " Deleting a session is never refused for lack of space.",
 )
 
+# Any operation, when the server's database connections are all in use (PostgreSQL's pool).
+SERVER_BUSY = OpenApiResponse(
+    ServerBusyResponse,
+    description="Every database connection of this server is in use (`busy`): nothing was done; see Retry-After",
+)
+
 # What every operation that names a session may answer besides its own result.
-SESSION_PARAMETERS = [TOKEN_PARAMETER, WWW_AUTHENTICATE]
-SESSION_ERRORS = {401: NO_TOKEN, 404: NOT_FOUND, 406: NOT_ACCEPTABLE, 507: INSUFFICIENT_STORAGE}
+SESSION_PARAMETERS = [TOKEN_PARAMETER, WWW_AUTHENTICATE, RETRY_AFTER]
+SESSION_ERRORS = {401: NO_TOKEN, 404: NOT_FOUND, 406: NOT_ACCEPTABLE, 503: SERVER_BUSY, 507: INSUFFICIENT_STORAGE}
 # ...and every operation that reads a JSON body.
 BODY_ERRORS = {406: NOT_ACCEPTABLE, 413: BODY_TOO_LARGE, 415: NOT_JSON}
 

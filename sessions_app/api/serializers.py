@@ -254,6 +254,14 @@ class TurnUnavailableResponse(ErrorResponse):
     )
 
 
+class ServerBusyResponse(ErrorResponse):
+    code = serializers.ChoiceField(
+        choices=["busy"],
+        help_text="Every database connection of this server process is in use (DATABASE_POOL_SIZE on PostgreSQL):"
+        " nothing was done; send it again after Retry-After.",
+    )
+
+
 class StorageFullResponse(ErrorResponse):
     code = serializers.ChoiceField(
         choices=["storage_low", "storage_full"],

@@ -28,6 +28,7 @@ from sessions_app.api.schema import (
     INSUFFICIENT_STORAGE,
     RECEIPT_HEADER,
     RETRY_AFTER,
+    SERVER_BUSY,
     SESSION_ERRORS,
     SESSION_PARAMETERS,
     STREAMED_TURN,
@@ -92,6 +93,7 @@ class SessionCreateView(APIView):
             400: OpenApiResponse(CreateSessionErrors, description="Invalid input"),
             **BODY_ERRORS,
             429: THROTTLED,
+            503: SERVER_BUSY,
             507: INSUFFICIENT_STORAGE,
         },
         summary="Start a session with a resume; returns the session token once",
@@ -237,7 +239,7 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
     @extend_schema(
         request=MessageRequest,
         examples=[OpenApiExample("A message", value={"message": "Please draft my job-search plan"}, request_only=True)],
-        parameters=[*SESSION_PARAMETERS, RETRY_AFTER],
+        parameters=SESSION_PARAMETERS,
         responses={**json_only(MESSAGE_ANSWERS), (200, "text/event-stream"): STREAMED_TURN},
         summary="Send a message; the agent answers (as one JSON answer, or streamed with Accept: text/event-stream)",
     )

@@ -13,6 +13,7 @@ gunicorn's master.
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -25,6 +26,15 @@ DEFAULT_WORKERS = 2
 # (the API refuses it, 401, but the line was written first).
 ACCESS_LOG_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
 STOP_SIGNALS = {"web": signal.SIGTERM, "scheduler": signal.SIGINT}
+# PostgreSQL connections each web worker keeps in its pool (config/settings.py), unless the
+# environment says: 2 workers x 10 leave room under PostgreSQL's default max_connections (100)
+# for the scheduler and a second server. Not the scheduler's: its forked workers must not share one.
+WEB_POOL_SIZE = "10"
+
+
+def web_environment() -> dict:
+    """The web server's environment: this one, with a pool size where it names none."""
+    return {"DATABASE_POOL_SIZE": WEB_POOL_SIZE, **os.environ}
 
 
 def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS) -> list[str]:
@@ -80,7 +90,7 @@ def supervise(python: str, bind: str, workers: int) -> int:
         print(f"{bind} is in use already (another `make run`?): not starting", file=sys.stderr, flush=True)
         return 1
     children = {
-        "web": subprocess.Popen(gunicorn_command(python, bind, workers), start_new_session=True),
+        "web": subprocess.Popen(gunicorn_command(python, bind, workers), env=web_environment(), start_new_session=True),
         "scheduler": subprocess.Popen(scheduler_command(python), start_new_session=True),
     }
     stopping = False

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import connections
 from django.views.decorators.debug import sensitive_variables
 from google.adk.agents import LlmAgent
 from google.adk.agents.invocation_context import LlmCallsLimitExceededError
@@ -325,7 +326,19 @@ def start_turn(
             turn_lock.release_turn(session.pk)
             turns_in_flight.release()
             raise
-    return StartedTurn(runner, session, message, report)
+    turn = StartedTurn(runner, session, message, report)
+    _give_back_database_connections()
+    return turn
+
+
+def _give_back_database_connections() -> None:
+    """The model thinks for seconds: meanwhile the turn holds no database connection (keeping
+    one, a server's turns in flight were bounded by PostgreSQL's max_connections: 500s at 100
+    turns). Its lock is the process's, not the connection's (storage/turn_lock.py). Not inside
+    a transaction (a test's)."""
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close()
 
 
 @sensitive_variables()

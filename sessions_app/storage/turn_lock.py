@@ -10,9 +10,10 @@ A lock dies with its holder: a server killed mid-turn (kill -9) leaves no sessio
   eight write transactions were this lock's).
 - **PostgreSQL** (several servers), or SQLite where the system has no such locks: the session's
   row (`turn_started_at`, `turn_holder`), taken with one `UPDATE ... WHERE free`. The holder is
-  the database connection of the turn on PostgreSQL (a killed server's backends leave
-  pg_stat_activity at once) and the process on SQLite; a holder that cannot be checked keeps
-  the lock until the turn timeout and a margin have passed.
+  the process: on PostgreSQL its presence connection (infra/postgresql_presence.py: a killed
+  server's backends leave pg_stat_activity at once; the turn's own connection is given back
+  while the model thinks), on SQLite its pid; a holder that cannot be checked keeps the lock
+  until the turn timeout and a margin have passed.
 
 A turn that is stored frees its lock as its write transaction commits (`storing_then_releasing`;
 the row lock's release is part of that transaction), so no other turn starts before the writes
@@ -31,7 +32,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from sessions_app.infra import file_range_locks
+from sessions_app.infra import file_range_locks, postgresql_presence
 from sessions_app.models import AgentSession
 
 LOCK_FILE_SUFFIX = "-turns"  # beside the database file: "<name>-turns", empty
@@ -98,19 +99,15 @@ def _stale_lock_cutoff(turn_timeout_seconds: float) -> dt.datetime:
     return timezone.now() - dt.timedelta(seconds=turn_timeout_seconds + 30)
 
 
-# Who holds a row lock: the backend's pid and start time on PostgreSQL, the process on SQLite.
-# A pid used again by a new process looks alive: that lock waits for the cutoff, as an unknown
-# holder's does.
-POSTGRESQL_HOLDER = "'pg:' || pid || ':' || extract(epoch from backend_start)"
-THIS_CONNECTION = f"SELECT {POSTGRESQL_HOLDER} FROM pg_stat_activity WHERE pid = pg_backend_pid()"
-LIVE_CONNECTION = f"SELECT 1 FROM pg_stat_activity WHERE {POSTGRESQL_HOLDER} = %s"
+# Who holds a row lock: the process, named on PostgreSQL by its presence connection's backend
+# (pid and start time), on SQLite by its pid. A pid used again by a new process looks alive: that
+# lock waits for the cutoff, as an unknown holder's does.
+LIVE_CONNECTION = f"SELECT 1 FROM pg_stat_activity WHERE {postgresql_presence.HOLDER} = %s"
 
 
 def _this_holder(connection) -> str:
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(THIS_CONNECTION)
-            return cursor.fetchone()[0]
+        return postgresql_presence.holder(connection)
     return f"pid:{os.getpid()}"
 
 
