@@ -56,7 +56,7 @@ def _serve(tmp_path: Path, command_for):
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    """gunicorn as `make run` starts it (its ASGI worker, 2 processes)."""
+    """gunicorn as `make run` starts it (its ASGI worker, 4 processes)."""
     process, served = _serve(tmp_path_factory.mktemp("app"), lambda bind: gunicorn_command(sys.executable, bind))
     yield served
     process.terminate()
