@@ -180,3 +180,33 @@ def test_web_and_scheduler_share_sqlite_and_stop_together(served):
     everything = log_path.read_bytes()
     assert [form for form, data in encodings(query_token).items() if data in everything] == []
     assert b"GET /agent/sessions/anon-x " in everything  # the access log is there, path only
+
+
+def test_make_run_gives_its_web_workers_a_pool_and_its_scheduler_none(monkeypatch):
+    """On PostgreSQL each web worker serves hundreds of requests at once: without DATABASE_POOL_SIZE
+    a burst opens a connection each, past max_connections. The scheduler forks its workers and must
+    not share one. An operator's own size is kept."""
+    from sessions_app.infra import supervisor
+
+    environments = {}
+
+    class Child:  # subprocess.Popen's part that supervise() uses, ending at once
+        def __init__(self, command, env=None, **kwargs):
+            environments["web" if "gunicorn" in command else "scheduler"] = os.environ if env is None else env
+
+        def poll(self):
+            return 0
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(supervisor.subprocess, "Popen", Child)
+    monkeypatch.setattr(supervisor, "address_taken", lambda bind: False)
+    monkeypatch.setattr(supervisor.signal, "signal", lambda *args: None)
+    monkeypatch.delenv("DATABASE_POOL_SIZE", raising=False)
+    supervisor.supervise(sys.executable, "127.0.0.1:1", supervisor.DEFAULT_WORKERS)
+    assert environments["web"]["DATABASE_POOL_SIZE"] == supervisor.WEB_POOL_SIZE
+    assert "DATABASE_POOL_SIZE" not in environments["scheduler"]
+    monkeypatch.setenv("DATABASE_POOL_SIZE", "3")
+    supervisor.supervise(sys.executable, "127.0.0.1:1", supervisor.DEFAULT_WORKERS)
+    assert environments["web"]["DATABASE_POOL_SIZE"] == "3"
