@@ -18,6 +18,7 @@ from asgiref.sync import async_to_sync
 from django.db import connection
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
+from google.adk.sessions import Session
 
 from agent import APP_NAME
 from sessions_app import selectors
@@ -340,3 +341,50 @@ def test_the_store_reads_and_writes_content_only_with_a_token():
     # Deleting needs no key, as the purge and the admin need none.
     async_to_sync(service.delete_session)(app_name=APP, user_id=USER, session_id=session.id)
     assert AgentSession.objects.count() == 0
+
+
+# --- one owner, several sessions: each value is bound to its own session -------------------
+
+
+def _same_owner_sessions_with_one_event_each(service, token: str) -> tuple[Session, Session]:
+    """Two sessions of ONE owner under ONE token (ADK's service allows it, the API does not), each
+    at revision 1 with one event, so a state or an event copied from one to the other sits at the
+    very place (revision, sequence number, event id, time) it was sealed for."""
+    sessions = []
+    with token_context(token):
+        for label in ("first", "second"):
+            session = async_to_sync(service.create_session)(app_name=APP, user_id=USER, state={"note": label})
+            event = Event(author="user", invocation_id=f"inv-{label}", timestamp=1_700_000_000.0)
+            async_to_sync(service.append_event)(session, event)
+            sessions.append(session)
+    return tuple(sessions)
+
+
+def _copy_state(source: str, target: str) -> None:
+    AgentSession.objects.filter(session_id=target).update(state=AgentSession.objects.get(session_id=source).state)
+
+
+def _copy_event(source: str, target: str) -> None:
+    theirs = _events(source)[0]
+    SessionEvent.objects.filter(pk=_events(target)[0].pk).update(
+        event_id=theirs.event_id, timestamp=theirs.timestamp, event_data=theirs.event_data
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("copy", [_copy_state, _copy_event], ids=["state", "event"])
+def test_a_value_copied_between_two_sessions_of_one_owner_does_not_open(copy):
+    """The sealing scope names the session id (issue 39, finding 12): one owner's token derives a
+    key per session, so the same token cannot open one session's value in another. Seen failing
+    with the id dropped from SessionSealer's scope (the copied value then opened as the second
+    session's)."""
+    service, token = DjangoSessionService(), "one-owner-two-sessions-token"
+    first, second = _same_owner_sessions_with_one_event_each(service, token)
+    copy(first.id, second.id)
+
+    with token_context(token):
+        assert async_to_sync(service.get_session)(app_name=APP, user_id=USER, session_id=first.id).state["note"] == (
+            "first"
+        )
+        with pytest.raises(sealing.IntegrityCheckFailed):
+            async_to_sync(service.get_session)(app_name=APP, user_id=USER, session_id=second.id)
