@@ -36,8 +36,19 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from agent import provenance
 from agent.screening import flagged_lines, held_lines
-from agent.text import BULLET_RE, CJK_RE, DOMAIN_RE, EMAIL_RE, LINK_RE, long_numbers, reading, script_weights
+from agent.text import (
+    BULLET_RE,
+    CJK_RE,
+    DOMAIN_RE,
+    EMAIL_RE,
+    LINK_RE,
+    long_numbers,
+    reading,
+    reading_lines,
+    script_weights,
+)
 
 RUN_MIN_CHARS = 16
 RUN_MIN_CHARS_CJK = 6
@@ -61,11 +72,6 @@ _ITEM_RES = (LINK_RE, EMAIL_RE, DOMAIN_RE, _CODE_RE)  # links, e-mail addresses,
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
 
-def _items(text: str) -> set[str]:
-    """Links, e-mail addresses, domains, codes and long numbers (by their digits)."""
-    return {match.rstrip(".,;:") for pattern in _ITEM_RES for match in pattern.findall(text)} | long_numbers(text)
-
-
 def _has_item(text: str) -> bool:
     return bool(_items(text))
 
@@ -84,19 +90,48 @@ def _windows(text: str) -> set[str]:
     return runs
 
 
+# Requests for money: a reply, a plan or a tool's arguments name none unless the person did.
+_MONEY_RE = re.compile(
+    r"\b(?:wire|bank|money)\s+transfer|\bgift\s*cards?\b|\bbitcoin\b|\bbtc\b|\busdt\b|\bcrypto(?:currency)?\s+wallet"
+    r"|\bwestern\s+union\b|\bmoneygram\b|\b(?:processing|registration|application|placement|admin(?:istration)?|"
+    r"service|verification|handling)\s+fees?\b|\bpay\s+(?:a|the)\s+(?:fee|deposit)|\bdeposit\s+(?:of|to)\b"
+    r"|匯款|汇款|轉帳|转账|轉賬|禮物卡|礼物卡|點數卡|点数卡|遊戲點數|游戏点数|比特幣|比特币|虛擬貨幣|虚拟货币|保證金|保证金"
+    r"|手續費|手续费|報名費|报名费|註冊費|注册费|服務費|服务费|押金|訂金|订金"
+)
+
+
+def _items(text: str) -> set[str]:
+    """Links, e-mail addresses, domains, codes, long numbers (by their digits) and requests for money."""
+    found = {match.rstrip(".,;:") for pattern in _ITEM_RES for match in pattern.findall(text)} | long_numbers(text)
+    return found | {"money:" + match for match in _MONEY_RE.findall(text)}
+
+
+def _ordinary_codes(text: str) -> set[str]:
+    """The codes of a content line that name what a resume states (python3, 2019-present)."""
+    return {code for code in _CODE_RE.findall(text) if not provenance.is_reference_code(code)}
+
+
 @dataclass(frozen=True)
 class Taint:
-    """What may not leave flagged lines: their items and runs of wording, minus what is clean.
+    """What may not reach a reply, a plan or a tool's arguments; it fails closed (issue 40).
 
-    Both are sets of strings looked up in a hash, so checking a text costs time linear in its
-    length whatever the flagged lines hold. (difflib's matching blocks took 346 s to compare a
-    4,000-character answer with a flagged line of 4,000 `a`s: cubic in the lengths.)"""
+    * an item (link, address, code, phone or account number, request for money) that the person did
+      not write in a message and that is not in one of the resume's contact lines: whether it sits
+      in a line that looked like an attack, in one that did not, or nowhere in the input (a decoded
+      code);
+    * a run of wording from a resume line that does not positively read as the resume's own
+      (agent/provenance.py: not a contact line nor a content line), found in no such line and in no
+      message; and such a line repeated whole.
 
-    flagged: tuple[str, ...]  # normalised flagged lines
-    items: frozenset[str]  # links, addresses and codes found only in flagged lines
-    runs: frozenset[str]  # runs of flagged wording found in no clean line or message
-    # Held lines themselves, bullet-less: one repeated whole never passes, even when every run of
-    # its wording also appears in a clean line (a forged turn that quotes the resume).
+    All sets of strings looked up in a hash, so checking a text costs time linear in its length
+    whatever the resume holds. (difflib's matching blocks took 346 s to compare a 4,000-character
+    answer with a flagged line of 4,000 `a`s: cubic in the lengths.)"""
+
+    untrusted: tuple[str, ...]  # normalised lines that are neither contact nor content lines
+    vouched: frozenset[str]  # the items a text may hold
+    runs: frozenset[str]  # runs of untrusted wording found in no trusted line or message
+    # Untrusted lines themselves, bullet-less: one repeated whole never passes, even when every run
+    # of its wording also appears in a trusted line (a forged turn that quotes the resume).
     whole: frozenset[str] = frozenset()
 
     @classmethod
@@ -105,31 +140,39 @@ class Taint:
         resume = str(state.get("resume_text") or "").strip("\n")
         # Not the screen's word alone: a line that reads as an instruction is held back too.
         flags = list(state.get("suspicious_flags") or [])
-        flagged, reads = held_lines(resume, flagged_lines(resume, flags), _has_item)
-        if not flagged:
-            return cls((), frozenset(), frozenset())
-        flagged_set = set(flagged)
-        clean = [read for line, read in reads.items() if line not in flagged_set] + [reading(m) for m in messages]
-        norm_flagged = tuple(reads.get(line) or reading(line) for line in flagged)
-        clean_items = {item for text in clean for item in _items(text)}
-        items = {item for line in norm_flagged for item in _items(line)} - clean_items
-        runs = set().union(*map(_windows, norm_flagged)) - set().union(*map(_windows, clean))
-        whole = {_bare(line) for line in norm_flagged} - {_bare(text) for text in clean}
+        held, reads = held_lines(resume, flagged_lines(resume, flags), _has_item)
+        lines = list(reads)
+        classes = provenance.classify(lines, [reads[line] for line in lines], set(held))
+        said = [reading(message) for message in messages]
+        by_kind = list(zip(lines, classes, strict=True))
+        trusted = [reads[line] for line, kind in by_kind if kind != provenance.UNTRUSTED]
+        untrusted = tuple(reads[line] for line, kind in by_kind if kind == provenance.UNTRUSTED)
+        vouched = {item for text in said for item in _items(text)}
+        for line, kind in by_kind:
+            if kind == provenance.CONTACT:
+                vouched |= _items(reads[line])
+            elif kind == provenance.CONTENT:
+                vouched |= _ordinary_codes(reads[line])
+        clean = trusted + said
+        runs = set().union(*map(_windows, untrusted)) - set().union(*map(_windows, clean))
+        whole = {_bare(line) for line in untrusted} - {_bare(text) for text in clean}
         return cls(
-            norm_flagged, frozenset(items), frozenset(runs), frozenset(w for w in whole if len(w) >= WHOLE_MIN_CHARS)
+            untrusted, frozenset(vouched), frozenset(runs), frozenset(w for w in whole if len(w) >= WHOLE_MIN_CHARS)
         )
 
-    def __bool__(self) -> bool:
-        return bool(self.flagged)
+    def unvouched(self, text: Any) -> set[str]:
+        """The items of `text` that neither the person nor a contact line vouched for, line by line
+        (a year at one line's end and a step's number on the next are no phone number)."""
+        return {item for line in reading_lines(str(text or "").splitlines()) for item in _items(line)} - self.vouched
 
     def hits(self, text: Any) -> bool:
-        """Does `text` carry a flagged line's item or a run of its wording found nowhere clean?"""
+        """Does `text` hold an item nobody vouched for, or a run of untrusted wording?"""
         norm = reading(text)
-        if not self or not norm:
+        if not norm:
             return False
-        if not (self.items.isdisjoint(_items(norm)) and self.runs.isdisjoint(_windows(norm))):
+        if self.unvouched(text) or not self.runs.isdisjoint(_windows(norm)):
             return True
-        return any(_bare(reading(line)) in self.whole for line in str(text).splitlines())
+        return bool(self.whole) and any(_bare(reading(line)) in self.whole for line in str(text).splitlines())
 
 
 def _messages(callback_context: CallbackContext) -> list[str]:
@@ -187,8 +230,6 @@ def guard_model_response(callback_context: CallbackContext, llm_response: LlmRes
     if content is None or not content.parts:
         return None
     taint = taint_of(callback_context)
-    if not taint:
-        return None
     parts, changed, dropped_text = [], False, False
     for part in content.parts:
         if part.text and not part.thought:

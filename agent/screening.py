@@ -17,6 +17,10 @@ service translates for the person:
   split           an instruction split across two adjacent lines
   disguised       a word that mixes Latin with Greek or Cyrillic look-alikes, in a line that
                   directs or addresses someone
+  hidden          characters no resume needs: tag characters (invisible ASCII), bidi overrides
+                  and isolates, private use (agent/decoding.py)
+  encoded         a line that reads as an instruction once decoded: base64, ROT13, reversed,
+                  letters spaced out, tag characters
 
 How a line is read: `agent.text.reading` (NFKC, case-folded: full-width letters and
 punctuation become ASCII; invisible characters and combining marks dropped, look-alike letters
@@ -35,6 +39,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
+from agent import decoding
 from agent.text import BULLET_RE, EMAIL_RE, URL_RE, long_numbers, mixed_script_words, reading, reading_lines
 
 KINDS = (
@@ -49,6 +54,8 @@ KINDS = (
     "addressed",
     "split",
     "disguised",
+    "hidden",
+    "encoded",
 )
 SOURCE = "screen"
 MODEL_FLAG_KIND = "model"  # the kind of a flag the model raised (flag_suspicious_text)
@@ -331,6 +338,47 @@ def _is_addressed(text: str) -> bool:
     return bool(_ADDRESSEE_RE.search(text))
 
 
+# Words by which a line speaks to whoever reads or handles it, with no word for an AI needed: a
+# request ("please", "must", 請, 務必), a reader or a process named ("whoever processes this file",
+# "the reader", 閱讀本履歷者), an official notice's register (主旨／說明／依規定), a note to someone.
+# Never a flag on its own: a line that says any of it is only not quoted by the guards
+# (agent/provenance.py), which fail closed on what they cannot positively read as a resume's own.
+_REQUEST_RE = re.compile(
+    rf"\b(?:please|kindly|must|shall|make\s+sure|be\s+sure\s+to|remember\s+to|do\s+not|don'?t)\b"
+    rf"|\b(?:should|needs?\s+to|(?:is|are)\s+required\s+to)\s+(?:be\s+)?(?:{_EN_IMPERATIVES}|contact|reach|email|call)\b"
+    rf"|\b(?:and|then|first|now|also|next)\s*,?\s+(?:{_EN_IMPERATIVES}|contact|reach\s+out)\b"
+    r"|請|请|務必|务必|必須|必须|一定要|依規定|依规定|依照規定|應即|应即|應於|应于|不得|切勿|敬請|敬请|煩請|烦请|惠請|须|須於"
+)
+_READER_RE = re.compile(
+    r"\b(?:the|dear|any|every|to\s+the)\s+readers?\b|\bwhoever\b|\bwho(?:ever)?\s+(?:reads|processes|handles|parses)\b"
+    r"|\b(?:process(?:es|ing)?|pars(?:es|ing)|handl(?:es|ing)|read(?:s|ing)?)\s+(?:this|the)\s+(?:file|document|resume|cv|text|page|record)\b"
+    r"|\b(?:operator|processor|pipeline|parser|screener|reviewer|recruiter|hr)s?\s*(?:note|notice|instructions?|memo)\b"
+    r"|\b(?:note|notice|memo|instructions?)\s+(?:to|for)\s+(?:the\s+)?(?:operator|processor|pipeline|reviewer|recruiter|reader)s?\b"
+    r"|\bend\s+of\s+(?:resume|cv|document|file)\b"
+    r"|讀者|读者|閱讀者|阅读者|閱讀本|阅读本|處理本|处理本|本文件|本檔案|本档案|此檔案|此档案|收到本|承辦人|承办人|主旨|說明\s*[:：]|说明\s*[:：]"
+    r"|鈞鑒|钧鉴|敬啟者|敬启者|台端|貴單位|贵单位|履歷結束|履历结束|以下為|以下为"
+)
+_NOTE_LABEL_RE = re.compile(
+    r"^(?:note|nb|n\.b\.|ps|p\.s\.|reminder|notice|important|attention|warning|update|memo|instructions?"
+    r"|備註|备注|附註|附注|注意|提醒|重要|通知|公告|說明|说明|主旨|更新)\s*[:：!！]"
+)
+
+
+def speaks_to_someone(text: str) -> bool:
+    """Does `text` (read, bullet-less) speak to whoever reads or handles it: an imperative that opens
+    it, a request, "you", an addressee, a reader or a process named, a note's label?"""
+    opens = not _LABEL_LINE_RE.match(text) and bool(_LEADING_DIRECTIVE_RE.search(text))
+    opens = opens and not _PAST_OR_IMPERATIVE_RE.search(text)
+    return bool(
+        opens
+        or _SECOND_PERSON_RE.search(text)
+        or _REQUEST_RE.search(text)
+        or _READER_RE.search(text)
+        or _NOTE_LABEL_RE.match(text)
+        or _is_addressed(text)
+    )
+
+
 # Quoted text is a mention ("built a filter for 'ignore previous instructions' attacks"),
 # except for the kinds whose payload is usually quoted (a JSON tool-call blob).
 # A quote's body never holds its own opener: from each of `““““…` the scan stops at the next
@@ -477,7 +525,20 @@ def screen(resume: str) -> list[Finding]:
             kinds[b] = "split"  # a flagged line that runs on into the next
         elif b in kinds and not _OPEN_END_RE.search(ra.text) and ra.addressed:
             kinds[a] = "split"  # an address that runs on into a flagged line
+    for i in content:
+        if i not in kinds:
+            kind = _hidden_kind(lines[i])
+            if kind:
+                kinds[i] = kind
     return [Finding(i, lines[i].strip(), kinds[i]) for i in sorted(kinds)]
+
+
+def _hidden_kind(line: str) -> str | None:
+    """ "hidden" for characters no resume needs; "encoded" for a line whose decoded reading is an
+    instruction (each reading screened as a line is: a constant number of passes over it)."""
+    if decoding.hidden_signals(line):
+        return "hidden"
+    return "encoded" if any(_read(form).kind for form in decoding.decoded_forms(line)) else None
 
 
 def _has_contact(text: str) -> bool:

@@ -49,6 +49,8 @@ FLAG_LABELS = {
     "addressed": _("An instruction addressed to an AI"),
     "split": _("Part of an instruction split across lines"),
     "disguised": _("An instruction disguised with look-alike letters"),
+    "hidden": _("Characters no resume needs: invisible tags, text-direction overrides or private-use characters"),
+    "encoded": _("An instruction hidden in encoded text (base64, ROT13, reversed or spaced-out letters)"),
     MODEL_FLAG_KIND: _("The agent found this line tries to instruct it"),
 }
 

@@ -1,0 +1,84 @@
+"""Text no resume needs, and what it says once decoded (issue 40, point 2).
+
+A resume has no use for Unicode tag characters (U+E0000 block: invisible ASCII), bidi overrides
+and isolates, or private-use characters; each is a signal in itself. And an instruction can be
+written so that no one reads it as text until it is decoded: base64, ROT13, reversed, its letters
+spaced out, or in tag characters. `decoded_forms` gives a line's decoded readings, which the
+screen reads as it reads the line (a decoded instruction is flagged as `encoded`) and the
+worst-model tests copy into every output, as a model that decodes would.
+
+Every function here scans its text once with patterns that start only where their run starts:
+linear in the text's length.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import re
+import unicodedata
+
+from agent.text import CJK_RE
+
+TAG_BLOCK = range(0xE0000, 0xE0080)
+# Bidi embeddings, overrides and isolates (not the marks LRM/RLM, which an Arabic or Hebrew name uses).
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
+# Letters spaced out: "i g n o r e  a l l" (five single letters or more, one space or dot apart).
+_SPACED_RE = re.compile(r"(?<![^\W\d_])(?:[^\W\d_][ .]){4,}[^\W\d_](?![^\W\d_])")
+_WORD_GAP_RE = re.compile(r"[ .]{2,}|\s*/\s*")  # what separates spaced words: two spaces, or a slash
+_LATIN_RE = re.compile(r"[A-Za-z]")
+_MIN_DECODED_LETTERS = 8
+
+
+def hidden_signals(text: str) -> set[str]:
+    """Which characters no resume needs `text` holds: "tag", "bidi", "private_use"."""
+    found = set()
+    for char in text:
+        code = ord(char)
+        if code in TAG_BLOCK:
+            found.add("tag")
+        elif char in BIDI_CONTROLS:
+            found.add("bidi")
+        elif unicodedata.category(char) == "Co":
+            found.add("private_use")
+    return found
+
+
+def _tag_text(text: str) -> str:
+    """The ASCII that tag characters spell (U+E0041 is "A")."""
+    return "".join(chr(ord(c) - 0xE0000) for c in text if ord(c) in TAG_BLOCK and 0x20 <= ord(c) - 0xE0000 < 0x7F)
+
+
+def _base64_texts(text: str) -> list[str]:
+    texts = []
+    for blob in _BASE64_RE.findall(text):
+        try:
+            decoded = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            continue
+        if decoded.isprintable() and (
+            len(_LATIN_RE.findall(decoded)) >= _MIN_DECODED_LETTERS or CJK_RE.search(decoded)
+        ):
+            texts.append(decoded)
+    return texts
+
+
+def _spaced_text(text: str) -> str:
+    runs = [
+        _WORD_GAP_RE.sub("\0", run).replace(" ", "").replace(".", "").replace("\0", " ")
+        for run in _SPACED_RE.findall(text)
+    ]
+    return " ".join(runs)
+
+
+def decoded_forms(line: str) -> list[str]:
+    """The readings of `line` that decoding gives: its tag characters as ASCII, each base64 blob
+    that decodes to text, its letters spaced out joined, ROT13 and reversed (when it has Latin
+    letters) and reversed. ROT13 and reversed are read blind: on ordinary text they match no
+    pattern, and they cost two passes."""
+    forms = [_tag_text(line), *_base64_texts(line), _spaced_text(line), line[::-1]]
+    if len(_LATIN_RE.findall(line)) >= _MIN_DECODED_LETTERS:
+        forms.append(codecs.encode(line, "rot13"))
+    return [form for form in forms if form.strip()]
