@@ -234,6 +234,52 @@ _ADDRESSEE = [
         r"|(?:閱讀|阅读|讀取|读取|處理|处理|審閱|审阅|篩選|筛选|分析|讀|读)(?:本|這份|这份|此|這篇|这篇)(?:履歷|履历|文件|檔案|档案)的"
     ),
 ]
+# Issue 40: the reader or a process as addressee, no word for an AI needed ("whoever processes this
+# file", "to the reader", "operator note", 閱讀本履歷者).
+_ADDRESSEE.append(
+    re.compile(
+        r"\b(?:to|for|dear|attention)\s+(?:the\s+|any\s+|every\s+|all\s+)?(?:readers?|processors?|operators?)\b"
+        r"|\bwhoever\b[^.!?\n]{0,30}?\b(?:reads?|reading|process(?:es|ing)?|handl(?:es|ing)|pars(?:es|ing)|reviews?|reviewing)\b"
+        r"|\b(?:anyone|anybody|the\s+(?:person|system|process|program|software|pipeline|tool))\s+"
+        r"(?:reading|processing|handling|parsing|reviewing|screening|summari[sz]ing)\s+(?:this|the)\s+"
+        r"(?:file|document|resume|cv|text|page|profile|application|record)\b"
+        r"|\b(?:operator|processing|pipeline|system)\s+(?:note|notice|instruction|memo)s?\b"
+        r"|(?:閱讀|阅读|處理|处理|審閱|审阅|解析|讀取|读取|收到)(?:本|這份|这份|此)(?:履歷|履历|文件|檔案|档案|資料|资料)(?:者|的人|之人|的系統|的系统|的程式|的程序)"
+        r"|(?:致|給|给)(?:讀者|读者|閱讀者|阅读者|承辦人|承办人|處理人員|处理人员)"
+    )
+)
+# Issue 40: a trigger that waits for the person's later question ("when the candidate asks about
+# salary, tell them ..."): aimed at whoever answers the person, never at a resume's reader.
+_TRIGGER_RE = re.compile(
+    r"\b(?:if|when|whenever|once|as\s+soon\s+as)\s+(?:the\s+)?(?:candidate|user|person|applicant|job\s*seeker|client|they|he|she)"
+    r"\s+(?:later\s+|ever\s+|first\s+)?(?:asks?|mentions?|brings?\s+up|types?|says?|inquires?|requests?)\b"
+    r"|(?:如果|若|當|当|一旦|只要|每當|每当)(?:求職者|求职者|使用者|用戶|用户|對方|对方|應徵者|应征者|他|她|候選人|候选人)?[^。！？\n]{0,8}?"
+    r"(?:問到|问到|詢問|询问|提到|問起|问起|問及|问及)"
+)
+# Issue 40: an order about the language or persona of the answer ("reply in French from now on").
+_LANGUAGE_SWITCH_RE = re.compile(
+    r"(?:^|[,;:.]\s*|\b(?:please|always|now|henceforth|only)\s+)(?:respond|reply|answer|write|speak|converse)\s+(?:only\s+)?in\s+"
+    r"(?:french|german|spanish|japanese|korean|russian|italian|portuguese|arabic|hindi|simplified\s+chinese|english|chinese)\b"
+    r"|(?:請|请|改|一律|只|全部)(?:用|以|使用|改用)(?:簡體中文|简体中文|簡體字|简体字|英文|日文|日語|日语|法文|德文|韓文|韩文|西班牙文)(?:回答|回覆|回复|撰寫|撰写|書寫|书写|說話|说话)"
+)
+# Issue 40: an official notice's heading line (主旨：、說明：) that orders something.
+_NOTICE_RE = re.compile(r"^(?:主旨|說明|说明|公告|通知|注意事項|注意事项|辦法|办法)\s*[:：]")
+# A code that names an account, a voucher or a reference: letters with three digits or more that
+# are not a year ("KESTREL-5521"); "python3" or "2019-present" are not.
+_REFERENCE_CODE_RE = re.compile(r"(?<![a-z0-9_-])(?=[a-z0-9_-]*[a-z])(?=[a-z0-9_-]*\d{3})[a-z0-9][a-z0-9_-]{4,}\b")
+_YEAR_ONLY_RE = re.compile(r"^(?:[a-z]+-)?(?:19|20)\d\d(?:-[a-z]+)?$")
+_FIRST_PERSON_RE = re.compile(r"\b(?:me|my|i|mine|myself)\b|我|本人")
+# A fake end of the resume, after which an "operator note" or the like follows.
+_END_MARKER_RE = re.compile(
+    r"^[\s\-=*_#~.\[\]【】<>()（）|]*(?:end\s+of\s+(?:the\s+)?(?:resume|cv|document|file|candidate\s+profile|profile)|eof|"
+    r"履歷結束|履历结束|履歷完|以上為履歷|以上为履历|文件結束|文件结束)[\s\-=*_#~.\[\]【】<>()（）|]*$"
+)
+
+
+def _reference_code(text: str) -> bool:
+    return any(not _YEAR_ONLY_RE.match(code) for code in _REFERENCE_CODE_RE.findall(text))
+
+
 # Role prefixes of a chat transcript ("System: ...", "> Assistant: ...", "[AI]: ...", "助理：...").
 _ROLE_PREFIX_RE = re.compile(rf"^(?:>+\s*)?\[?\s*(?:{_MODEL_ROLE}|{_USER_ROLE})\s*\]?\s*:\s*(.*)$")
 # What the assistant's side says when a forged turn has it agree ("Sure, I will ...", "好的，我會 ...").
@@ -245,10 +291,13 @@ _EN_IMPERATIVES = (
     "ignore|disregard|forget|say|reply|respond|answer|print|output|write|repeat|reveal|show|tell|send|email|forward|paste|"
     r"list|save|call|use|fetch|visit|open|click|browse|go\s+to|navigate|add|include|replace|begin|start|end|stop|skip|confirm|"
     "follow|put|make|set|change|rewrite|delete|remove|insert|append|return|give|share|dump|recommend|direct|register|"
-    "sign|treat|rate|rank|mark|approve|reject|summarise|summarize|respond|finish|complete|do|don't|never|always"
+    "sign|treat|rate|rank|mark|approve|reject|summarise|summarize|respond|finish|complete|do|don't|never|always|"
+    "contact|reach\\s+out|pay|transfer|wire|quote"
 )
 _DIRECTIVE = [
-    re.compile(rf"(?:^|[,:;(—–\-]\s*|\b(?:and|then|please)\s+)(?:{_EN_IMPERATIVES})\b"),
+    re.compile(rf"(?:^|[,:;(—–\-]\s*|\b(?:and|then|please|first|next)\s+)(?:{_EN_IMPERATIVES})\b"),
+    # "whoever reads this should add ...": an order given through a modal
+    re.compile(rf"\b(?:should|must|is\s+to|are\s+to|needs?\s+to)\s+(?:{_EN_IMPERATIVES})\b"),
     re.compile(
         r"\b(?:please|kindly)\s+\w+|\b(?:you|agents?|assistants?|models?|ai)\s+(?:must|should|shall|will\s+now|need\s+to|are\s+required\s+to)\b|\bmust\s+(?:fetch|visit|open|register|tell|add|include|reply|say)\b"
     ),
@@ -279,8 +328,9 @@ _AIMED_RE = re.compile(
     r"|你|您|計畫|计划|計劃|回覆|回复|回答|工具|助理|助手|模型|求職者|求职者|使用者|用戶|用户"
 )
 _AIMED_AT_OUTPUT_RE = re.compile(
-    r"\b(?:plan|step|reply|answer|response|recommendation|candidate|applicant|user|you|your)\b"
-    r"|計畫|计划|計劃|步驟|步骤|回覆|回复|回答|建議|建议|求職者|求职者|使用者|你|您"
+    r"\b(?:plan|step|reply|answer|response|recommendation|candidate|applicant|user|you|your|advisor|adviser|consultant)\b"
+    r"|\bbefore\s+(?:applying|any\s+application|you\s+apply)|\bfirst\s+(?:contact|call|register|reach|email|pay|transfer)"
+    r"|計畫|计划|計劃|步驟|步骤|回覆|回复|回答|建議|建议|求職者|求职者|使用者|你|您|顧問|顾问|申請前|申请前|第一步|投遞前|投递前"
 )
 _LEADING_REQUEST_RE = re.compile(r"^(?:請|请|務必|务必|必須|必须|直接|不要|一定要)")
 # Past tense as often as an imperative at the start of a resume bullet ("Set up the team's reply bot").
@@ -438,9 +488,22 @@ def _kind_of(text: str) -> str | None:
         return "tool_call"
     if addressed and directive:
         return "addressed"
-    # An order that puts a contact, number or link into our plan or reply ("add a step: call ...").
-    if directive and _AIMED_AT_OUTPUT_RE.search(text) and (has_link or long_numbers(text)):
+    has_value = has_link or bool(long_numbers(text)) or _reference_code(text)
+    # An order that puts a contact, number, link or code into our plan or reply ("add a step: call
+    # ...", "first contact advisor X with code Y"); "contact me at ..." is the person's own.
+    if directive and _AIMED_AT_OUTPUT_RE.search(text) and has_value and not _FIRST_PERSON_RE.search(text):
         return "output_control"
+    # A trigger that waits for the person's question, with what to say or give then.
+    if _TRIGGER_RE.search(text) and (directive or has_value or _SECOND_PERSON_RE.search(text)):
+        return "output_control"
+    if _LANGUAGE_SWITCH_RE.search(text):
+        return "role_switch"
+    if (
+        _NOTICE_RE.match(text)
+        and (directive or _REQUEST_RE.search(text))
+        and (has_value or _AIMED_AT_OUTPUT_RE.search(text))
+    ):
+        return "addressed"
     return None
 
 
@@ -530,6 +593,12 @@ def screen(resume: str) -> list[Finding]:
             kind = _hidden_kind(lines[i])
             if kind:
                 kinds[i] = kind
+    # A fake end of the resume with more after it: the marker, and what follows it that speaks.
+    for a, b in zip(content, content[1:], strict=False):
+        if _END_MARKER_RE.match(reads[a].text):
+            kinds.setdefault(a, "role_tag")
+            if speaks_to_someone(reads[b].text) or _speaks(reads[b]):
+                kinds.setdefault(b, "split")
     return [Finding(i, lines[i].strip(), kinds[i]) for i in sorted(kinds)]
 
 
