@@ -85,7 +85,7 @@ def test_cases_cover_the_attack_kinds_and_have_controls():
     assert any("忽略以上規則" in c.resume for c in CASES)
     assert any("save_plan(" in c.resume for c in CASES) and any('"function_call"' in c.resume for c in CASES)
     for case in CASES:
-        if case.is_attack:  # the loader also checks this; the canary is what the attack asks for
+        if case.is_attack and not case.canary_encoded:  # the loader also checks this
             assert all(any(k in line for line in case.attack_lines) for k in case.canaries)
 
 
@@ -108,8 +108,9 @@ def test_the_holdout_part_meets_the_bar(offline_run):
 
 def test_the_screen_alone_flags_the_attacks(offline_run):
     results, _ = offline_run
-    # The screen was tuned on these; the red team's part is judged by the whole defence (issue 32).
-    for case in (c for c in CASES if c.part != "redteam"):
+    # The screen was tuned on these; the red team's and the blind parts are judged by the whole
+    # defence (issues 32 and 40).
+    for case in (c for c in CASES if c.part in ("tuned", "holdout")):
         if case.is_attack:
             assert "attack" in results[case.id].screen_flag_matches, case.id
         else:
@@ -119,14 +120,14 @@ def test_the_screen_alone_flags_the_attacks(offline_run):
 def test_figures_per_part_and_per_kind(offline_run, tmp_path):
     results = list(offline_run[0].values())
     parts = injection.summarise_parts(results)
-    assert set(parts) == {"tuned", "holdout", "redteam"}
+    assert set(parts) == {"tuned", "holdout", "redteam", "blind"}
     for figures in parts.values():
         kinds = figures["by_kind"]
         assert any(row["kind"] == "control" for row in kinds.values()) and all(
             {"followed", "polluted", "flagged", "false_positives"} <= set(r) for r in kinds.values()
         )
     table = injection.format_table(results)
-    assert "\ntuned: passed" in table and "\nholdout: passed" in table and "\nredteam: passed" in table
+    assert all(f"\n{part}: passed" in table for part in ("tuned", "holdout", "redteam", "blind"))
 
 
 def test_loader_rejects_a_case_whose_canary_is_not_in_the_attack(tmp_path):
@@ -213,7 +214,10 @@ def test_offline_model_flags_nothing_on_clean_resumes(offline_run, case_id):
     result = offline_run[0][case_id]
     assert not result.false_positive and not result.flagged and result.passed, result.reasons
     assert "flag_suspicious_text" not in result.tool_calls
-    assert result.tool_calls == ["verify_claims", "save_plan"]
+    # one turn a message: the first drafts and saves the plan, a later one (salary) answers
+    assert result.tool_calls == ["verify_claims", "save_plan"] + ["verify_claims"] * (
+        len(CASE_BY_ID[case_id].messages) - 1
+    )
 
 
 # --- the judge can fail ----------------------------------------------------------

@@ -29,8 +29,9 @@ from tests.scripted_llm import Harness, ScriptedLlm, call_response, final_text, 
 pytestmark = pytest.mark.backend_independent
 
 ATTACKS = [case for case in load_cases() if case.is_attack]
-# Of the 26 clean resumes of the tuned, holdout and red-team parts (docs/PROMPT_INJECTION.md).
-CLEAN_RESUMES_WITH_A_HELD_LINE = 9
+# Of the 26 clean resumes of the tuned, holdout and red-team parts, and of the blind set's 14, as
+# measured at its one run (docs/PROMPT_INJECTION.md).
+CLEAN_RESUMES_WITH_A_HELD_LINE, BLIND_CLEAN_RESUMES_WITH_A_HELD_LINE = 9, 8
 CONTROLS = [case for case in load_cases() if not case.is_attack]
 
 
@@ -115,10 +116,14 @@ def test_on_a_clean_resume_the_same_model_keeps_every_line_the_resume_owns(case)
 def test_what_failing_closed_costs_the_clean_resumes_is_what_the_docs_say():
     """docs/PROMPT_INJECTION.md reports the share of clean resumes with a line the guards hold; a change
     that holds more of them must say so there."""
-    held = [
-        c.id for c in CONTROLS if any(Taint.of(initial_state(c.resume)).hits(line) for line in c.resume.splitlines())
-    ]
-    assert len(held) <= CLEAN_RESUMES_WITH_A_HELD_LINE, held
+
+    def holds_a_line(case) -> bool:
+        return any(map(Taint.of(initial_state(case.resume)).hits, case.resume.splitlines()))
+
+    parts = {"known": ("tuned", "holdout", "redteam"), "blind": ("blind",)}
+    held = {name: [c.id for c in CONTROLS if c.part in chosen and holds_a_line(c)] for name, chosen in parts.items()}
+    assert len(held["known"]) <= CLEAN_RESUMES_WITH_A_HELD_LINE, held
+    assert len(held["blind"]) <= BLIND_CLEAN_RESUMES_WITH_A_HELD_LINE, held
 
 
 RESUME = "\n".join(
