@@ -19,6 +19,7 @@ token, an owner id or a client address.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -271,6 +272,7 @@ def consistency_proof(old_size: int, size: int) -> str | None:
 
 
 VERIFY_CHUNK = 2000  # entries a read: a few milliseconds of one short read transaction each
+VERIFY_PAUSE_SECONDS = 0.02  # after each chunk: the check leaves the CPU and the database to the turns
 
 
 def verify_whole_log(
@@ -281,7 +283,8 @@ def verify_whole_log(
     or one it replaced, log_key.verifiers(): after a rotation, the checkpoints signed before it
     verify with the old key only, and none after it may), that each entry's stored hash and
     session digest are its leaf's, and that each stored subtree is the entries'. Returns the number
-    of entries checked; raises LogBroken at the first disagreement. (For the admin's background
+    of entries checked, those of the latest checkpoint when it began; raises LogBroken at the first
+    disagreement. (For the admin's background
     task: tasks.verify_deletion_log.)
 
     In chunks of `chunk` entries, each read in its own short statements and checked after the read
@@ -290,30 +293,14 @@ def verify_whole_log(
     is carried from one chunk to the next. `progress` is told the entries checked after each."""
     verifiers = verifiers or log_key.verifiers()
     edge, signatures = RightEdge(), _Signatures(verifiers)
-    while True:
-        start = edge.size
-        # Three reads, each its own statement: entries, then their subtrees and checkpoints, which
-        # an erasure commits with its entries, so none of these can be missing for the entries read.
-        entries = DeletionLogEntry.objects.filter(index__gte=start).order_by("index")
-        rows = list(entries.values_list("index", "session_digest", "leaf", "leaf_hash")[:chunk])
+    # The log as it was when the check began: what erasures append meanwhile waits for the next one.
+    latest = _latest_checkpoint()
+    size = latest.size if latest else 0
+    while edge.size < size:
+        rows, nodes, checkpoints = _read_chunk(edge.size, min(chunk, size - edge.size))
         if not rows:
-            beyond = DeletionLogCheckpoint.objects.filter(size__gt=start).order_by("size").first()
-            if beyond is None:
-                return start
-            if DeletionLogEntry.objects.filter(index=start).exists():
-                continue  # appended since the read above
-            raise LogBroken(f"checkpoint {beyond.size} covers entries the log does not have")
-        end = start + len(rows)
-        nodes = dict(
-            DeletionLogNode.objects.filter(
-                position__gte=post_order(0, start), position__lt=post_order(0, end)
-            ).values_list("position", "node_hash")
-        )
-        checkpoints = iter(
-            DeletionLogCheckpoint.objects.filter(size__gt=start, size__lte=end)
-            .order_by("size")
-            .values_list("size", "root", "signed")
-        )
+            raise LogBroken(f"checkpoint {size} covers entries the log does not have")
+        checkpoints = iter(checkpoints)
         pending = next(checkpoints, None)
         for index, digest, leaf, hashed in rows:
             _check_entry(index, edge.size, digest, bytes(leaf), bytes(hashed))
@@ -326,6 +313,8 @@ def verify_whole_log(
                     raise LogBroken(f"the stored subtree over entries {node_index << height} to {index} is not theirs")
         if progress:
             progress(edge.size)
+        time.sleep(VERIFY_PAUSE_SECONDS)
+    return edge.size
 
 
 def _check_entry(index: int, expected: int, digest: str, leaf: bytes, hashed: bytes) -> None:
@@ -337,6 +326,24 @@ def _check_entry(index: int, expected: int, digest: str, leaf: bytes, hashed: by
         raise LogBroken(f"entry {index} is not an entry: {error}") from None
     if session != digest:
         raise LogBroken(f"entry {index} is filed under another session")
+
+
+def _read_chunk(start: int, chunk: int) -> tuple[list[tuple], dict[int, bytes], list[tuple]]:
+    """Up to `chunk` entries from `start` on, the subtrees they complete and the checkpoints they
+    end: three statements, each read whole before the next (no cursor is left open). An erasure
+    commits a checkpoint and subtrees with their entries, so none is missing for the entries read."""
+    entries = DeletionLogEntry.objects.filter(index__gte=start).order_by("index")
+    rows = list(entries.values_list("index", "session_digest", "leaf", "leaf_hash")[:chunk])
+    if not rows:
+        return [], {}, []
+    end = start + len(rows)
+    nodes = DeletionLogNode.objects.filter(position__gte=post_order(0, start), position__lt=post_order(0, end))
+    checkpoints = DeletionLogCheckpoint.objects.filter(size__gt=start, size__lte=end).order_by("size")
+    return (
+        rows,
+        dict(nodes.values_list("position", "node_hash")),
+        list(checkpoints.values_list("size", "root", "signed")),
+    )
 
 
 class _Signatures:
