@@ -145,3 +145,16 @@ def test_the_check_in_traditional_chinese(staff):
     html = first.get(LOG, HTTP_ACCEPT_LANGUAGE="zh-Hant").content.decode()
     found = re.search(r"<p id=\"log-verification\".*?</p>", html, re.S).group(0)
     assert "刪除日誌驗證通過：2 個項目" in found and "最近一次整個紀錄的驗證" in found, found
+
+
+def test_the_check_covers_the_log_as_it_was_when_it_began(monkeypatch):
+    """Erasures appended during the check wait for the next one (it once chased them one entry at
+    a time); entries missing at the end are said."""
+    grow_log([300, 300])
+    _during_the_check(monkeypatch, 100, lambda: grow_log([50]))
+    assert deletion_log.verify_whole_log(chunk=200) == 600
+    monkeypatch.undo()
+    assert deletion_log.verify_whole_log() == 650
+    deletion_log.DeletionLogEntry.objects.filter(index__gte=640).delete()
+    with pytest.raises(deletion_log.LogBroken, match="checkpoint 650 covers entries the log does not have"):
+        deletion_log.verify_whole_log()
