@@ -287,6 +287,9 @@ SESSION_MAX_AGE_HOURS = float(os.environ.get("SESSION_MAX_AGE_HOURS", "168"))
 # benchmarks/results/purge.md).
 PURGE_BATCH_SIZE = int(os.environ.get("PURGE_BATCH_SIZE", "100"))
 PURGE_BATCH_PAUSE_SECONDS = float(os.environ.get("PURGE_BATCH_PAUSE_SECONDS", "0.05"))
+# The admin's "verify the whole log" (sessions_app/log_verification.py): one check at a time, and
+# at most one started per staff user this often.
+DELETION_LOG_VERIFY_INTERVAL_SECONDS = int(os.environ.get("DELETION_LOG_VERIFY_INTERVAL_SECONDS", "600"))
 # Used by the migration that creates the django-q2 schedule (changed on the admin's policy page afterwards).
 PURGE_INTERVAL_MINUTES = int(os.environ.get("PURGE_INTERVAL_MINUTES", "15"))
 

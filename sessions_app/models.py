@@ -204,6 +204,25 @@ class DeletionLogCheckpoint(models.Model):
         return f"checkpoint {self.size}"
 
 
+class DeletionLogNode(models.Model):
+    """The hash of one complete subtree of the deletion log's Merkle tree, above the leaves (whose
+    hashes are the entries' `leaf_hash`): written with the entry that completes it, in the
+    erasure's transaction, so a proof reads O(log n) of these rows instead of every entry.
+    Append-only, like the entries; hashes only."""
+
+    # receipts.merkle.post_order(height, index): the order subtrees complete in, so appends go
+    # to the table's end and the subtrees of a range of entries are one range of positions.
+    position = models.PositiveBigIntegerField(primary_key=True)
+    node_hash = models.BinaryField()
+
+    class Meta:
+        verbose_name = _("deletion log tree node")
+        verbose_name_plural = _("deletion log tree nodes")
+
+    def __str__(self) -> str:
+        return f"node {self.position}"
+
+
 class IntegrityFailure(models.Model):
     """One row per read refused because a session's stored values or history did not verify.
 

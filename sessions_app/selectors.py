@@ -260,8 +260,3 @@ def deletion_log_status() -> DeletionLogOverview:
         except Rejected:
             ours = False
     return DeletionLogOverview(status, root, log_key.verifier().vkey, previous, audited, ours)
-
-
-def verify_deletion_log() -> int:
-    """Checks every entry and checkpoint of the log; raises deletion_log.LogBroken (for the admin)."""
-    return deletion_log.verify_whole_log()

@@ -3,6 +3,7 @@ task is given or returns is stored in django-q2's tables."""
 
 import logging
 
+from sessions_app import log_verification
 from sessions_app.infra.disk_space import is_disk_full
 from sessions_app.models import DeletionAudit
 from sessions_app.purge import purge_expired
@@ -20,3 +21,9 @@ def purge_expired_sessions() -> dict:
         reason = "disk_full" if is_disk_full(exc) else type(exc).__name__
         logger.error("scheduled purge could not run: %s", reason.replace("_", " "))
         return {"failed": reason}
+
+
+def verify_deletion_log() -> dict:
+    """The admin's check of the whole deletion log (sessions_app.log_verification): its outcome is
+    on the admin's deletion-log page; it returns counts and the outcome's name only."""
+    return log_verification.run()

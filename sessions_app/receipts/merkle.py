@@ -6,13 +6,15 @@ lists that a C2SP tlog-proof carries, and no other package found on PyPI (merkle
 merkleproof, ...) offers RFC 6962 inclusion and consistency proofs; the tests hold this module to
 transparency-dev/merkle's published vectors.
 
-The server keeps every leaf hash of the log. `MerkleTree` stores the hash of each complete subtree
-once (about two hashes a leaf), so after a linear build a root or a proof at any past size costs
-O(log² n) hashes, and proving each entry of a purge of thousands stays linear, not quadratic.
+A root or proof is computed from the hashes of O(log n) complete subtrees (`TreeProofs`). The
+server stores each complete subtree's hash when its last leaf is appended (`RightEdge.append`
+returns them) and reads back only those a proof needs (`NodesNeeded`, then `StoredNodes`), so a
+proof at any size costs O(log n) rows and no memory that grows with the log. `MerkleTree` keeps
+the whole tree in memory: for tests and the offline tools.
 """
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from sessions_app.receipts.strict import Rejected
 
@@ -34,29 +36,27 @@ def _left_width(width: int) -> int:
     return 1 << ((width - 1).bit_length() - 1)
 
 
-class MerkleTree:
-    """The tree over a log's leaf hashes, growing by `append`; roots and proofs at any past size."""
+def post_order(height: int, index: int) -> int:
+    """Where the complete subtree over the 2**height leaves from index * 2**height on comes in
+    the order subtrees complete as leaves are appended (post-order): leaf i comes at
+    2i - popcount(i), then the subtrees it completes, smallest first. So the subtrees completed by
+    leaves [start, end) are the positions [post_order(0, start), post_order(0, end))."""
+    last = ((index + 1) << height) - 1
+    return 2 * last - last.bit_count() + height
 
-    def __init__(self, leaf_hashes: Iterable[bytes] = ()):
-        # _levels[h][i] is the hash of the complete subtree over the 2**h leaves from i * 2**h on.
-        self._levels: list[list[bytes]] = [[]]
-        for leaf in leaf_hashes:
-            self.append(leaf)
+
+class TreeProofs:
+    """Roots and RFC 6962 proofs over a tree of len(self) leaves, from its complete subtrees'
+    hashes (`_node`). A node's first leaf is a multiple of its width rounded up to a power of two,
+    so a node over 2**h leaves is a complete subtree; a node on the right edge is its complete left
+    child and its right child: a root or a proof takes O(log n) complete subtrees."""
 
     def __len__(self) -> int:
-        return len(self._levels[0])
+        raise NotImplementedError
 
-    def append(self, leaf: bytes) -> None:
-        if len(leaf) != HASH_SIZE:
-            raise ValueError("a leaf hash is 32 bytes")
-        self._levels[0].append(leaf)
-        height = 0
-        while len(self._levels[height]) % 2 == 0:  # completes a subtree one level up
-            left, right = self._levels[height][-2:]
-            if height + 1 == len(self._levels):
-                self._levels.append([])
-            self._levels[height + 1].append(node_hash(left, right))
-            height += 1
+    def _node(self, height: int, index: int) -> bytes:
+        """The hash of the complete subtree over the 2**height leaves from index * 2**height on."""
+        raise NotImplementedError
 
     def root(self, size: int | None = None) -> bytes:
         size = self._size(size)
@@ -84,13 +84,11 @@ class MerkleTree:
         return size
 
     def _hash(self, start: int, end: int) -> bytes:
-        """MTH(D[start:end]) for a node of the tree. A node's first leaf is a multiple of its
-        width rounded up to a power of two, so a node over 2**h leaves is stored; a node on the
-        right edge is its stored left child and its right child, log n steps at most."""
+        """MTH(D[start:end]) for a node of the tree."""
         width = end - start
         height = width.bit_length() - 1
         if width == 1 << height:
-            return self._levels[height][start >> height]
+            return self._node(height, start >> height)
         middle = start + _left_width(width)
         return node_hash(self._hash(start, middle), self._hash(middle, end))
 
@@ -112,6 +110,66 @@ class MerkleTree:
         return self._subproof(old_end, middle, end, False) + [self._hash(start, middle)]
 
 
+class MerkleTree(TreeProofs):
+    """The tree over a log's leaf hashes, growing by `append`, in memory; roots and proofs at any
+    past size. (The server's log keeps its subtrees in the database instead: `StoredNodes`.)"""
+
+    def __init__(self, leaf_hashes: Iterable[bytes] = ()):
+        # _levels[h][i] is the hash of the complete subtree over the 2**h leaves from i * 2**h on.
+        self._levels: list[list[bytes]] = [[]]
+        for leaf in leaf_hashes:
+            self.append(leaf)
+
+    def __len__(self) -> int:
+        return len(self._levels[0])
+
+    def append(self, leaf: bytes) -> None:
+        if len(leaf) != HASH_SIZE:
+            raise ValueError("a leaf hash is 32 bytes")
+        self._levels[0].append(leaf)
+        height = 0
+        while len(self._levels[height]) % 2 == 0:  # completes a subtree one level up
+            left, right = self._levels[height][-2:]
+            if height + 1 == len(self._levels):
+                self._levels.append([])
+            self._levels[height + 1].append(node_hash(left, right))
+            height += 1
+
+    def _node(self, height: int, index: int) -> bytes:
+        return self._levels[height][index]
+
+
+class NodesNeeded(TreeProofs):
+    """Which complete subtrees a root or proof of a tree of `size` leaves reads: call the root or
+    proof on it (its hashes are placeholders), then read `wanted`, (height, index) pairs."""
+
+    def __init__(self, size: int):
+        self._leaves = size
+        self.wanted: set[tuple[int, int]] = set()
+
+    def __len__(self) -> int:
+        return self._leaves
+
+    def _node(self, height: int, index: int) -> bytes:
+        self.wanted.add((height, index))
+        return bytes(HASH_SIZE)
+
+
+class StoredNodes(TreeProofs):
+    """A tree of `size` leaves of which only some complete subtrees' hashes are at hand, by
+    (height, index): enough for the roots and proofs they were read for (`NodesNeeded`)."""
+
+    def __init__(self, size: int, nodes: Mapping[tuple[int, int], bytes]):
+        self._leaves = size
+        self._nodes = nodes
+
+    def __len__(self) -> int:
+        return self._leaves
+
+    def _node(self, height: int, index: int) -> bytes:
+        return self._nodes[height, index]
+
+
 class RightEdge:
     """A tree's right edge: the hash of each complete subtree along it, largest first (RFC 6962's
     compact range from the first leaf), one per 1-bit of the size. Enough to append a leaf and to
@@ -124,15 +182,19 @@ class RightEdge:
         self.size = size
         self._hashes = list(hashes)
 
-    def append(self, leaf: bytes) -> None:
+    def append(self, leaf: bytes) -> list[tuple[int, int, bytes]]:
+        """Appends a leaf; returns the subtrees it completes above it, (height, index, hash),
+        smallest first (the server stores them: the proofs read them back)."""
         if len(leaf) != HASH_SIZE:
             raise ValueError("a leaf hash is 32 bytes")
-        node, size = leaf, self.size
+        node, size, height, completed = leaf, self.size, 0, []
         while size & 1:  # the new leaf completes the smallest subtrees on the edge
             node = node_hash(self._hashes.pop(), node)
-            size >>= 1
+            size, height = size >> 1, height + 1
+            completed.append((height, self.size >> height, node))
         self._hashes.append(node)
         self.size += 1
+        return completed
 
     def root(self) -> bytes:
         if not self._hashes:

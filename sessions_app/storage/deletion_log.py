@@ -7,7 +7,9 @@ without its entry. One writer at a time: SQLite's write gate already runs one wr
 at a time; on PostgreSQL `append` takes a transaction-scoped advisory lock first, so two servers
 erasing at once append in one order to one tree, and no two checkpoints of one size differ. The
 checkpoint row keeps the tree's right edge, so an append costs O(log n) hashes and no read of
-earlier entries.
+earlier entries; it stores each complete subtree's hash as it completes (DeletionLogNode, about one
+row an entry), so every proof reads O(log n) rows, whatever sizes are asked, and no process keeps
+the tree in memory.
 
 The rows are never updated or deleted (nothing here or elsewhere does; no purge touches them).
 An entry holds counts, times and names only (sessions_app.receipts.entry): never content, a
@@ -17,16 +19,26 @@ token, an owner id or a client address.
 from __future__ import annotations
 
 import datetime as dt
-import threading
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
 
 from sessions_app import retention
-from sessions_app.models import DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry
+from sessions_app.models import DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry, DeletionLogNode
 from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
 from sessions_app.receipts.entry import NO_PROVIDER, DeletionEntry
-from sessions_app.receipts.merkle import MerkleTree, RightEdge, leaf_hash
+from sessions_app.receipts.merkle import (
+    NodesNeeded,
+    RightEdge,
+    StoredNodes,
+    TreeProofs,
+    leaf_hash,
+    post_order,
+    verify_consistency,
+    verify_inclusion,
+)
 from sessions_app.receipts.note import Verifier
 from sessions_app.receipts.receipt import Receipt, hashes_text
 from sessions_app.receipts.strict import Rejected
@@ -110,6 +122,8 @@ STATEMENTS_AT_ONCE = 500
 WRITER_LOCK_SQL = "SELECT pg_advisory_xact_lock(%s)"
 LATEST_EDGE = "SELECT {size}, {right_edge} FROM {table} ORDER BY {size} DESC LIMIT 1"
 INSERT_ENTRY = "INSERT INTO {table} ({index}, {session_digest}, {leaf}, {leaf_hash}) VALUES (%s, %s, %s, %s)"
+INSERT_NODES = "INSERT INTO {table} ({position}, {node_hash}) VALUES "
+NODES_AT_ONCE = 400  # rows of one INSERT of nodes: two parameters each, well under SQLite's limit
 INSERT_CHECKPOINT = (
     "INSERT INTO {table} ({size}, {root}, {signed}, {right_edge}, {signed_at}) VALUES (%s, %s, %s, %s, %s)"
 )
@@ -131,7 +145,7 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
     edge = RightEdge.from_bytes(latest[0], bytes(latest[1])) if latest else RightEdge()
     secure_delete = _secure_delete_is_on(connection)
     erased_at = dt.datetime.now(dt.UTC)
-    rows = []
+    rows, nodes = [], []
     for session in erased:
         entry = DeletionEntry.for_session(
             session.session_id,
@@ -149,18 +163,27 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
         leaf = entry.leaf_bytes()
         hashed = leaf_hash(leaf)
         rows.append((edge.size, entry.session, leaf, hashed))
-        edge.append(hashed)
+        nodes += [(post_order(height, index), node) for height, index, node in edge.append(hashed)]
     checkpoint = Checkpoint(signer.name, edge.size, edge.root())
     signed_at = connection.ops.adapt_datetimefield_value(erased_at)
     insert_entry = _sql(connection, INSERT_ENTRY, DeletionLogEntry)
     signed = (edge.size, checkpoint.root, checkpoint.sign(signer), edge.to_bytes(), signed_at)
     statements = [
         *((insert_entry, row) for row in rows),
+        *_node_inserts(connection, nodes),
         (_sql(connection, INSERT_CHECKPOINT, DeletionLogCheckpoint), signed),
     ]
     for start in range(0, len(statements), STATEMENTS_AT_ONCE):  # an erasure of every session: in parts
         _run(connection, statements[start : start + STATEMENTS_AT_ONCE])
     return edge.size
+
+
+def _node_inserts(connection, nodes: list[tuple[int, bytes]]) -> Iterable[tuple[str, tuple]]:
+    """The INSERTs of the completed subtrees' rows, NODES_AT_ONCE rows a statement."""
+    insert = _sql(connection, INSERT_NODES, DeletionLogNode)
+    for start in range(0, len(nodes), NODES_AT_ONCE):
+        part = nodes[start : start + NODES_AT_ONCE]
+        yield insert + ", ".join(["(%s, %s)"] * len(part)), tuple(value for node in part for value in node)
 
 
 # --- Reads ---------------------------------------------------------------------------------
@@ -184,33 +207,25 @@ def status() -> LogStatus:
     return LogStatus(latest.size, latest.signed, latest.signed_at)
 
 
-# The tree over the log's leaf hashes, kept by this process and extended from the entries it has
-# not read yet; a proof then costs O(log² n) hashes and reads no earlier entry again. A cache of
-# committed, append-only rows: checked against the checkpoint's root on every use, rebuilt from
-# the database when it does not match (another database, a test's rolled-back rows).
-_trees: dict[str, MerkleTree] = {}
-_trees_lock = threading.Lock()
-
-
-def _leaf_hashes(start: int, end: int) -> list[bytes]:
-    hashes = DeletionLogEntry.objects.filter(index__gte=start, index__lt=end).order_by("index")
-    return [bytes(value) for value in hashes.values_list("leaf_hash", flat=True)]
-
-
-def _tree_at(checkpoint: DeletionLogCheckpoint) -> MerkleTree:
-    alias = transaction.get_connection().alias
-    with _trees_lock:
-        tree = _trees.get(alias)
-        for attempt in ("cached", "rebuilt"):
-            if tree is None or attempt == "rebuilt" or len(tree) > checkpoint.size:
-                tree = MerkleTree()
-            for hashed in _leaf_hashes(len(tree), checkpoint.size):
-                tree.append(hashed)
-            if len(tree) == checkpoint.size and tree.root(checkpoint.size) == bytes(checkpoint.root):
-                _trees[alias] = tree
-                return tree
-        _trees.pop(alias, None)
-    raise LogBroken(f"the entries do not hash to checkpoint {checkpoint.size}'s root")
+def stored_tree(size: int, asks: Callable[[TreeProofs], object]) -> StoredNodes:
+    """The tree of `size` entries with the complete subtrees that `asks` (a root or proof computed
+    on the tree it is given) reads, e.g. `stored_tree(size, lambda tree: tree.inclusion_proof(i))`:
+    O(log n) rows in two queries, however large the log is. Not checked against a signed root:
+    the callers below check what they serve."""
+    needed = NodesNeeded(size)
+    asks(needed)
+    leaves = [index for height, index in needed.wanted if height == 0]
+    above = {post_order(height, index): (height, index) for height, index in needed.wanted if height}
+    nodes = {
+        (0, index): bytes(hashed)
+        for index, hashed in DeletionLogEntry.objects.filter(index__in=leaves).values_list("index", "leaf_hash")
+    }
+    if above:
+        stored = DeletionLogNode.objects.filter(position__in=above).values_list("position", "node_hash")
+        nodes.update((above[position], bytes(hashed)) for position, hashed in stored)
+    if len(nodes) != len(needed.wanted):
+        raise LogBroken(f"the log's stored tree of {size} entries lacks subtrees a proof needs")
+    return StoredNodes(size, nodes)
 
 
 def receipt(digest: str) -> str | None:
@@ -221,9 +236,13 @@ def receipt(digest: str) -> str | None:
     latest = _latest_checkpoint()
     if row is None or latest is None:
         return None
-    index, leaf = row
-    proof = _tree_at(latest).inclusion_proof(index, latest.size)
-    return Receipt(bytes(leaf), index, tuple(proof), latest.signed).text()
+    index, leaf = row[0], bytes(row[1])
+    proof = stored_tree(latest.size, lambda tree: tree.inclusion_proof(index)).inclusion_proof(index)
+    try:  # O(log n) hashes: a proof from altered rows is refused, never served
+        verify_inclusion(leaf_hash(leaf), index, latest.size, proof, bytes(latest.root))
+    except Rejected:
+        raise LogBroken(f"entry {index} does not hash to checkpoint {latest.size}'s root") from None
+    return Receipt(leaf, index, tuple(proof), latest.signed).text()
 
 
 def checkpoint(size: int | None = None) -> str | None:
@@ -238,48 +257,115 @@ def consistency_proof(old_size: int, size: int) -> str | None:
     newer = DeletionLogCheckpoint.objects.filter(size=size).first()
     if newer is None or not 1 <= old_size <= size:
         return None
-    return hashes_text(_tree_at(newer).consistency_proof(old_size, size))
+
+    def asks(tree: TreeProofs) -> list[bytes]:
+        tree.root(old_size)
+        return tree.consistency_proof(old_size)
+
+    tree = stored_tree(size, asks)
+    proof = tree.consistency_proof(old_size)
+    try:  # as the receipt: what the stored rows give must lead to the signed root
+        verify_consistency(old_size, size, proof, tree.root(old_size), bytes(newer.root))
+    except Rejected:
+        raise LogBroken(f"the stored tree does not hash to checkpoint {size}'s root") from None
+    return hashes_text(proof)
 
 
-def verify_whole_log(*verifiers: Verifier) -> int:
+VERIFY_CHUNK = 2000  # entries a read: a few milliseconds of one short read transaction each
+VERIFY_PAUSE_SECONDS = 0.02  # after each chunk: the check leaves the CPU and the database to the turns
+
+
+def verify_whole_log(
+    *verifiers: Verifier, chunk: int = VERIFY_CHUNK, progress: Callable[[int], None] | None = None
+) -> int:
     """Recomputes the tree from every entry and checks each checkpoint's root, size and
     signature (by any of `verifiers`, the current one first; if none are given, by the current key
     or one it replaced, log_key.verifiers(): after a rotation, the checkpoints signed before it
-    verify with the old key only, and none after it may), and that each entry's stored hash and
-    session digest are its leaf's. Returns the number of entries checked; raises LogBroken at the
-    first disagreement. (For the admin.)"""
+    verify with the old key only, and none after it may), that each entry's stored hash and
+    session digest are its leaf's, and that each stored subtree is the entries'. Returns the number
+    of entries checked, those of the latest checkpoint when it began; raises LogBroken at the first
+    disagreement. (For the admin's background
+    task: tasks.verify_deletion_log.)
+
+    In chunks of `chunk` entries, each read in its own short statements and checked after the read
+    has ended, so no read transaction spans the log: on SQLite (journal_mode=DELETE, where a read
+    holds off every commit) writers commit between chunks. Only the right edge, O(log n) hashes,
+    is carried from one chunk to the next. `progress` is told the entries checked after each."""
     verifiers = verifiers or log_key.verifiers()
-    tree, signed_by_current = MerkleTree(), False
-    checkpoints = iter(DeletionLogCheckpoint.objects.order_by("size").values_list("size", "root", "signed"))
-    pending = next(checkpoints, None)
-    entries = DeletionLogEntry.objects.order_by("index").values_list("index", "session_digest", "leaf", "leaf_hash")
-    for index, digest, leaf, hashed in entries.iterator():
-        if index != len(tree) or leaf_hash(bytes(leaf)) != bytes(hashed):
-            raise LogBroken(f"entry {index} is missing, out of place or altered")
+    edge, signatures = RightEdge(), _Signatures(verifiers)
+    # The log as it was when the check began: what erasures append meanwhile waits for the next one.
+    latest = _latest_checkpoint()
+    size = latest.size if latest else 0
+    while edge.size < size:
+        rows, nodes, checkpoints = _read_chunk(edge.size, min(chunk, size - edge.size))
+        if not rows:
+            raise LogBroken(f"checkpoint {size} covers entries the log does not have")
+        checkpoints = iter(checkpoints)
+        pending = next(checkpoints, None)
+        for index, digest, leaf, hashed in rows:
+            _check_entry(index, edge.size, digest, bytes(leaf), bytes(hashed))
+            completed = edge.append(bytes(hashed))
+            while pending is not None and pending[0] == edge.size:
+                signatures.check(*pending, edge.root())
+                pending = next(checkpoints, None)
+            for height, node_index, node in completed:
+                if bytes(nodes.get(post_order(height, node_index), b"")) != node:
+                    raise LogBroken(f"the stored subtree over entries {node_index << height} to {index} is not theirs")
+        if progress:
+            progress(edge.size)
+        time.sleep(VERIFY_PAUSE_SECONDS)
+    return edge.size
+
+
+def _check_entry(index: int, expected: int, digest: str, leaf: bytes, hashed: bytes) -> None:
+    if index != expected or leaf_hash(leaf) != hashed:
+        raise LogBroken(f"entry {index} is missing, out of place or altered")
+    try:
+        session = DeletionEntry.from_leaf_bytes(leaf).session
+    except Rejected as error:
+        raise LogBroken(f"entry {index} is not an entry: {error}") from None
+    if session != digest:
+        raise LogBroken(f"entry {index} is filed under another session")
+
+
+def _read_chunk(start: int, chunk: int) -> tuple[list[tuple], dict[int, bytes], list[tuple]]:
+    """Up to `chunk` entries from `start` on, the subtrees they complete and the checkpoints they
+    end: three statements, each read whole before the next (no cursor is left open). An erasure
+    commits a checkpoint and subtrees with their entries, so none is missing for the entries read."""
+    entries = DeletionLogEntry.objects.filter(index__gte=start).order_by("index")
+    rows = list(entries.values_list("index", "session_digest", "leaf", "leaf_hash")[:chunk])
+    if not rows:
+        return [], {}, []
+    end = start + len(rows)
+    nodes = DeletionLogNode.objects.filter(position__gte=post_order(0, start), position__lt=post_order(0, end))
+    checkpoints = DeletionLogCheckpoint.objects.filter(size__gt=start, size__lte=end).order_by("size")
+    return (
+        rows,
+        dict(nodes.values_list("position", "node_hash")),
+        list(checkpoints.values_list("size", "root", "signed")),
+    )
+
+
+class _Signatures:
+    """Checks each checkpoint, in order of size, against the tree's root at its size; remembers
+    whether the current key has signed one yet."""
+
+    def __init__(self, verifiers: tuple[Verifier, ...]):
+        self.verifiers = verifiers
+        self.signed_by_current = False
+
+    def check(self, size: int, root: bytes, signed: str, computed: bytes) -> None:
         try:
-            session = DeletionEntry.from_leaf_bytes(bytes(leaf)).session
-        except Rejected as error:
-            raise LogBroken(f"entry {index} is not an entry: {error}") from None
-        if session != digest:
-            raise LogBroken(f"entry {index} is filed under another session")
-        tree.append(bytes(hashed))
-        while pending is not None and pending[0] == len(tree):
-            size, root, signed = pending
+            signed_checkpoint = open_checkpoint(signed, self.verifiers[0])
+            self.signed_by_current = True
+        except Rejected:
             try:
-                signed_checkpoint = open_checkpoint(signed, verifiers[0])
-                signed_by_current = True
-            except Rejected:
-                try:
-                    signed_checkpoint = open_checkpoint(signed, *verifiers)
-                except Rejected as error:
-                    raise LogBroken(f"checkpoint {size} does not verify: {error}") from None
-                # A replaced key signs nothing after the current one has: such a checkpoint is a
-                # server left on the old key, or a key that leaked and signs for someone else.
-                if signed_by_current:
-                    raise LogBroken(f"checkpoint {size} is signed with a replaced key after the current one") from None
-            if (signed_checkpoint.size, signed_checkpoint.root) != (size, bytes(root)) or tree.root() != bytes(root):
-                raise LogBroken(f"checkpoint {size} does not match the entries")
-            pending = next(checkpoints, None)
-    if pending is not None:
-        raise LogBroken(f"checkpoint {pending[0]} covers entries the log does not have")
-    return len(tree)
+                signed_checkpoint = open_checkpoint(signed, *self.verifiers)
+            except Rejected as error:
+                raise LogBroken(f"checkpoint {size} does not verify: {error}") from None
+            # A replaced key signs nothing after the current one has: such a checkpoint is a
+            # server left on the old key, or a key that leaked and signs for someone else.
+            if self.signed_by_current:
+                raise LogBroken(f"checkpoint {size} is signed with a replaced key after the current one") from None
+        if (signed_checkpoint.size, signed_checkpoint.root) != (size, bytes(root)) or computed != bytes(root):
+            raise LogBroken(f"checkpoint {size} does not match the entries")

@@ -1,0 +1,189 @@
+"""The deletion log at 1,000,000 entries (issue 39): receipt, checkpoint and consistency reads at alternating sizes,
+a worker's memory for the log, and one-session erasures' appends while the whole log is verified. The log is bulk-
+inserted into a scratch SQLite file under var/, a checkpoint every 1,000 entries. Figures: results/log.md.
+"""
+
+import datetime as dt
+import hashlib
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from unittest import mock
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks import _common  # noqa: E402
+from benchmarks._common import fmt, fmt_ms, verdict  # noqa: E402
+
+SCRATCH, EVERY = _common.ROOT_DIR / "var" / "log-bench", 1000
+SESSION = ("log-bench-session", dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 14, 2, 40_000, ["offline"])
+
+
+def _log(url: str):  # the storage module, Django set up on `url`
+    _common.setup_django(url)
+    from sessions_app.storage import deletion_log
+
+    return deletion_log
+
+
+def _append(log) -> None:
+    from django.db import transaction
+
+    with transaction.atomic():
+        log.append([log.ErasedSession(*SESSION)], "api")
+
+
+def child_build(url: str, entries: str) -> None:
+    """Entry 0 appended as an erasure appends it, then copies of it under other digests, inserted in bulk."""
+    log = _log(url)
+    from django.db import connection, transaction
+
+    from sessions_app.models import DeletionLogCheckpoint, DeletionLogEntry, DeletionLogNode
+    from sessions_app.receipts.checkpoint import Checkpoint
+    from sessions_app.receipts.merkle import RightEdge, leaf_hash, post_order
+
+    _append(log)
+    first, signer, now = DeletionLogEntry.objects.get(index=0), log.log_key.signer(), dt.datetime.now(dt.UTC)
+    template, digest, signed_at = bytes(first.leaf), first.session_digest, connection.ops.adapt_datetimefield_value(now)
+    edge, rows, nodes, signed = RightEdge(), [], [], []
+    for index in range(int(entries)):
+        name = hashlib.sha256(f"log-bench-{index}".encode()).hexdigest() if index else digest
+        leaf = template.replace(digest.encode(), name.encode())
+        rows.append((index, name, leaf, leaf_hash(leaf)))
+        nodes += [(post_order(height, at), node) for height, at, node in edge.append(rows[-1][3])]
+        if edge.size % EVERY == 0 or edge.size == int(entries):
+            note = Checkpoint(signer.name, edge.size, edge.root()).sign(signer)
+            signed.append((edge.size, edge.root(), note, edge.to_bytes(), signed_at))
+    with transaction.atomic(), connection.cursor() as cursor:
+        for model, values in ((DeletionLogEntry, rows[1:]), (DeletionLogNode, nodes), (DeletionLogCheckpoint, signed)):
+            columns = ", ".join(connection.ops.quote_name(field.column) for field in model._meta.concrete_fields)
+            sql = f"INSERT INTO {model._meta.db_table} ({columns}) VALUES ({', '.join(['%s'] * len(values[0]))})"
+            for start in range(0, len(values), 50_000):
+                cursor.executemany(sql, values[start : start + 50_000])
+    print(json.dumps({"entries": edge.size, "checkpoints": len(signed), "nodes": len(nodes)}))
+
+
+def _pss_mb() -> float:
+    rollup = Path("/proc/self/smaps_rollup").read_text().splitlines()
+    return next(int(line.split()[1]) for line in rollup if line.startswith("Pss:")) / 1024
+
+
+def _between(newer: int, rng: random.Random) -> str:
+    return f"/deletions/consistency?from={rng.randrange(1, newer + 1)}&to={newer}"
+
+
+def child_reads(url: str, rounds: str) -> None:
+    """As a web worker: the public reads through Django's test client, the older size changing every request."""
+    log = _log(url)
+    from django.test import Client
+
+    size, client, rng = log.status().size, Client(), random.Random(39)
+    sizes, digests = list(range(EVERY, size + 1, EVERY)), log.DeletionLogEntry.objects.values_list("session_digest")
+    kinds = {
+        "receipt": lambda: f"/deletions/{digests.get(index=rng.randrange(size))[0]}",
+        "checkpoint": lambda: "/deletions/checkpoint",
+        "consistency from an old size to the latest": lambda: f"/deletions/consistency?from={rng.choice(sizes)}",
+        "consistency between two old sizes": lambda: _between(rng.choice(sizes), rng),
+    }
+    client.get(kinds["receipt"]())  # the first request's imports are not the log's memory
+    before, times = _pss_mb(), {kind: [] for kind in kinds}
+    for _ in range(int(rounds)):
+        for kind, path in kinds.items():
+            path, started = path(), time.perf_counter()  # the receipt's digest is looked up before the clock
+            assert client.get(path).status_code == 200, path
+            times[kind].append(time.perf_counter() - started)
+    print(json.dumps({"size": size, "pss_before_mb": before, "pss_after_mb": _pss_mb(), "times": times}))
+
+
+def child_writes(url: str, stop_file: str) -> None:
+    """A one-session erasure's append every 20 ms until `stop_file` is gone: each one's time."""
+    log, times = _log(url), []
+    while Path(stop_file).exists():
+        started = time.perf_counter()
+        _append(log)
+        times.append(time.perf_counter() - started)
+        time.sleep(0.02)
+    print(json.dumps({"times": times}))
+
+
+def child_verify(url: str) -> None:
+    """The admin's check, as its task runs it, each chunk's reads (its read transactions) timed."""
+    log, reads, started = _log(url), [], time.perf_counter()
+    read_chunk = log._read_chunk
+
+    def timed(*args):
+        began = time.perf_counter()
+        found = read_chunk(*args)
+        reads.append(time.perf_counter() - began)
+        return found
+
+    with mock.patch.object(log, "_read_chunk", timed):
+        checked = log.verify_whole_log()
+    print(json.dumps({"checked": checked, "seconds": time.perf_counter() - started, "reads": reads}))
+
+
+def _writes(url: str, env: dict, verify: bool) -> tuple[list[float], dict | None]:
+    """Append latencies for 10 s (quiet), or while the whole log is verified in another process."""
+    (stop := SCRATCH / "writing").touch()
+    writer = subprocess.Popen([_common.PY, __file__, "writes", url, str(stop)], env=env, stdout=subprocess.PIPE)
+    verified = _common.run_child(__file__, ["verify", url], env, timeout=1800)[0] if verify else time.sleep(10)
+    stop.unlink()
+    return json.loads(writer.communicate(timeout=60)[0].decode().splitlines()[-1])["times"], verified
+
+
+def _p99(times: list[float]) -> float:
+    return statistics.quantiles(times, n=100, method="inclusive")[98]
+
+
+def run(args):
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    SCRATCH.mkdir(parents=True)
+    url, env = f"sqlite:///{SCRATCH / 'log.db'}", _common.clean_env(DJANGO_VAR_DIR=str(SCRATCH))
+    env |= {"DJANGO_CACHE_DIR": str(SCRATCH / "cache"), "DELETION_LOG_RATE": "1000000/min"}
+    env |= {"DJANGO_ALLOWED_HOSTS": "testserver"}
+    started, entries = time.monotonic(), 20_000 if args.quick else int(args.entries or 1_000_000)
+    built = _common.run_child(__file__, ["build", url, str(entries)], env, timeout=1800)[0]
+    built["build_s"] = time.monotonic() - started
+    reads = _common.run_child(__file__, ["reads", url, "50" if args.quick else "250"], env)[0]
+    (quiet, _), (during, verify) = _writes(url, env, verify=False), _writes(url, env, verify=True)
+    p99, growth = {"quiet": _p99(quiet), "during": _p99(during)}, reads["pss_after_mb"] - reads["pss_before_mb"]
+    rows = [
+        [kind, len(t), fmt_ms(statistics.median(t)), fmt_ms(_p99(t)), fmt_ms(max(t))]
+        for kind, t in reads["times"].items()
+    ]
+    worst, longest = max(_p99(t) for t in reads["times"].values()), max(verify["reads"])
+    body = [f"A log of {built['entries']:,} entries, {built['checkpoints']:,} checkpoints, {built['nodes']:,} stored"]
+    body[0] += f" subtrees, built in {built['build_s']:.0f} s ({SCRATCH.relative_to(_common.ROOT_DIR)}/log.db)."
+    body += _common.section("Public reads (one worker, Django's test client; the older size changes every request)")
+    body += _common.md_table("read | requests | p50 ms | p99 ms | max ms", rows)
+    body += ["", f"Worker PSS {fmt(reads['pss_before_mb'])} MB before the reads, {fmt(reads['pss_after_mb'])} after."]
+    body += _common.section("Appends while the whole log is verified (one-session erasures' appends every 20 ms)")
+    body += [
+        f"Verify: {verify['checked']:,} entries in {verify['seconds']:.0f} s, {len(verify['reads'])} chunks, the"
+        f" longest chunk's reads {fmt_ms(longest)} ms. Appends: {len(during)} committed during it, p99"
+        f" {fmt_ms(p99['during'])} ms; quiet: {len(quiet)} in 10 s, p99 {fmt_ms(p99['quiet'])} ms."
+    ]
+    body += _common.targets(
+        [
+            verdict(
+                worst <= 0.020, f"each read's p99 <= 20 ms at {reads['size']:,} entries (worst {fmt_ms(worst)} ms)"
+            ),
+            verdict(growth <= 50, f"a worker's memory for the log <= 50 MB (PSS grew {growth:.1f} MB)"),
+            verdict(p99["during"] <= 1.5 * p99["quiet"], "appends' p99 during the verify within 1.5x of quiet"),
+            verdict(longest <= 0.5, "each chunk's reads under 0.5 s (no writer waits longer)"),
+        ]
+    )
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    reads["times"] = {kind: [min(t), statistics.median(t), _p99(t), max(t)] for kind, t in reads["times"].items()}
+    verify["reads"] = {"chunks": len(verify["reads"]), "longest_s": longest}
+    return body, {"built": built, "reads_min_p50_p99_max_s": reads, "verify": verify, "appends_p99_s": p99}
+
+
+if __name__ == "__main__":
+    children = {"build": child_build, "reads": child_reads, "writes": child_writes, "verify": child_verify}
+    options = [("--entries", "the log's size (default 1,000,000)")]
+    sys.exit(_common.main("log", "The deletion log at scale", ["Django"], run, children, options))
