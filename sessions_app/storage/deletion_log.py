@@ -10,8 +10,10 @@ checkpoint row keeps the tree's right edge, so an append costs O(log n) hashes a
 earlier entries.
 
 The rows are never updated or deleted (nothing here or elsewhere does; no purge touches them).
-An entry holds counts, times and names only (sessions_app.receipts.entry): never content, a
-token, an owner id or a client address.
+An entry holds an hour, a kind of trigger and rounded sizes (sessions_app.receipts.entry, format
+2): never content, a token, an owner id or a client address. It names the session by its receipt
+lookup (sessions_app.receipts.lookup), computed here from the owner id the session's row still
+holds, so only the token's holder finds the receipt afterwards.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from django.db import transaction
 from sessions_app import retention
 from sessions_app.models import DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry
 from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
-from sessions_app.receipts.entry import NO_PROVIDER, DeletionEntry
+from sessions_app.receipts.entry import DeletionEntry, read_entry
+from sessions_app.receipts.lookup import receipt_lookup
 from sessions_app.receipts.merkle import MerkleTree, RightEdge, leaf_hash
 from sessions_app.receipts.note import Verifier
 from sessions_app.receipts.receipt import Receipt, hashes_text
@@ -58,15 +61,14 @@ def entry_trigger(trigger: str, created_at: dt.datetime, erased_at: dt.datetime)
 
 @dataclass(frozen=True)
 class ErasedSession:
-    """What the erasure read of a session before deleting it: its id, when it was made, and
-    what it stored (counted from clear metadata: no key is needed)."""
+    """What the erasure read of a session before deleting it: its id and owner id, when it was
+    made, and what it stored (counted from clear metadata: no key is needed)."""
 
     session_id: str
+    owner_id: str  # the key of the entry's receipt lookup
     created_at: dt.datetime
     events: int
-    plan_versions: int | None  # AgentSession.plan_versions; None: not counted (stored before the count)
     bytes: int  # sealed state plus sealed events, as stored
-    model_providers: list[str]
 
 
 def _secure_delete_is_on(connection) -> bool:
@@ -133,18 +135,14 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
     erased_at = dt.datetime.now(dt.UTC)
     rows = []
     for session in erased:
-        entry = DeletionEntry.for_session(
-            session.session_id,
-            created=session.created_at,
+        entry = DeletionEntry.for_erasure(
+            receipt_lookup(session.owner_id, session.session_id),
             erased_at=erased_at,
             trigger=entry_trigger(trigger, session.created_at, erased_at),
             events=session.events,
-            plan_versions=session.plan_versions,
             bytes_erased=session.bytes,
-            rows_deleted=session.events + 1,  # its events and its own row
             sqlite_secure_delete=secure_delete,
             sealed_with_unstored_key=True,  # by design: the key is derived from the token, never stored
-            model_provider=",".join(session.model_providers) or NO_PROVIDER,
         )
         leaf = entry.leaf_bytes()
         hashed = leaf_hash(leaf)
@@ -213,17 +211,28 @@ def _tree_at(checkpoint: DeletionLogCheckpoint) -> MerkleTree:
     raise LogBroken(f"the entries do not hash to checkpoint {checkpoint.size}'s root")
 
 
-def receipt(digest: str) -> str | None:
-    """The receipt (a tlog-proof) of the latest erasure of the session whose id hashes to
-    `digest`, proved against the latest checkpoint; None when the log has none."""
-    found = DeletionLogEntry.objects.filter(session_digest=digest).order_by("-index").values_list("index", "leaf")
+def receipt(lookup: str) -> str | None:
+    """The receipt (a tlog-proof) of the latest erasure of the session filed under `lookup` (its
+    receipt lookup), proved against the latest checkpoint; None when the log has none. Entries of
+    format 1 are filed under the SHA-256 of the session id, which anyone holding the id can
+    compute: they are not served (they stay in the log, and receipts already given keep
+    verifying)."""
+    found = DeletionLogEntry.objects.filter(session_digest=lookup).order_by("-index").values_list("index", "leaf")
     row = found.first()
     latest = _latest_checkpoint()
-    if row is None or latest is None:
+    if row is None or latest is None or not _filed_by_lookup(bytes(row[1])):
         return None
     index, leaf = row
     proof = _tree_at(latest).inclusion_proof(index, latest.size)
     return Receipt(bytes(leaf), index, tuple(proof), latest.signed).text()
+
+
+def _filed_by_lookup(leaf: bytes) -> bool:
+    """Whether the entry is of format 2 (filed under a receipt lookup), not 1."""
+    try:
+        return isinstance(read_entry(leaf), DeletionEntry)
+    except Rejected:
+        return False
 
 
 def checkpoint(size: int | None = None) -> str | None:
@@ -257,7 +266,7 @@ def verify_whole_log(*verifiers: Verifier) -> int:
         if index != len(tree) or leaf_hash(bytes(leaf)) != bytes(hashed):
             raise LogBroken(f"entry {index} is missing, out of place or altered")
         try:
-            session = DeletionEntry.from_leaf_bytes(bytes(leaf)).session
+            session = read_entry(bytes(leaf)).session  # either format
         except Rejected as error:
             raise LogBroken(f"entry {index} is not an entry: {error}") from None
         if session != digest:
