@@ -995,3 +995,14 @@ def test_the_log_grew_before_a_rotation_verifies_with_the_earlier_key_alone_give
     assert (before.size, after.size) == (2, len(LEAVES))
     with pytest.raises(Rejected, match="not signed by the given key"):
         verify_log_grew(older, newer, proof, OTHER_LOG.verifier)
+
+
+def test_the_lookup_command_reads_the_session_key_from_standard_input(monkeypatch, capsys):
+    import io
+
+    from sessions_app.receipts import lookup
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(SESSION_KEYS[2] + "\n"))
+    assert lookup.main() == 0 and capsys.readouterr().out == LOOKUPS[2] + "\n"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(SESSION_IDS[2]))  # the id alone is no key
+    assert lookup.main() == 1 and "session id and its token joined by a dot" in capsys.readouterr().err

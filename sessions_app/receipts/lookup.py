@@ -15,10 +15,16 @@ The owner id's derivation lives here, not in sessions_app.security, so the offli
 (this package, standard library only) computes it the same way; sessions_app.security.tokens
 uses this one definition. The page's script repeats it with WebCrypto (static/page/page.js,
 `receiptLookup`), and a test checks the two agree.
+
+    python -m sessions_app.receipts.lookup < session-key.txt
+
+prints the lookup of the session key read from standard input (where a receipt is:
+/deletions/<lookup>); the key is never taken from the command line, where others can see it.
 """
 
 import hashlib
 import hmac
+import sys
 
 OWNER_ID_PREFIX = "anon-"
 LOOKUP_DOMAIN = b"deletion-log-v2\x00"
@@ -43,3 +49,16 @@ def receipt_lookup_for_key(session_key: str) -> str:
     if not dot or not session_id or not token:
         raise ValueError("a session key is the session id and its token joined by a dot")
     return receipt_lookup(owner_id_for(token), session_id)
+
+
+def main() -> int:
+    try:
+        print(receipt_lookup_for_key(sys.stdin.readline()))
+    except ValueError as error:
+        print(f"Rejected: {error}.", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
