@@ -20,7 +20,7 @@ from benchmarks import _common  # noqa: E402
 from benchmarks._common import fmt, fmt_ms, verdict  # noqa: E402
 
 SCRATCH, EVERY = _common.ROOT_DIR / "var" / "log-bench", 1000
-SESSION = ("log-bench-session", dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 14, 2, 40_000, ["offline"])
+SESSION = ("log-bench-session", "anon-log-bench-owner", dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 14, 40_000)
 
 
 def _log(url: str):  # the storage module, Django set up on `url`

@@ -14,7 +14,7 @@ urlpatterns = [
     # The deletion log: public, no token (docs/API.md, "Deletion receipts").
     path("deletions/checkpoint", deletion_log.DeletionCheckpointView.as_view(), name="deletion-checkpoint"),
     path("deletions/consistency", deletion_log.DeletionConsistencyView.as_view(), name="deletion-consistency"),
-    path("deletions/<str:digest>", deletion_log.DeletionReceiptView.as_view(), name="deletion-receipt"),
+    path("deletions/<str:lookup>", deletion_log.DeletionReceiptView.as_view(), name="deletion-receipt"),
     path(".well-known/deletion-log-key", deletion_log.DeletionLogKeyView.as_view(), name="deletion-log-key"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),

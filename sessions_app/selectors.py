@@ -215,9 +215,9 @@ def storage_status() -> StorageStatus:
 # --- The deletion log: public, it holds nothing private (storage/deletion_log.py) ---
 
 
-def deletion_receipt(digest: str) -> str | None:
-    """The receipt of the session whose id hashes to `digest`; None when the log has none."""
-    return deletion_log.receipt(digest)
+def deletion_receipt(lookup: str) -> str | None:
+    """The receipt of the session filed under `lookup` (its receipt lookup); None when the log has none."""
+    return deletion_log.receipt(lookup)
 
 
 def deletion_checkpoint(size: int | None = None) -> str | None:

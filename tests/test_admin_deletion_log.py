@@ -92,10 +92,10 @@ def test_verify_checks_the_whole_log_and_says_so(admin_client):
     assert "The deletion log verifies: 3 entries" in _html(page)
     leaf = bytes(DeletionLogEntry.objects.get(index=1).leaf)
     for trigger, problem in (
-        (b"max_age", "checkpoint 2 does not match the entries"),
+        (b"retention", "checkpoint 2 does not match the entries"),
         (b"shredded", "entry 1 is not an entry"),  # a leaf that is no entry at all: said, not a server error
     ):
-        changed = leaf.replace(b'"trigger":"admin"', b'"trigger":"' + trigger + b'"')
+        changed = leaf.replace(b'"trigger":"operator"', b'"trigger":"' + trigger + b'"')
         DeletionLogEntry.objects.filter(index=1).update(leaf=changed, leaf_hash=leaf_hash(changed))
         html = _html(admin_client.post(VERIFY, follow=True))
         assert "The deletion log does NOT verify" in html and problem in html

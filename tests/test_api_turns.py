@@ -1,6 +1,7 @@
 """Conversation turns through the API: tools, verification, model failures, concurrency."""
 
 import asyncio
+import re
 import threading
 
 import pytest
@@ -189,7 +190,9 @@ def test_offline_model_end_to_end(api, new_session):
     assert meta["turns"] == 2 and meta["plan_versions"] == 2
     export = api.get(f"/agent/sessions/{session_id}/export", **headers)
     assert export.status_code == 200
-    assert export["Content-Disposition"] == f'attachment; filename="session-{session_id}.json"'
+    # The file's name says the day, never the session id (issue 39): it lands in downloads folders.
+    assert re.fullmatch(r'attachment; filename="resume-session-\d{4}-\d\d-\d\d\.json"', export["Content-Disposition"])
+    assert session_id not in export["Content-Disposition"]
     document = export.json()
     assert [plan["version"] for plan in document["plan_versions"]] == [1, 2]
     assert document["plan_versions"][0]["plan"] != document["plan_versions"][1]["plan"]

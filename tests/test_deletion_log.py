@@ -1,6 +1,7 @@
 """The deletion log in the service (issue 31): every erasure appends one entry per session and
 signs one checkpoint, in the erasure's own transaction; receipts, checkpoints, consistency proofs
-and the log's key are served without a token and verify offline.
+and the log's key are served without a token and verify offline. Since issue 39 an entry is filed
+under a value only the token's holder can compute: a stranger holding a session id finds nothing.
 
 Both backends (`make test` runs this file on SQLite and on PostgreSQL)."""
 
@@ -18,14 +19,30 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from sessions_app import purge
-from sessions_app.models import AgentSession, DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry, SessionEvent
+from sessions_app.models import (
+    AgentSession,
+    DeletionAudit,
+    DeletionLogCheckpoint,
+    DeletionLogEntry,
+    DeletionLogNode,
+    SessionEvent,
+)
 from sessions_app.receipts.checkpoint import Checkpoint
-from sessions_app.receipts.entry import TRIGGERS, DeletionEntry, session_digest
-from sessions_app.receipts.merkle import MerkleTree, RightEdge, leaf_hash
+from sessions_app.receipts.entry import (
+    TRIGGER_KINDS,
+    TRIGGERS,
+    DeletionEntry,
+    DeletionEntryV1,
+    at_most,
+    read_entry,
+    session_digest,
+)
+from sessions_app.receipts.lookup import receipt_lookup
+from sessions_app.receipts.merkle import MerkleTree, RightEdge, leaf_hash, post_order
 from sessions_app.receipts.note import Verifier
 from sessions_app.receipts.receipt import Receipt
 from sessions_app.receipts.strict import Rejected
-from sessions_app.receipts.verify import describe, verify_log_grew, verify_receipt
+from sessions_app.receipts.verify import WhoseSession, verify_log_grew, verify_receipt
 from sessions_app.runtime.turns import TurnBuffer
 from sessions_app.security import log_key
 from sessions_app.security.tokens import owner_id_for
@@ -33,6 +50,7 @@ from sessions_app.storage import deletion_log, repository
 from tests.factories import make_session
 from tests.privacy import encodings, fixture_markers
 from tests.test_one_erasure import WAYS, _started
+from tests.test_receipts_core import V1_FIELDS, assert_only_allowed_fields
 from tests.waiting import wait_until
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
@@ -45,9 +63,14 @@ def _verifier(client) -> Verifier:
     return Verifier.from_vkey(answer.content.decode().strip())
 
 
-def _entries() -> list[DeletionEntry]:
+def _entries() -> list[DeletionEntry | DeletionEntryV1]:
     leaves = DeletionLogEntry.objects.order_by("index").values_list("leaf", flat=True)
-    return [DeletionEntry.from_leaf_bytes(bytes(leaf)) for leaf in leaves]
+    return [read_entry(bytes(leaf)) for leaf in leaves]
+
+
+def _lookup(session_id: str, token: str) -> str:
+    """The receipt lookup, as the token's holder computes it (the page, the verifier)."""
+    return receipt_lookup(owner_id_for(token), session_id)
 
 
 # --- One entry per erasure, whoever asks ------------------------------------------------------
@@ -77,9 +100,6 @@ def test_every_trigger_appends_exactly_one_entry_and_one_checkpoint(way, client,
     session_id, token = _started(client)
     session = AgentSession.objects.get(session_id=session_id)
     events = SessionEvent.objects.filter(agent_session=session).count()
-    plans = _plans_shown(client, session_id, token)
-    assert plans >= 1  # the first turn saved a plan
-    providers = session.model_provider_ids
     appended = []
     real_append = deletion_log.append
 
@@ -96,11 +116,16 @@ def test_every_trigger_appends_exactly_one_entry_and_one_checkpoint(way, client,
     assert appended == [(True, False)]
     assert list(DeletionAudit.objects.values_list("trigger", "sessions_deleted")) == [(audit_trigger, 1)]
     [entry] = _entries()
-    assert (entry.session, entry.trigger, entry.events) == (session_digest(session_id), entry_trigger, events)
-    assert entry.rows_deleted == events + 1 and entry.bytes_erased > 0 and entry.plan_versions == plans
-    assert entry.model_provider == ",".join(providers) and entry.sealed_with_unstored_key
+    kind = TRIGGER_KINDS[entry_trigger]
+    assert (entry.session, entry.trigger, entry.events_at_most) == (
+        _lookup(session_id, token),
+        kind,
+        at_most(events, 1),
+    )
+    assert entry.bytes_at_most >= 1024 and entry.sealed_with_unstored_key
     assert entry.sqlite_secure_delete is (connection.vendor == "sqlite")
-    assert entry.created == session.created_at.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
+    [leaf] = DeletionLogEntry.objects.values_list("leaf", flat=True)
+    assert_only_allowed_fields(bytes(leaf))  # whoever erased: the hour, the kind, rounded sizes
     [checkpoint] = DeletionLogCheckpoint.objects.all()
     assert checkpoint.size == 1 and deletion_log.verify_whole_log() == 1
 
@@ -130,19 +155,6 @@ def _with_two_plans(client) -> tuple[str, str]:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("way", ["api", "ttl"])
-def test_the_entry_counts_the_plan_versions_even_without_the_token(way, client, admin_user, monkeypatch):
-    """The owner's DELETE, and the purge, which holds no token and cannot open the state: both
-    entries say the two plans the session saved (its clear counter, written with each turn)."""
-    session_id, token = _with_two_plans(client)
-    DELETIONS[way](client, admin_user, monkeypatch, session_id, token)
-    [entry] = _entries()
-    assert (entry.session, entry.trigger, entry.plan_versions) == (session_digest(session_id), EXPECTED[way][1], 2)
-    verified = verify_receipt(client.get(f"/deletions/{session_digest(session_id)}").content, _verifier(client))
-    assert describe(verified, session_checked=False).count(", 2 plan versions, ") == 1
-
-
-@pytest.mark.django_db
 def test_a_turn_whose_store_fails_leaves_the_plan_count_as_it_was(client, monkeypatch):
     session_id, token = _started(client)
     before = _plans_shown(client, session_id, token)
@@ -158,22 +170,6 @@ def test_a_turn_whose_store_fails_leaves_the_plan_count_as_it_was(client, monkey
     monkeypatch.setattr(TurnBuffer, "store_pending", real_store)
     stored = AgentSession.objects.get(session_id=session_id).plan_versions
     assert stored == before == _plans_shown(client, session_id, token)
-    with transaction.atomic():
-        repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
-    assert [entry.plan_versions for entry in _entries()] == [before]
-
-
-@pytest.mark.django_db
-def test_a_session_stored_before_the_count_is_logged_as_not_counted(client):
-    """Sessions stored before the counter have none (NULL) until their next turn: their entry
-    says "not counted" (null), as entries written before it do, and still verifies."""
-    session_id, token = _started(client)
-    AgentSession.objects.update(plan_versions=None)  # as migration 0008 leaves an older session
-    assert client.delete(f"/agent/sessions/{session_id}", headers={"X-Session-Token": token}).status_code == 204
-    [entry] = _entries()
-    assert entry.plan_versions is None and b'"plan_versions":null' in entry.leaf_bytes()
-    verified = verify_receipt(client.get(f"/deletions/{session_digest(session_id)}").content, _verifier(client))
-    assert "plan versions not counted" in describe(verified, session_checked=False)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -217,8 +213,10 @@ def test_the_service_triggers_and_the_entry_triggers_agree():
 def test_a_purge_batch_is_one_checkpoint_and_the_audit_and_the_log_agree(settings):
     settings.PURGE_BATCH_SIZE, settings.PURGE_BATCH_PAUSE_SECONDS = 4, 0
     old = timezone.now() - dt.timedelta(days=2)
+    sessions = {}
     for number in range(10):
-        make_session(owner_id=f"anon-{number:032x}", last_activity=old, events=number % 3)
+        owner_id = f"anon-{number:032x}"
+        sessions[owner_id] = make_session(owner_id=owner_id, last_activity=old, events=number % 3).session_id
     with transaction.atomic():
         repository.erase(AgentSession.objects.filter(owner_id="anon-" + "0" * 32), DeletionAudit.Trigger.API)
 
@@ -229,7 +227,9 @@ def test_a_purge_batch_is_one_checkpoint_and_the_audit_and_the_log_agree(setting
     assert sizes == [1, 5, 9, 10]  # one checkpoint per erase call: the DELETE, then each batch
     audited = sum(DeletionAudit.objects.values_list("sessions_deleted", flat=True))
     assert audited == DeletionLogEntry.objects.count() == len(set(e.session for e in _entries())) == 10
-    assert sum(e.events for e in _entries()) == sum(DeletionAudit.objects.values_list("events_deleted", flat=True))
+    # The purge holds no token: it files each entry under the lookup of the owner id it still has.
+    assert {e.session for e in _entries()} == {receipt_lookup(owner, id_) for owner, id_ in sessions.items()}
+    assert [e.trigger for e in _entries()] == ["owner"] + ["retention"] * 9
     assert deletion_log.verify_whole_log() == 10
 
 
@@ -285,41 +285,73 @@ def test_an_erasure_of_nothing_signs_nothing():
 # --- Receipts over HTTP ----------------------------------------------------------------------
 
 
+def _verify_with_the_command_line(receipt: bytes, vkey: str, tmp_path: Path, *options: str, key: str = "") -> bytes:
+    """The verifier as a person runs it: the module alone, no Django, in a process of its own;
+    the session key (if any) on standard input. Returns its output; fails unless it verified."""
+    path = tmp_path / "receipt.tlog-proof"
+    path.write_bytes(receipt)
+    environment = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
+    command = [sys.executable, "-m", "sessions_app.receipts.verify", "--key", vkey, *options, str(path)]
+    result = subprocess.run(command, cwd=ROOT_DIR, env=environment, input=key.encode(), capture_output=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 @pytest.mark.django_db
 def test_the_delete_points_at_a_receipt_that_verifies_offline(client, tmp_path):
     session_id, token = _started(client)
     answer = client.delete(f"/agent/sessions/{session_id}", headers={"X-Session-Token": token})
     assert answer.status_code == 204
-    assert answer["Deletion-Receipt"] == f"/deletions/{session_digest(session_id)}"
+    assert answer["Deletion-Receipt"] == f"/deletions/{_lookup(session_id, token)}"
 
     fetched = client.get(answer["Deletion-Receipt"])  # no token
     assert fetched.status_code == 200 and fetched["Content-Type"] == "text/plain; charset=utf-8"
     verifier = _verifier(client)
-    verified = verify_receipt(fetched.content, verifier, session_id)
-    assert (verified.index, verified.checkpoint.size, verified.entry.trigger) == (0, 1, "owner_delete")
+    verified = verify_receipt(fetched.content, verifier, whose=WhoseSession.from_session_key(f"{session_id}.{token}"))
+    assert (verified.index, verified.checkpoint.size, verified.entry.trigger) == (0, 1, "owner")
     with pytest.raises(Rejected):
-        verify_receipt(fetched.content, verifier, session_id + "x")
+        verify_receipt(fetched.content, verifier, whose=WhoseSession.from_session_key(f"{session_id}.{token}x"))
+    with pytest.raises(Rejected):  # the id alone names no entry
+        verify_receipt(fetched.content, verifier, session_id)
 
-    # The same, as a person would: the module alone, no Django, in a process of its own.
-    receipt = tmp_path / "receipt.tlog-proof"
-    receipt.write_bytes(fetched.content)
-    environment = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
-    command = [sys.executable, "-m", "sessions_app.receipts.verify", "--key", verifier.vkey]
-    result = subprocess.run(
-        [*command, "--session-id", session_id, str(receipt)], cwd=ROOT_DIR, env=environment, capture_output=True
+    out = _verify_with_the_command_line(
+        fetched.content, verifier.vkey, tmp_path, "--session-key-file", "-", key=f"{session_id}.{token}\n"
     )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(b"Verified: the session given was erased")
+    assert out.startswith(b"Verified: the session given was erased in the hour from")
 
 
 @pytest.mark.django_db
-def test_a_receipt_found_after_a_purge_and_the_log_only_grew(client):
-    """A person who lost the race to the purge still finds the receipt; a client holding an older
-    checkpoint checks that the newer one only added to it."""
-    first, _ = _started(client)
+@pytest.mark.parametrize("way", ["api", "ttl", "max_age", "admin", "startup"])
+def test_a_stranger_holding_the_session_id_learns_nothing_from_the_log(way, client, admin_user, monkeypatch):
+    """The finding (issue 39, 3): with the id alone (from a log line, a file name), the receipt's
+    old address answers exactly what an id that never existed gets, after any erasure; and no
+    public read of the log holds the id, its SHA-256 or the receipt lookup."""
+    never = client.get(f"/deletions/{session_digest('never-existed')}")
+    assert never.status_code == 404
+    session_id, token = _started(client)
+    DELETIONS[way](client, admin_user, monkeypatch, session_id, token)
+    assert not AgentSession.objects.filter(session_id=session_id).exists()
+
+    stranger = client.get(f"/deletions/{session_digest(session_id)}")
+    assert (stranger.status_code, stranger.content, stranger.headers) == (404, never.content, never.headers)
+    other_token = client.get(f"/deletions/{_lookup(session_id, token + 'x')}")  # a guessed token
+    assert (other_token.status_code, other_token.content) == (404, never.content)
+    public = [client.get(path).content for path in ("/deletions/checkpoint", KEY_PATH)]
+    public.append(client.get("/deletions/consistency", {"from": 1}).content)
+    for named in (session_id, session_digest(session_id), _lookup(session_id, token)):
+        assert not any(named.encode() in answer for answer in public), named
+    assert client.get(f"/deletions/{_lookup(session_id, token)}").status_code == 200  # the token's holder
+
+
+@pytest.mark.django_db
+def test_a_receipt_found_after_a_purge_and_the_log_only_grew(client, tmp_path):
+    """A person who lost the race to the purge still finds the receipt with their key (the purge
+    held no token, only the owner id); a client holding an older checkpoint checks that the newer
+    one only added to it."""
+    first, first_token = _started(client)
     with time_machine.travel(timezone.now() + dt.timedelta(hours=25)):
         purge.purge_expired(trigger=DeletionAudit.Trigger.TTL)
-    older = client.get(f"/deletions/{session_digest(first)}").content
+    older = client.get(f"/deletions/{_lookup(first, first_token)}").content
     second, token = _started(client)
     client.delete(f"/agent/sessions/{second}", headers={"X-Session-Token": token})
 
@@ -329,8 +361,15 @@ def test_a_receipt_found_after_a_purge_and_the_log_only_grew(client):
     before, after = verify_log_grew(older, newer, proof.content, _verifier(client))
     assert (before.size, after.size) == (1, 2)
     assert client.get("/deletions/consistency", {"from": 1}).content == proof.content  # `to`: the latest
-    # The first receipt, fetched again, is proved against the newer checkpoint.
-    assert verify_receipt(client.get(f"/deletions/{session_digest(first)}").content, _verifier(client), first)
+    # The first receipt, fetched again, is proved against the newer checkpoint, and names the
+    # session of the key its holder kept; offline, with the key on standard input.
+    again = client.get(f"/deletions/{_lookup(first, first_token)}").content
+    whose = WhoseSession.from_session_key(f"{first}.{first_token}")
+    assert verify_receipt(again, _verifier(client), whose=whose).entry.trigger == "retention"
+    out = _verify_with_the_command_line(
+        again, _verifier(client).vkey, tmp_path, "--session-key-file", "-", key=f"{first}.{first_token}"
+    )
+    assert b"(retention: at most " in out
 
 
 @pytest.mark.django_db
@@ -339,7 +378,8 @@ def test_misses_are_the_one_404_and_bad_sizes_a_400(client):
     uniform = client.get(f"/agent/sessions/{session_id}", headers={"X-Session-Token": "wrong"})
     assert uniform.status_code == 404
     missing = [
-        f"/deletions/{session_digest(session_id)}",  # a live session has no receipt
+        f"/deletions/{_lookup(session_id, token)}",  # a live session has no receipt
+        f"/deletions/{session_digest(session_id)}",
         f"/deletions/{session_digest('never-existed')}",
         "/deletions/not-a-digest",
         "/deletions/checkpoint",  # nothing erased yet
@@ -354,8 +394,58 @@ def test_misses_are_the_one_404_and_bad_sizes_a_400(client):
     for query in ({}, {"from": 0}, {"from": "x"}, {"from": 1, "to": "y"}, {"from": 2**64}):
         answer = client.get("/deletions/consistency", query)
         assert answer.status_code == 400 and answer["Content-Type"] == "application/json", query
-    refused = client.get(f"/deletions/{session_digest(session_id)}", headers={"Accept": "application/json"})
+    refused = client.get(f"/deletions/{_lookup(session_id, token)}", headers={"Accept": "application/json"})
     assert refused.status_code == 406 and refused["Content-Type"] == "application/json"
+
+
+def _a_log_written_before_issue_39(session_ids: list[str]) -> list[bytes]:
+    """Format-1 entries and their signed checkpoint, as the code before issue 39 appended them, with
+    the subtrees migration 0009 stores for them."""
+    signer, edge, leaves = log_key.signer(), RightEdge(), []
+    for index, session_id in enumerate(session_ids):
+        leaf = DeletionEntryV1.for_session(session_id, **V1_FIELDS).leaf_bytes()
+        DeletionLogEntry.objects.create(
+            index=index, session_digest=session_digest(session_id), leaf=leaf, leaf_hash=leaf_hash(leaf)
+        )
+        for height, node_index, node in edge.append(leaf_hash(leaf)):
+            DeletionLogNode.objects.create(position=post_order(height, node_index), node_hash=node)
+        leaves.append(leaf)
+    signed = Checkpoint(signer.name, edge.size, edge.root()).sign(signer)
+    DeletionLogCheckpoint.objects.create(
+        size=edge.size, root=edge.root(), signed=signed, right_edge=edge.to_bytes(), signed_at=timezone.now()
+    )
+    return leaves
+
+
+@pytest.mark.django_db
+def test_entries_written_before_keep_verifying_and_the_tree_just_continues(client, tmp_path):
+    """A log with format-1 entries: the next erasure appends a format-2 entry to the same tree, the
+    whole-log check reads both, the log only grew, and a format-1 receipt given before verifies
+    (with the session id, as it did); the id's SHA-256 no longer serves it to anyone."""
+    never = client.get(f"/deletions/{session_digest('never-existed')}").content
+    old_ids = ["4f5e6d7c-0000-4000-8000-0000000000a1", "4f5e6d7c-0000-4000-8000-0000000000a2"]
+    leaves = _a_log_written_before_issue_39(old_ids)
+    older = client.get("/deletions/checkpoint").content
+    session_id, token = _started(client)
+    assert client.delete(f"/agent/sessions/{session_id}", headers={"X-Session-Token": token}).status_code == 204
+
+    assert deletion_log.verify_whole_log() == 3
+    assert [type(entry) for entry in _entries()] == [DeletionEntryV1, DeletionEntryV1, DeletionEntry]
+    verifier, newer = _verifier(client), client.get("/deletions/checkpoint").content
+    proof = client.get("/deletions/consistency", {"from": 2}).content
+    assert [c.size for c in verify_log_grew(older, newer, proof, verifier)] == [2, 3]
+    tree = MerkleTree(
+        bytes(hashed) for hashed in DeletionLogEntry.objects.order_by("index").values_list("leaf_hash", flat=True)
+    )
+    kept = Receipt(leaves[1], 1, tuple(tree.inclusion_proof(1, 3)), newer.decode()).text().encode()
+    assert verify_receipt(kept, verifier, old_ids[1]).entry.trigger == "owner_delete"
+    with pytest.raises(Rejected):
+        verify_receipt(kept, verifier, old_ids[0])
+    out = _verify_with_the_command_line(kept, verifier.vkey, tmp_path, "--session-id", old_ids[1])
+    assert out.startswith(b"Verified: the session given was erased at 2026-05-02 09:14:07 UTC (owner_delete")
+    for session in old_ids:
+        assert client.get(f"/deletions/{session_digest(session)}").content == never
+    assert verify_receipt(client.get(f"/deletions/{_lookup(session_id, token)}").content, verifier).index == 2
 
 
 @pytest.mark.django_db
@@ -395,7 +485,8 @@ def test_the_log_holds_no_content_token_or_owner_id(client, stored_files):
     session_id, token = _started(client)
     client.delete(f"/agent/sessions/{session_id}", headers={"X-Session-Token": token})
     assert DeletionLogEntry.objects.count() == 1
-    forbidden = [*fixture_markers(), token, owner_id_for(token), "127.0.0.1"]
+    # Nor the session id in any form a stranger could compute from it.
+    forbidden = [*fixture_markers(), token, owner_id_for(token), "127.0.0.1", session_id, session_digest(session_id)]
     rows = [
         *DeletionLogEntry.objects.values_list("session_digest", "leaf", "leaf_hash"),
         *DeletionLogCheckpoint.objects.values_list("root", "signed", "right_edge"),
@@ -406,7 +497,7 @@ def test_the_log_holds_no_content_token_or_owner_id(client, stored_files):
     # The database's own bytes: on SQLite, the whole file (secure_delete overwrote the session);
     # on PostgreSQL, the log's tables' files (its WAL still holds the session's inserts).
     data = b"".join(path.read_bytes() for path in _log_files(stored_files))
-    assert session_digest(session_id).encode() in data  # the scan does see the log's rows
+    assert _lookup(session_id, token).encode() in data  # the scan does see the log's rows
     assert [(m, f) for m in forbidden for f, needle in encodings(m).items() if needle in data] == []
 
 
@@ -438,9 +529,9 @@ def test_the_log_survives_every_purge(client):
     purge.purge_expired(trigger=DeletionAudit.Trigger.TTL)
     purge.erase_all_sessions()
     assert not AgentSession.objects.exists()
-    assert [entry.trigger for entry in _entries()] == ["owner_delete", "ttl_purge", "erase_all"]
+    assert [entry.trigger for entry in _entries()] == ["owner", "retention", "operator"]
     assert deletion_log.verify_whole_log() == 3
-    assert client.get(f"/deletions/{session_digest(session_id)}").status_code == 200
+    assert client.get(f"/deletions/{_lookup(session_id, token)}").status_code == 200
 
 
 @pytest.mark.django_db
@@ -451,7 +542,7 @@ def test_verifying_the_whole_log_finds_a_changed_entry_or_checkpoint():
             repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
     assert deletion_log.verify_whole_log() == 3
     entry = DeletionLogEntry.objects.get(index=1)
-    changed = bytes(entry.leaf).replace(b'"trigger":"admin"', b'"trigger":"max_age"')
+    changed = bytes(entry.leaf).replace(b'"trigger":"operator"', b'"trigger":"retention"')
     DeletionLogEntry.objects.filter(index=1).update(leaf=changed, leaf_hash=leaf_hash(changed))
     with pytest.raises(deletion_log.LogBroken):
         deletion_log.verify_whole_log()

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 def erased(count: int, first: int = 0) -> list[deletion_log.ErasedSession]:
     created = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     return [
-        deletion_log.ErasedSession(f"tree-test-session-{number:06d}", created, 2, 1, 100, ["offline"])
+        deletion_log.ErasedSession(f"tree-test-session-{number:06d}", "anon-tree-test-owner", created, 2, 100)
         for number in range(first, first + count)
     ]
 

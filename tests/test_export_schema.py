@@ -44,15 +44,18 @@ def test_the_export_holds_exactly_the_fields_its_schema_declares(client):
 
 def test_the_export_says_where_the_erasures_receipt_will_be(client):
     from sessions_app.receipts.entry import session_digest
+    from sessions_app.receipts.lookup import receipt_lookup_for_key
     from sessions_app.receipts.note import Verifier
-    from sessions_app.receipts.verify import verify_receipt
+    from sessions_app.receipts.verify import WhoseSession, verify_receipt
 
     created = client.post("/agent/sessions", {"resume_text": fixture_resume()}, content_type="application/json").json()
     session_id, headers = created["session_id"], {"X-Session-Token": created["token"]}
     url = f"/agent/sessions/{session_id}"
     notice = client.get(f"{url}/export", headers=headers, HTTP_ACCEPT_LANGUAGE="en").json()["deletion_receipt"]
     assert set(notice) == set(_components(client)["DeletionReceiptNotice"]["properties"]) == {"url", "about"}
-    assert notice["url"] == f"/deletions/{session_digest(session_id)}" and "receipt" in notice["about"]
+    session_key = f"{session_id}.{created['token']}"
+    assert notice["url"] == f"/deletions/{receipt_lookup_for_key(session_key)}" and "receipt" in notice["about"]
+    assert session_digest(session_id) not in notice["url"] and session_id not in notice["url"]
     in_chinese = client.get(f"{url}/export", headers=headers, HTTP_ACCEPT_LANGUAGE="zh-Hant").json()
     assert "收據" in in_chinese["deletion_receipt"]["about"]
     assert client.get(notice["url"]).status_code == 404  # not erased yet
@@ -60,4 +63,5 @@ def test_the_export_says_where_the_erasures_receipt_will_be(client):
     deleted = client.delete(url, headers=headers)
     assert deleted["Deletion-Receipt"] == notice["url"]  # where the export said
     key = Verifier.from_vkey(client.get("/.well-known/deletion-log-key").content.decode().strip())
-    assert verify_receipt(client.get(notice["url"]).content, key, session_id).entry.trigger == "owner_delete"
+    whose = WhoseSession.from_session_key(session_key)
+    assert verify_receipt(client.get(notice["url"]).content, key, whose=whose).entry.trigger == "owner"

@@ -33,7 +33,7 @@ OPERATIONS = {
     "GET /agent/sessions/{session_id}/export",
     "GET /agent/sessions/{session_id}/plan",
     # The deletion log's public reads: no session, no token (the links do not lead there).
-    "GET /deletions/{digest}",
+    "GET /deletions/{lookup}",
     "GET /deletions/checkpoint",
     "GET /deletions/consistency",
     "GET /.well-known/deletion-log-key",
@@ -133,7 +133,7 @@ def test_a_created_session_is_followed_through_the_links(many_sessions_allowed):
         )
     )
     # Only a created session's own id and token, which the links carry, can succeed on a session
-    # (the deletion log's reads need neither; a random digest or size is mostly a 404 there).
+    # (the deletion log's reads need neither; a random lookup or size is mostly a 404 there).
     assert succeeded & SESSION_OPERATIONS == SESSION_OPERATIONS
 
 
@@ -144,8 +144,8 @@ def _operations():
 def _edge_requests(operation):
     """Requests for the answers a fuzzer rarely provokes: (expected status, case, call kwargs)."""
     names_session = "{session_id}" in operation.path
-    # A receipt's path names a session by its id's SHA-256 (fictional here), and takes no token.
-    path_parameters = {"digest": "0" * 64} if "{digest}" in operation.path else {}
+    # A receipt's path names a session by its receipt lookup (fictional here), and takes no token.
+    path_parameters = {"lookup": "0" * 64} if "{lookup}" in operation.path else {}
     has_body = operation.method.upper() == "POST"
 
     def case(session_id=KNOWN_SESSION_ID, token=KNOWN_TOKEN, headers=None):

@@ -24,12 +24,21 @@ from hypothesis import strategies as st
 
 from sessions_app.receipts import merkle
 from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
-from sessions_app.receipts.entry import DeletionEntry, session_digest
+from sessions_app.receipts.entry import (
+    TRIGGER_KINDS,
+    TRIGGERS,
+    DeletionEntry,
+    DeletionEntryV1,
+    at_most,
+    read_entry,
+    session_digest,
+)
+from sessions_app.receipts.lookup import owner_id_for, receipt_lookup, receipt_lookup_for_key
 from sessions_app.receipts.merkle import EMPTY_ROOT, MerkleTree, leaf_hash, node_hash
 from sessions_app.receipts.note import Signer, Verifier, open_note
 from sessions_app.receipts.receipt import Receipt, hashes_text, parse_hashes
 from sessions_app.receipts.strict import Rejected
-from sessions_app.receipts.verify import main, verify_log_grew, verify_receipt
+from sessions_app.receipts.verify import WhoseSession, main, verify_log_grew, verify_receipt
 
 pytestmark = pytest.mark.backend_independent
 
@@ -75,9 +84,9 @@ def reference_tree() -> MerkleTree:
     return MerkleTree(leaf_hash(data) for data in LEAF_INPUTS)
 
 
-def rejected(check, *args) -> bool:
+def rejected(check, *args, **kwargs) -> bool:
     try:
-        check(*args)
+        check(*args, **kwargs)
     except Rejected:
         return True
     return False
@@ -370,7 +379,26 @@ def test_a_checkpoint_counts_only_if_its_log_signed_it():
 # --- Entries ---------------------------------------------------------------------------------
 
 SESSION_IDS = [f"4f5e6d7c-0000-4000-8000-00000000000{n}" for n in range(7)]
-ENTRY_FIELDS = {
+TOKENS = [f"fictional-token-{n}" for n in range(7)]
+SESSION_KEYS = [f"{session_id}.{token}" for session_id, token in zip(SESSION_IDS, TOKENS, strict=True)]
+LOOKUPS = [
+    receipt_lookup(owner_id_for(token), session_id) for session_id, token in zip(SESSION_IDS, TOKENS, strict=True)
+]
+ERASURE = {
+    "erased_at": datetime(2026, 5, 2, 11, 14, 7, 900000, tzinfo=timezone(timedelta(hours=2))),
+    "trigger": "owner_delete",
+    "events": 12,
+    "bytes_erased": 48213,
+    "sqlite_secure_delete": True,
+    "sealed_with_unstored_key": True,
+}
+LEAF = (
+    b'{"erased":{"bytes_at_most":65536,"events_at_most":16},"erased_hour":"2026-05-02T09:00:00Z",'
+    b'"how":{"sealed_with_unstored_key":true,"sqlite_secure_delete":true},'
+    b'"session":"SESSION","trigger":"owner","v":2}'
+)
+# Format 1, as entries were written before issue 39: they stay in logs and keep verifying.
+V1_FIELDS = {
     "created": datetime(2026, 5, 1, 13, 42, 5, 123456, tzinfo=UTC),
     "erased_at": datetime(2026, 5, 2, 11, 14, 7, 900000, tzinfo=timezone(timedelta(hours=2))),
     "trigger": "owner_delete",
@@ -382,7 +410,7 @@ ENTRY_FIELDS = {
     "sealed_with_unstored_key": True,
     "model_provider": "gemini",
 }
-LEAF = (
+LEAF_V1 = (
     b'{"created":"2026-05-01T13:00:00Z","erased":{"bytes":48213,"events":12,"plan_versions":3},'
     b'"erased_at":"2026-05-02T09:14:07Z","how":{"model_provider":"gemini","rows_deleted":17,'
     b'"sealed_with_unstored_key":true,"sqlite_secure_delete":true},'
@@ -390,66 +418,193 @@ LEAF = (
 )
 
 
-def entry_for(session_id: str, **changes) -> DeletionEntry:
-    return DeletionEntry.for_session(session_id, **{**ENTRY_FIELDS, **changes})
+def entry_for(number: int, **changes) -> DeletionEntry:
+    return DeletionEntry.for_erasure(LOOKUPS[number], **{**ERASURE, **changes})
+
+
+def v1_entry_for(session_id: str, **changes) -> DeletionEntryV1:
+    return DeletionEntryV1.for_session(session_id, **{**V1_FIELDS, **changes})
+
+
+def test_the_receipt_lookup_is_the_documented_hmac():
+    """A known answer (also computed with `openssl dgst -sha256 -hmac`): the page's script and the
+    offline verifier compute the same value (tests/test_page_browser.py checks the script)."""
+    owner_id = "anon-0123456789abcdef0123456789abcdef"
+    expected = "babb7b81d91600d5b40f07bba3df9703a06fa11c7b14249656f1cf2a2a3b7ad8"
+    assert receipt_lookup(owner_id, SESSION_IDS[0]) == expected
+    assert owner_id_for(TOKENS[0]) == "anon-" + hashlib.sha256(TOKENS[0].encode()).hexdigest()[:32]
+    assert receipt_lookup_for_key(SESSION_KEYS[0]) == LOOKUPS[0]
+    # The id alone gives nothing: neither its SHA-256 nor an HMAC under another owner's id.
+    assert LOOKUPS[0] not in {session_digest(SESSION_IDS[0]), receipt_lookup(owner_id_for(TOKENS[1]), SESSION_IDS[0])}
+    for not_a_key in ("", SESSION_IDS[0], f"{SESSION_IDS[0]}.", f".{TOKENS[0]}"):
+        with pytest.raises(ValueError):
+            receipt_lookup_for_key(not_a_key)
 
 
 def test_the_leaf_bytes_are_the_documented_canonical_json():
-    entry = entry_for(SESSION_IDS[0])
-    digest = hashlib.sha256(SESSION_IDS[0].encode()).hexdigest()
-    assert entry.session == session_digest(SESSION_IDS[0]) == digest
-    assert entry.leaf_bytes() == LEAF.replace(b"SESSION", digest.encode())
-    assert DeletionEntry.from_leaf_bytes(entry.leaf_bytes()) == entry
+    entry = entry_for(0)
+    assert entry.session == LOOKUPS[0]
+    assert entry.leaf_bytes() == LEAF.replace(b"SESSION", LOOKUPS[0].encode())
+    assert DeletionEntry.from_leaf_bytes(entry.leaf_bytes()) == entry == read_entry(entry.leaf_bytes())
 
 
-def test_every_trigger_round_trips():
-    for trigger in ("owner_delete", "admin", "ttl_purge", "max_age", "startup_purge", "adk_delete_session"):
-        entry = entry_for(SESSION_IDS[0], trigger=trigger)
-        assert DeletionEntry.from_leaf_bytes(entry.leaf_bytes()).trigger == trigger
+# Every field an entry may hold, with the finest grain it may have (issue 39): nothing else, and
+# nothing finer. An erasure in the same hour, of the same kind, in the same size buckets must
+# give the same leaf whatever its second, its exact trigger or its exact counts.
+ALLOWED_FIELDS = {
+    "v": lambda value: value == 2,
+    "session": lambda value: re.fullmatch(r"[0-9a-f]{64}", value) is not None,  # the lookup, not the id
+    "erased_hour": lambda value: re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:00:00Z", value) is not None,
+    "trigger": lambda value: value in {"owner", "retention", "operator"},
+    "erased.events_at_most": lambda value: type(value) is int and value >= 1 and value & (value - 1) == 0,
+    "erased.bytes_at_most": lambda value: type(value) is int and value >= 1024 and value & (value - 1) == 0,
+    "how.sqlite_secure_delete": lambda value: type(value) is bool,
+    "how.sealed_with_unstored_key": lambda value: type(value) is bool,
+}
+
+
+def leaf_fields(leaf: bytes) -> dict:
+    """The leaf's JSON flattened to dotted paths."""
+    flat = {}
+    for name, value in json.loads(leaf).items():
+        if isinstance(value, dict):
+            flat.update({f"{name}.{inner}": inner_value for inner, inner_value in value.items()})
+        else:
+            flat[name] = value
+    return flat
+
+
+def assert_only_allowed_fields(leaf: bytes) -> None:
+    fields = leaf_fields(leaf)
+    assert set(fields) == set(ALLOWED_FIELDS), set(fields) ^ set(ALLOWED_FIELDS)
+    for name, value in fields.items():
+        assert ALLOWED_FIELDS[name](value), (name, value)
+
+
+def same_bucket(bucket: int, floor: int) -> st.SearchStrategy[int]:
+    """Any count that rounds up to `bucket` (a power of two, at least `floor`)."""
+    return st.integers(0 if bucket == floor else bucket // 2 + 1, bucket)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seconds=st.tuples(st.integers(0, 3599), st.integers(0, 3599)),
+    trigger=st.sampled_from(TRIGGERS),
+    events=st.integers(0, 300),
+    bytes_erased=st.integers(0, 6 * 1024 * 1024),
+    data=st.data(),
+)
+def test_an_entry_holds_no_field_finer_than_allowed(seconds, trigger, events, bytes_erased, data):
+    hour = datetime(2026, 5, 2, 9, tzinfo=UTC)
+    first = entry_for(
+        0, erased_at=hour + timedelta(seconds=seconds[0]), trigger=trigger, events=events, bytes_erased=bytes_erased
+    )
+    assert_only_allowed_fields(first.leaf_bytes())
+    assert first.events_at_most >= events and first.bytes_at_most >= bytes_erased
+    other = entry_for(
+        0,
+        erased_at=hour + timedelta(seconds=seconds[1]),
+        trigger=data.draw(
+            st.sampled_from([name for name in TRIGGERS if TRIGGER_KINDS[name] == TRIGGER_KINDS[trigger]])
+        ),
+        events=data.draw(same_bucket(first.events_at_most, 1)),
+        bytes_erased=data.draw(same_bucket(first.bytes_at_most, 1024)),
+    )
+    assert other.leaf_bytes() == first.leaf_bytes()
+
+
+def test_the_counts_are_rounded_up_to_powers_of_two_and_the_time_down_to_the_hour():
+    assert [at_most(count, 1) for count in (0, 1, 2, 3, 4, 5, 12, 16, 17)] == [1, 1, 2, 4, 4, 8, 16, 16, 32]
+    assert [at_most(count, 1024) for count in (0, 29, 1024, 1025, 48213)] == [1024, 1024, 1024, 2048, 65536]
+    entry = entry_for(0, erased_at=datetime(2026, 5, 2, 23, 59, 59, 999999, tzinfo=UTC))
+    assert entry.erased_hour == datetime(2026, 5, 2, 23, tzinfo=UTC)
+
+
+def test_every_trigger_is_logged_as_its_kind():
+    kinds = {
+        trigger: DeletionEntry.from_leaf_bytes(entry_for(0, trigger=trigger).leaf_bytes()).trigger
+        for trigger in TRIGGERS
+    }
+    assert kinds == {
+        "owner_delete": "owner",
+        "adk_delete_session": "owner",
+        "ttl_purge": "retention",
+        "max_age": "retention",
+        "startup_purge": "retention",
+        "admin": "operator",
+        "erase_all": "operator",
+    }
 
 
 def test_leaf_bytes_with_another_spelling_are_rejected():
-    leaf = entry_for(SESSION_IDS[0]).leaf_bytes()
+    leaf = entry_for(0).leaf_bytes()
     document = json.loads(leaf)
     respelled = [
         json.dumps(document).encode(),  # spaces
         json.dumps(document, separators=(",", ":")).encode()[::-1],
-        leaf.replace(b'"events":12', b'"events":12.0'),
-        leaf.replace(b'"events":12', b'"events":true'),
-        leaf.replace(b'"events":12', b'"events":-12'),
-        leaf.replace(b"owner_delete", b"bulk_delete"),
-        leaf.replace(b"13:00:00Z", b"13:30:00Z"),
-        leaf.replace(b"13:00:00Z", b"13:00:00+00:00"),
-        leaf.replace(b'"gemini"', b'"Gemini, said: my resume"'),
-        leaf.replace(b'"v":1', b'"v":2'),
-        leaf.replace(b'"v":1', b'"v":1,"owner":"anon-0123"'),
-        leaf.replace(b'"v":1', b'"v":1,"v":1'),
+        leaf.replace(b'"events_at_most":16', b'"events_at_most":16.0'),
+        leaf.replace(b'"events_at_most":16', b'"events_at_most":true'),
+        leaf.replace(b'"events_at_most":16', b'"events_at_most":12'),  # not a bucket
+        leaf.replace(b'"bytes_at_most":65536', b'"bytes_at_most":48213'),  # an exact size
+        leaf.replace(b'"bytes_at_most":65536', b'"bytes_at_most":512'),  # under the smallest bucket
+        leaf.replace(b'"owner"', b'"owner_delete"'),  # an exact trigger
+        leaf.replace(b"09:00:00Z", b"09:14:07Z"),  # a second
+        leaf.replace(b"09:00:00Z", b"09:00:00+00:00"),
+        leaf.replace(b'"v":2', b'"v":3'),
+        leaf.replace(b'"v":2', b'"v":2,"created":"2026-05-01T13:00:00Z"'),
+        leaf.replace(b'"v":2', b'"v":2,"v":2'),
+        leaf.replace(b'"how":{', b'"how":{"model_provider":"gemini",'),
         leaf.replace(document["session"].encode(), document["session"].upper().encode()),
-        leaf.replace(b',"trigger":"owner_delete"', b""),
+        leaf.replace(b',"trigger":"owner"', b""),
         leaf + b"\n",
         b"[]",
         b"\xff",
     ]
     for data in respelled:
         assert rejected(DeletionEntry.from_leaf_bytes, data), data
+        assert rejected(read_entry, data), data
 
 
-def test_entries_hold_only_counts_times_and_names():
-    assert set(json.loads(LEAF.replace(b"SESSION", b"0" * 64))) == {
-        *("v", "session", "created", "erased_at", "trigger", "erased", "how")
-    }
-    for change in [{"events": -1}, {"model_provider": "a provider"}, {"trigger": "purge"}, {"rows_deleted": 1.0}]:
+def test_entries_refuse_values_outside_their_grain():
+    for change in [{"events": -1}, {"bytes_erased": -1}, {"trigger": "purge"}, {"sqlite_secure_delete": 1}]:
+        with pytest.raises((ValueError, KeyError)):
+            entry_for(0, **change)
+    with pytest.raises(ValueError):
+        entry_for(0, erased_at=datetime(2026, 5, 1, 13))  # no time zone
+    for change in [
+        {"erased_hour": datetime(2026, 5, 1, 13, 5, tzinfo=UTC)},
+        {"events_at_most": 12},
+        {"bytes_at_most": 512},
+        {"trigger": "owner_delete"},
+        {"session": session_digest(SESSION_IDS[0]).upper()},
+    ]:
         with pytest.raises(ValueError):
-            entry_for(SESSION_IDS[0], **change)
-    with pytest.raises(ValueError):
-        entry_for(SESSION_IDS[0], created=datetime(2026, 5, 1, 13))  # no time zone
-    with pytest.raises(ValueError):
-        dataclasses.replace(entry_for(SESSION_IDS[0]), created=datetime(2026, 5, 1, 13, 5, tzinfo=UTC))
+            dataclasses.replace(entry_for(0), **change)
+
+
+def test_format_1_entries_are_still_read_in_their_own_spelling():
+    entry = v1_entry_for(SESSION_IDS[0])
+    digest = hashlib.sha256(SESSION_IDS[0].encode()).hexdigest()
+    assert entry.session == session_digest(SESSION_IDS[0]) == digest
+    assert entry.leaf_bytes() == LEAF_V1.replace(b"SESSION", digest.encode())
+    assert DeletionEntryV1.from_leaf_bytes(entry.leaf_bytes()) == entry == read_entry(entry.leaf_bytes())
+    leaf = entry.leaf_bytes()
+    for data in [
+        leaf.replace(b'"events":12', b'"events":12.0'),
+        leaf.replace(b"owner_delete", b"bulk_delete"),
+        leaf.replace(b"13:00:00Z", b"13:30:00Z"),
+        leaf.replace(b'"gemini"', b'"Gemini, said: my resume"'),
+        leaf.replace(b'"v":1', b'"v":1,"owner":"anon-0123"'),
+        leaf + b"\n",
+    ]:
+        assert rejected(read_entry, data), data
 
 
 # --- Receipts and the offline verifier -------------------------------------------------------
 
-LEAVES = [entry_for(session_id, events=n).leaf_bytes() for n, session_id in enumerate(SESSION_IDS)]
+LEAVES = [entry_for(n, events=n).leaf_bytes() for n in range(len(SESSION_IDS))]
+# A log that ran before issue 39 and after it: three format-1 entries, then four of format 2.
+MIXED_LEAVES = [v1_entry_for(SESSION_IDS[n], events=n).leaf_bytes() for n in range(3)] + LEAVES[3:]
 
 
 def signed_checkpoint(tree: MerkleTree, size: int | None = None, signer: Signer = LOG) -> str:
@@ -457,25 +612,52 @@ def signed_checkpoint(tree: MerkleTree, size: int | None = None, signer: Signer 
     return Checkpoint(ORIGIN, size, tree.root(size)).sign(signer)
 
 
-def receipt_for(index: int, size: int = len(LEAVES)) -> bytes:
-    tree = MerkleTree(map(leaf_hash, LEAVES))
+def receipt_for(index: int, size: int = len(LEAVES), leaves: list[bytes] = LEAVES) -> bytes:
+    tree = MerkleTree(map(leaf_hash, leaves))
     proof = tuple(tree.inclusion_proof(index, size))
-    return Receipt(LEAVES[index], index, proof, signed_checkpoint(tree, size)).text().encode()
+    return Receipt(leaves[index], index, proof, signed_checkpoint(tree, size)).text().encode()
+
+
+def whose(number: int) -> WhoseSession:
+    return WhoseSession.from_session_key(SESSION_KEYS[number])
 
 
 def test_every_receipt_of_a_log_verifies_and_names_its_session():
     for size in range(1, len(LEAVES) + 1):
         for index in range(size):
-            verified = verify_receipt(receipt_for(index, size), LOG.verifier, SESSION_IDS[index])
-            assert (verified.index, verified.checkpoint.size, verified.entry.events) == (index, size, index)
+            verified = verify_receipt(receipt_for(index, size), LOG.verifier, whose=whose(index))
+            assert (verified.index, verified.checkpoint.size) == (index, size)
+            assert verified.entry.events_at_most == at_most(index, 1)
+            assert verify_receipt(receipt_for(index, size), LOG.verifier, whose=WhoseSession(lookup=LOOKUPS[index]))
             assert Receipt.parse(receipt_for(index, size).decode()).text().encode() == receipt_for(index, size)
 
 
 def test_a_receipt_for_another_session_or_from_another_log_is_rejected():
     receipt = receipt_for(2)
-    assert rejected(verify_receipt, receipt, LOG.verifier, SESSION_IDS[3])
-    assert rejected(verify_receipt, receipt, LOG.verifier, SESSION_IDS[2] + " ")
-    assert rejected(verify_receipt, receipt, OTHER_LOG.verifier, SESSION_IDS[2])
+    assert rejected(verify_receipt, receipt, LOG.verifier, whose=whose(3))
+    assert rejected(verify_receipt, receipt, LOG.verifier, whose=WhoseSession(lookup=LOOKUPS[3]))
+    assert rejected(verify_receipt, receipt, OTHER_LOG.verifier, whose=whose(2))
+    # The session id alone cannot name a format-2 entry: the check refuses rather than passes.
+    assert rejected(verify_receipt, receipt, LOG.verifier, SESSION_IDS[2])
+    # The session key of another session of the same token names another session.
+    same_owner = WhoseSession.from_session_key(f"{SESSION_IDS[3]}.{TOKENS[2]}")
+    assert rejected(verify_receipt, receipt, LOG.verifier, whose=same_owner)
+
+
+def test_a_log_across_the_format_change_verifies_both_formats_and_only_grew():
+    """Entries of format 1 stay where they are; the tree just continues with format 2."""
+    for index in range(len(MIXED_LEAVES)):
+        receipt = receipt_for(index, leaves=MIXED_LEAVES)
+        verified = verify_receipt(receipt, LOG.verifier, whose=whose(index))
+        assert type(verified.entry) is (DeletionEntryV1 if index < 3 else DeletionEntry)
+        if index < 3:  # format 1 still checks with the id, as it did
+            assert verify_receipt(receipt, LOG.verifier, SESSION_IDS[index])
+            assert rejected(verify_receipt, receipt, LOG.verifier, SESSION_IDS[index + 1])
+            assert rejected(verify_receipt, receipt, LOG.verifier, whose=WhoseSession(lookup=LOOKUPS[index]))
+    before, after = MerkleTree(map(leaf_hash, MIXED_LEAVES[:3])), MerkleTree(map(leaf_hash, MIXED_LEAVES))
+    proof = hashes_text(after.consistency_proof(3)).encode()
+    grew = verify_log_grew(signed_checkpoint(before).encode(), signed_checkpoint(after).encode(), proof, LOG.verifier)
+    assert (grew[0].size, grew[1].size) == (3, len(MIXED_LEAVES))
 
 
 def test_the_receipt_is_a_tlog_proof():
@@ -557,21 +739,36 @@ def test_command_line(tmp_path, capsys):
         (tmp_path / name).write_bytes(content)
     key = ["--key", LOG.verifier.vkey]
 
-    assert main([*key, "--session-id", SESSION_IDS[4], str(tmp_path / "receipt")]) == 0
+    (tmp_path / "key").write_text(SESSION_KEYS[4] + "\n")
+    (tmp_path / "other key").write_text(SESSION_KEYS[3])
+    (tmp_path / "no dot").write_text(SESSION_IDS[4])
+
+    assert main([*key, "--session-key-file", str(tmp_path / "key"), str(tmp_path / "receipt")]) == 0
     assert capsys.readouterr().out == (
-        "Verified: the session given was erased at 2026-05-02 09:14:07 UTC (owner_delete: 4 events, "
-        f"3 plan versions, 48213 bytes); entry 4 of the 7 that log {ORIGIN} signed.\n"
+        "Verified: the session given was erased in the hour from 2026-05-02 09:00 UTC (owner: at most 4 events, "
+        f"at most 65536 sealed bytes); entry 4 of the 7 that log {ORIGIN} signed.\n"
     )
+    assert main([*key, "--lookup", LOOKUPS[4], str(tmp_path / "receipt")]) == 0
+    assert capsys.readouterr().out.startswith("Verified: the session given was erased in the hour from")
     assert main([*key, str(tmp_path / "receipt")]) == 0
-    assert f"session sha256:{session_digest(SESSION_IDS[4])[:16]}..." in capsys.readouterr().out
-    assert main([*key, "--session-id", SESSION_IDS[3], str(tmp_path / "receipt")]) == 1
+    assert f"the session filed under {LOOKUPS[4][:16]}..." in capsys.readouterr().out
+    assert main([*key, "--session-key-file", str(tmp_path / "other key"), str(tmp_path / "receipt")]) == 1
     assert capsys.readouterr().err == "Rejected: the entry names another session.\n"
+    assert main([*key, "--session-id", SESSION_IDS[4], str(tmp_path / "receipt")]) == 1
+    assert "only the token gives: give the session key" in capsys.readouterr().err
     assert main([*key, str(tmp_path / "bad")]) == 1
     assert capsys.readouterr().err.startswith("Rejected: the inclusion proof")
     assert main([*key, "--consistency", *(str(tmp_path / name) for name in ["older", "newer", "proof"])]) == 0
     assert capsys.readouterr().out == f"Verified: log {ORIGIN} only grew, from 2 to 7 entries.\n"
     assert main([*key, "--consistency", *(str(tmp_path / name) for name in ["newer", "older", "proof"])]) == 1
-    for misuse in [["--key", "not a key", str(tmp_path / "receipt")], [*key, str(tmp_path / "missing")], [*key]]:
+    for misuse in [
+        ["--key", "not a key", str(tmp_path / "receipt")],
+        [*key, str(tmp_path / "missing")],
+        [*key],
+        [*key, "--session-key-file", str(tmp_path / "missing"), str(tmp_path / "receipt")],
+        [*key, "--session-key-file", str(tmp_path / "no dot"), str(tmp_path / "receipt")],  # not a session key
+        [*key, "--lookup", LOOKUPS[4], "--session-id", SESSION_IDS[4], str(tmp_path / "receipt")],
+    ]:
         with pytest.raises(SystemExit) as exit_status:
             main(misuse)
         assert exit_status.value.code == 2
@@ -595,7 +792,7 @@ def test_command_line_across_a_key_rotation(tmp_path, capsys):
 
     assert main([*new, *old, *grew]) == 0
     assert capsys.readouterr().out == f"Verified: log {ORIGIN} only grew, from 2 to 7 entries.\n"
-    assert main([*new, *old, "--session-id", SESSION_IDS[1], str(tmp_path / "receipt")]) == 0
+    assert main([*new, *old, "--lookup", LOOKUPS[1], str(tmp_path / "receipt")]) == 0
     assert main([*new, *grew]) == 1 and main([*old, *grew]) == 1
     assert capsys.readouterr().err.count("Rejected: the note is not signed by the given key.") == 2
     assert main([*new, str(tmp_path / "receipt")]) == 1
@@ -609,8 +806,10 @@ def test_the_verifier_runs_as_a_module_without_django(tmp_path):
     receipt.write_bytes(receipt_for(1))
     environment = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
     command = [sys.executable, "-X", "importtime", "-m", "sessions_app.receipts.verify"]
-    command += ["--key", LOG.verifier.vkey, "--session-id", SESSION_IDS[1], str(receipt)]
-    result = subprocess.run(command, cwd=ROOT_DIR, env=environment, capture_output=True, text=True, check=False)
+    command += ["--key", LOG.verifier.vkey, "--session-key-file", "-", str(receipt)]
+    result = subprocess.run(
+        command, cwd=ROOT_DIR, env=environment, input=SESSION_KEYS[1], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Verified: the session given was erased")
     # -X importtime lists every module the run imported, one a line: "import time: ... | name".
@@ -625,13 +824,13 @@ def test_the_verifier_runs_as_a_module_without_django(tmp_path):
     )
 
 
-def test_plan_versions_may_be_not_counted_but_never_a_wrong_type():
-    entry = entry_for(SESSION_IDS[0], plan_versions=None)
+def test_format_1_plan_versions_may_be_not_counted_but_never_a_wrong_type():
+    entry = v1_entry_for(SESSION_IDS[0], plan_versions=None)
     assert b'"plan_versions":null' in entry.leaf_bytes()
-    assert DeletionEntry.from_leaf_bytes(entry.leaf_bytes()).plan_versions is None
+    assert read_entry(entry.leaf_bytes()).plan_versions is None
     for wrong in (-1, 1.0, "3", True):
         with pytest.raises(ValueError):
-            entry_for(SESSION_IDS[0], plan_versions=wrong)
+            v1_entry_for(SESSION_IDS[0], plan_versions=wrong)
 
 
 def test_command_line_help_and_misuse_say_what_to_give(tmp_path, capsys):
@@ -644,7 +843,9 @@ def test_command_line_help_and_misuse_say_what_to_give(tmp_path, capsys):
         "python -m sessions_app.receipts.verify",
         "Check a deletion receipt offline, with the log's public key alone",
         "the log's verifier key, <name>+<key id>+<key>; once for each key it had",
-        "the id of the session the receipt should name",
+        "a file holding the session key you saved",
+        "the receipt lookup the page showed",
+        "the session's id (receipts written before issue 39 only)",
         "check OLDER NEWER PROOF instead of a receipt",
         "FILE",
     ):
@@ -669,7 +870,8 @@ def test_command_line_help_and_misuse_say_what_to_give(tmp_path, capsys):
 
 def _malformed_documents() -> list[tuple[str, object, str]]:
     """(what is parsed, the text or bytes, the reason it is refused with)."""
-    leaf = entry_for("3b9f0c2e-5a1d-4c8e-9f6a-2d7b8e1c4a90").leaf_bytes()
+    leaf = entry_for(0).leaf_bytes()
+    leaf_v1 = v1_entry_for("3b9f0c2e-5a1d-4c8e-9f6a-2d7b8e1c4a90").leaf_bytes()
     extra, checkpoint = f"extra {base64.b64encode(leaf).decode()}", "origin\n1\nroot\n\n— sig\n"
     head = "c2sp.org/tlog-proof@v1"
     return [
@@ -683,16 +885,25 @@ def _malformed_documents() -> list[tuple[str, object, str]]:
         ("receipt", f"{head}\n{extra}\nindex 0\nnot=base64\n\n{checkpoint}", "an inclusion proof hash is not"),
         ("proof", "AAAA", "the consistency proof does not end in a newline"),
         ("proof", "AAAA\nnot=base64\n", "a consistency proof hash is not base64"),
-        ("entry", leaf.replace(b'"v":1', b'"v":2'), "the entry is in format 2, this verifier reads 1"),
+        ("entry", leaf.replace(b'"v":2', b'"v":3'), "the entry is in format 3, not 2"),
         ("entry", leaf.replace(b'"trigger"', b'"trigga"'), "the entry is not a deletion-log entry ('trigger')"),
-        ("entry", leaf.replace(b'"v":1', b'"v":1 '), "the entry is not in its canonical encoding"),
+        ("entry", leaf.replace(b'"v":2', b'"v":2 '), "the entry is not in its canonical encoding"),
+        ("entry", b"[]", "the entry is not a deletion-log entry"),
+        ("entry v1", leaf_v1.replace(b'"v":1', b'"v":2'), "the entry is in format 2, not 1"),
+        ("entry v1", leaf_v1.replace(b'"trigger"', b'"trigga"'), "the entry is not a deletion-log entry ('trigger')"),
+        ("entry", leaf_v1.replace(b'"v":1', b'"v":1 '), "the entry is not in its canonical encoding"),
     ]
 
 
 @pytest.mark.parametrize(("kind", "document", "reason"), _malformed_documents())
 def test_a_malformed_receipt_proof_or_entry_is_refused_with_its_reason(kind, document, reason):
     """What a person is told when the file they hold is not a receipt (mutmut: each check's reason)."""
-    parse = {"receipt": Receipt.parse, "proof": parse_hashes, "entry": DeletionEntry.from_leaf_bytes}[kind]
+    parse = {
+        "receipt": Receipt.parse,
+        "proof": parse_hashes,
+        "entry": read_entry,
+        "entry v1": DeletionEntryV1.from_leaf_bytes,
+    }[kind]
     with pytest.raises(Rejected, match=re.escape(reason)):
         parse(document)
 
@@ -784,3 +995,14 @@ def test_the_log_grew_before_a_rotation_verifies_with_the_earlier_key_alone_give
     assert (before.size, after.size) == (2, len(LEAVES))
     with pytest.raises(Rejected, match="not signed by the given key"):
         verify_log_grew(older, newer, proof, OTHER_LOG.verifier)
+
+
+def test_the_lookup_command_reads_the_session_key_from_standard_input(monkeypatch, capsys):
+    import io
+
+    from sessions_app.receipts import lookup
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(SESSION_KEYS[2] + "\n"))
+    assert lookup.main() == 0 and capsys.readouterr().out == LOOKUPS[2] + "\n"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(SESSION_IDS[2]))  # the id alone is no key
+    assert lookup.main() == 1 and "session id and its token joined by a dot" in capsys.readouterr().err

@@ -28,9 +28,9 @@ from django_q.tasks import async_task
 
 from sessions_app.models import AgentSession, DeletionAudit, DeletionLogEntry
 from sessions_app.receipts.checkpoint import open_checkpoint
-from sessions_app.receipts.entry import session_digest
+from sessions_app.receipts.lookup import receipt_lookup
 from sessions_app.receipts.note import Verifier
-from sessions_app.receipts.verify import verify_log_grew, verify_receipt
+from sessions_app.receipts.verify import WhoseSession, verify_log_grew, verify_receipt
 from sessions_app.retention import PURGE_TASK
 from sessions_app.security import log_key
 from sessions_app.security.tokens import owner_id_for
@@ -342,17 +342,19 @@ def test_deletions_through_both_servers_at_once_get_one_order_one_tree_and_verif
         assert latest.status_code == 200 and b.get("/deletions/checkpoint").content == latest.content
         assert open_checkpoint(latest.text, verifier).size == DELETIONS
         indexes = []
-        for number, (session_id, _) in enumerate(sessions):
+        for number, (session_id, token) in enumerate(sessions):
             status, where, at_once = outcomes[session_id]
-            assert where == f"/deletions/{session_digest(session_id)}" and at_once.status_code == 200
-            mid_way = verify_receipt(at_once.content, verifier, session_id)
+            assert where == f"/deletions/{receipt_lookup(owner_id_for(token), session_id)}"
+            assert at_once.status_code == 200
+            whose = WhoseSession.from_session_key(f"{session_id}.{token}")
+            mid_way = verify_receipt(at_once.content, verifier, whose=whose)
             # The log only grew from the checkpoint this receipt was proved against to the last one.
             proof = (a, b)[number % 2].get("/deletions/consistency", params={"from": mid_way.checkpoint.size})
             assert proof.status_code == 200
             verify_log_grew(at_once.content, latest.content, proof.content, verifier)
-            final = verify_receipt((b, a)[number % 2].get(where).content, verifier, session_id)
+            final = verify_receipt((b, a)[number % 2].get(where).content, verifier, whose=whose)
             assert (final.index, final.checkpoint.size) == (mid_way.index, DELETIONS)
-            assert final.entry.trigger == "owner_delete"
+            assert final.entry.trigger == "owner"
             indexes.append(final.index)
     assert sorted(indexes) == list(range(DELETIONS))  # one order: each session its own place
     # The stored log, from the test's side: one tree whose every checkpoint verifies, one entry

@@ -1,7 +1,9 @@
 """The deletion log's public reads: receipts, checkpoints, consistency proofs and the log's key.
 
-No token: the log holds nothing private (an entry names a session by the SHA-256 of its id and
-holds counts, times and names only). Answers are text/plain, in the formats the offline verifier
+No token: the log holds nothing private. An entry names a session by its receipt lookup, an HMAC
+of the id that only the token's holder can compute (sessions_app.receipts.lookup), and holds an
+hour, a kind of trigger and rounded sizes; so holding a session id tells nothing about whether,
+when or why it was erased. Answers are text/plain, in the formats the offline verifier
 reads (`python -m sessions_app.receipts.verify`); errors are JSON like the rest of the API, and a
 receipt, checkpoint or proof that does not exist is the service's one 404 (it says nothing about
 any session).
@@ -23,7 +25,7 @@ from sessions_app.api.serializers import ConsistencyErrors, ErrorResponse
 from sessions_app.api.throttles import DeletionLogPer48Throttle, DeletionLogPer56Throttle, DeletionLogThrottle
 from sessions_app.security import log_key
 
-DIGEST = re.compile(r"[0-9a-f]{64}")
+LOOKUP = re.compile(r"[0-9a-f]{64}")
 TEXT = "text/plain"
 LARGEST_SIZE = 2**63 - 1  # a log's size fits a signed 64-bit column
 
@@ -77,19 +79,25 @@ class DeletionReceiptView(LogRead):
     @extend_schema(
         parameters=[
             OpenApiParameter(
-                "digest", type=str, location=OpenApiParameter.PATH, description="SHA-256 of the session id, hex"
+                "lookup",
+                type=str,
+                location=OpenApiParameter.PATH,
+                description="The receipt lookup, 64 hex digits: HMAC-SHA256 of the session id under the owner id"
+                ' its token gives (docs/API.md, "Deletion receipts"); the DELETE\'s Deletion-Receipt header and'
+                " the export give it. The SHA-256 of the session id finds nothing.",
             ),
             RETRY_AFTER,
         ],
         responses=_text_answer(
             "The receipt of the session's erasure (a c2sp.org/tlog-proof@v1 document): the entry, its inclusion"
             " proof and the latest signed checkpoint it is proved against. Check it offline with"
-            " `python -m sessions_app.receipts.verify --key KEY --session-id ID RECEIPT`."
+            " `python -m sessions_app.receipts.verify --key KEY --session-key-file FILE RECEIPT` (FILE holds the"
+            " session key), or `--lookup LOOKUP`."
         ),
         summary="The receipt of a session's erasure (no token needed)",
     )
-    def get(self, request, digest):
-        return self.text(selectors.deletion_receipt(digest) if DIGEST.fullmatch(digest) else None)
+    def get(self, request, lookup):
+        return self.text(selectors.deletion_receipt(lookup) if LOOKUP.fullmatch(lookup) else None)
 
 
 class DeletionCheckpointView(LogRead):

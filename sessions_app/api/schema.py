@@ -59,9 +59,15 @@ RETRY_AFTER = OpenApiParameter(
     description="Seconds to wait before trying again, when the server can tell.",
 )
 ATTACHMENT = OpenApiParameter(
-    "Content-Disposition", type=str, location=OpenApiParameter.HEADER, required=True, response=[200]
+    "Content-Disposition",
+    type=str,
+    location=OpenApiParameter.HEADER,
+    required=True,
+    response=[200],
+    description='`attachment; filename="resume-session-<UTC date, YYYY-MM-DD>.json"`: the name carries no session id.',
 )
-# Where an erased session's receipt is (GET /deletions/{digest}, no token needed).
+# Where an erased session's receipt is (GET /deletions/{lookup}, no token needed; the lookup is
+# computed from the token, so the header says it to the token's holder alone).
 RECEIPT_HEADER = "Deletion-Receipt"
 DELETION_RECEIPT = OpenApiParameter(
     RECEIPT_HEADER,
@@ -69,7 +75,8 @@ DELETION_RECEIPT = OpenApiParameter(
     location=OpenApiParameter.HEADER,
     required=True,
     response=[204],
-    description="The path of the erasure's receipt: /deletions/<SHA-256 of the session id, hex>.",
+    description="The path of the erasure's receipt: /deletions/<receipt lookup>, the HMAC-SHA256 of the session id"
+    ' under the owner id the token gives (docs/API.md, "Deletion receipts"): only the token\'s holder can compute it.',
 )
 
 NOT_FOUND = OpenApiResponse(

@@ -195,7 +195,8 @@ class DeletionReceiptNotice(serializers.Serializer):
     """Where the receipt of the session's erasure will be: the log holds it, not the session."""
 
     url = serializers.CharField(
-        help_text="The receipt's path, /deletions/{SHA-256 of the session id}: 404 until the session is erased."
+        help_text="The receipt's path, /deletions/{receipt lookup} (a value only the token gives, not the session id):"
+        " 404 until the session is erased."
     )
     about = serializers.CharField(help_text="What the receipt is, in the client's language.")
 

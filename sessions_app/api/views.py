@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import datetime as dt
 import functools
 import queue
 
@@ -60,7 +61,7 @@ from sessions_app.api.throttles import (
     SessionMessageThrottle,
 )
 from sessions_app.models import AgentSession
-from sessions_app.receipts.entry import session_digest
+from sessions_app.receipts.lookup import receipt_lookup
 from sessions_app.runtime import turns
 from sessions_app.runtime.runner import process_runner
 from sessions_app.security.crypto import token_context
@@ -164,13 +165,20 @@ class SessionDetailView(OwnedSessionView):
         if not services.delete_owned_session(session_id, request.user.owner_id):
             raise SessionNotFound
         response = Response(status=status.HTTP_204_NO_CONTENT)
-        response[RECEIPT_HEADER] = receipt_path(session_id)
+        response[RECEIPT_HEADER] = receipt_path(request.user.owner_id, session_id)
         return response
 
 
-def receipt_path(session_id: str) -> str:
-    """Where the receipt of the session's erasure is (or will be): no token needed to read it."""
-    return reverse("deletion-receipt", args=[session_digest(session_id)])
+def receipt_path(owner_id: str, session_id: str) -> str:
+    """Where the receipt of the session's erasure is (or will be): no token needed to read it, and
+    only the token's holder can compute it (sessions_app.receipts.lookup)."""
+    return reverse("deletion-receipt", args=[receipt_lookup(owner_id, session_id)])
+
+
+def export_file_name(today: dt.date) -> str:
+    """The export's file name: the day only, never the session id (it would name the person's
+    session in every downloads folder, file listing and shared screen)."""
+    return f"resume-session-{today.isoformat()}.json"
 
 
 # What sending a message answers as JSON (every answer but the stream).
@@ -317,13 +325,15 @@ class SessionExportView(OwnedSessionView):
         session = self.owned_session(session_id)
         exported = services.export(session)
         exported["deletion_receipt"] = {
-            "url": receipt_path(session.session_id),
+            "url": receipt_path(request.user.owner_id, session.session_id),
             "about": _(
                 "When this session is erased (by you, or when it expires), the service signs a receipt of the"
-                " erasure and keeps it at this address, with no token needed. It proves the erasure was"
-                " recorded and never rewritten; it holds none of the content."
+                " erasure and keeps it at this address. The address comes from your session key: the session"
+                " id alone does not lead to it. The receipt proves the erasure was recorded and never"
+                " rewritten; it holds none of the content."
             ),
         }
         response = Response(SessionExport(exported).data)
-        response["Content-Disposition"] = f'attachment; filename="session-{session.session_id}.json"'
+        today = dt.datetime.now(dt.UTC).date()
+        response["Content-Disposition"] = f'attachment; filename="{export_file_name(today)}"'
         return response

@@ -18,6 +18,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_safe
 
 from sessions_app import model_provider
+from sessions_app.receipts.lookup import LOOKUP_DOMAIN, OWNER_ID_PREFIX
 from sessions_app.security.tokens import TOKEN_HEADER
 
 # Where the tab keeps the session's id and token (sessionStorage: gone with the tab).
@@ -44,6 +45,17 @@ def _script_strings() -> dict[str, str]:
         "exported": _("Downloaded %(filename)s."),
         "deleting": _("Deleting…"),
         "no_receipt": _("The receipt could not be fetched now; it stays available at %(url)s."),
+        "receipt_searching": _("Looking for the deletion receipt…"),
+        "receipt_not_found": _(
+            "No deletion receipt for this key: the session has not been erased, or this is not the key you saved."
+        ),
+        "receipt_needs_secure_page": _(
+            "This browser computes the receipt's address only on a page served over HTTPS. Use the command line"
+            " instead (see the API documentation, “Deletion receipts”)."
+        ),
+        "maybe_erased": _(
+            "If this session was deleted or has expired, “Look for its deletion receipt” finds its receipt."
+        ),
         "copied": _("Copied."),
         "copy_failed": _("Could not copy: select the key and copy it yourself."),
         "closed": _("Closed in this tab. The session stays on the server until it expires; open it with its key."),
@@ -88,6 +100,10 @@ def session_page(request):
         "offline_model": not provider.leaves_server,
         "script_config": {
             "sessionsUrl": reverse("session-create"),
+            # The receipt's address, LOOKUP replaced by the receipt lookup the script computes.
+            "receiptUrl": reverse("deletion-receipt", args=["LOOKUP"]),
+            "ownerIdPrefix": OWNER_ID_PREFIX,
+            "receiptLookupDomain": LOOKUP_DOMAIN.decode("ascii"),
             "tokenHeader": TOKEN_HEADER,
             "storageKey": STORAGE_KEY,
             "resumeMaxChars": settings.RESUME_MAX_CHARS,

@@ -3,22 +3,19 @@
 The server makes a random token when a session starts and hands it to the
 client once. Only a one-way derivation of it is stored: the ADK `user_id`
 of the session, "anon-" + the first 32 hex digits of its SHA-256. Whoever
-presents the token proves ownership; nobody can pick an owner id.
+presents the token proves ownership; nobody can pick an owner id. The
+derivation is defined in sessions_app.receipts.lookup, because the offline
+receipt verifier derives the deletion log's lookup value from it too.
 """
 
-import hashlib
 import secrets
 
+from sessions_app.receipts.lookup import owner_id_for
+
+__all__ = ["TOKEN_HEADER", "new_token", "owner_id_for"]
+
 TOKEN_HEADER = "X-Session-Token"
-OWNER_ID_PREFIX = "anon-"
 
 
 def new_token() -> str:
     return secrets.token_urlsafe(32)
-
-
-def owner_id_for(token: str) -> str:
-    # Any header value is hashed, whatever its shape, so a malformed token
-    # takes the same path as a wrong one and ends in the same 404.
-    digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
-    return OWNER_ID_PREFIX + digest[:32]

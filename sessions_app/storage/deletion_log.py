@@ -12,8 +12,10 @@ row an entry), so every proof reads O(log n) rows, whatever sizes are asked, and
 the tree in memory.
 
 The rows are never updated or deleted (nothing here or elsewhere does; no purge touches them).
-An entry holds counts, times and names only (sessions_app.receipts.entry): never content, a
-token, an owner id or a client address.
+An entry holds an hour, a kind of trigger and rounded sizes (sessions_app.receipts.entry, format
+2): never content, a token, an owner id or a client address. It names the session by its receipt
+lookup (sessions_app.receipts.lookup), computed here from the owner id the session's row still
+holds, so only the token's holder finds the receipt afterwards.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from django.db import transaction
 from sessions_app import retention
 from sessions_app.models import DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry, DeletionLogNode
 from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
-from sessions_app.receipts.entry import NO_PROVIDER, DeletionEntry
+from sessions_app.receipts.entry import DeletionEntry, read_entry
+from sessions_app.receipts.lookup import receipt_lookup
 from sessions_app.receipts.merkle import (
     NodesNeeded,
     RightEdge,
@@ -70,15 +73,14 @@ def entry_trigger(trigger: str, created_at: dt.datetime, erased_at: dt.datetime)
 
 @dataclass(frozen=True)
 class ErasedSession:
-    """What the erasure read of a session before deleting it: its id, when it was made, and
-    what it stored (counted from clear metadata: no key is needed)."""
+    """What the erasure read of a session before deleting it: its id and owner id, when it was
+    made, and what it stored (counted from clear metadata: no key is needed)."""
 
     session_id: str
+    owner_id: str  # the key of the entry's receipt lookup
     created_at: dt.datetime
     events: int
-    plan_versions: int | None  # AgentSession.plan_versions; None: not counted (stored before the count)
     bytes: int  # sealed state plus sealed events, as stored
-    model_providers: list[str]
 
 
 def _secure_delete_is_on(connection) -> bool:
@@ -147,18 +149,14 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
     erased_at = dt.datetime.now(dt.UTC)
     rows, nodes = [], []
     for session in erased:
-        entry = DeletionEntry.for_session(
-            session.session_id,
-            created=session.created_at,
+        entry = DeletionEntry.for_erasure(
+            receipt_lookup(session.owner_id, session.session_id),
             erased_at=erased_at,
             trigger=entry_trigger(trigger, session.created_at, erased_at),
             events=session.events,
-            plan_versions=session.plan_versions,
             bytes_erased=session.bytes,
-            rows_deleted=session.events + 1,  # its events and its own row
             sqlite_secure_delete=secure_delete,
             sealed_with_unstored_key=True,  # by design: the key is derived from the token, never stored
-            model_provider=",".join(session.model_providers) or NO_PROVIDER,
         )
         leaf = entry.leaf_bytes()
         hashed = leaf_hash(leaf)
@@ -228,13 +226,16 @@ def stored_tree(size: int, asks: Callable[[TreeProofs], object]) -> StoredNodes:
     return StoredNodes(size, nodes)
 
 
-def receipt(digest: str) -> str | None:
-    """The receipt (a tlog-proof) of the latest erasure of the session whose id hashes to
-    `digest`, proved against the latest checkpoint; None when the log has none."""
-    found = DeletionLogEntry.objects.filter(session_digest=digest).order_by("-index").values_list("index", "leaf")
+def receipt(lookup: str) -> str | None:
+    """The receipt (a tlog-proof) of the latest erasure of the session filed under `lookup` (its
+    receipt lookup), proved against the latest checkpoint; None when the log has none. Entries of
+    format 1 are filed under the SHA-256 of the session id, which anyone holding the id can
+    compute: they are not served (they stay in the log, and receipts already given keep
+    verifying)."""
+    found = DeletionLogEntry.objects.filter(session_digest=lookup).order_by("-index").values_list("index", "leaf")
     row = found.first()
     latest = _latest_checkpoint()
-    if row is None or latest is None:
+    if row is None or latest is None or not _filed_by_lookup(bytes(row[1])):
         return None
     index, leaf = row[0], bytes(row[1])
     proof = stored_tree(latest.size, lambda tree: tree.inclusion_proof(index)).inclusion_proof(index)
@@ -243,6 +244,14 @@ def receipt(digest: str) -> str | None:
     except Rejected:
         raise LogBroken(f"entry {index} does not hash to checkpoint {latest.size}'s root") from None
     return Receipt(leaf, index, tuple(proof), latest.signed).text()
+
+
+def _filed_by_lookup(leaf: bytes) -> bool:
+    """Whether the entry is of format 2 (filed under a receipt lookup), not 1."""
+    try:
+        return isinstance(read_entry(leaf), DeletionEntry)
+    except Rejected:
+        return False
 
 
 def checkpoint(size: int | None = None) -> str | None:
@@ -321,7 +330,7 @@ def _check_entry(index: int, expected: int, digest: str, leaf: bytes, hashed: by
     if index != expected or leaf_hash(leaf) != hashed:
         raise LogBroken(f"entry {index} is missing, out of place or altered")
     try:
-        session = DeletionEntry.from_leaf_bytes(leaf).session
+        session = read_entry(leaf).session  # either format
     except Rejected as error:
         raise LogBroken(f"entry {index} is not an entry: {error}") from None
     if session != digest:

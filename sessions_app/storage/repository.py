@@ -636,9 +636,7 @@ def _described(sessions: QuerySet) -> list[tuple[int, str, str, deletion_log.Era
         .select_for_update()
         .order_by("pk")
         .annotate(state_bytes=ByteLength("state"))
-        .values_list(
-            "pk", "app_name", "owner_id", "session_id", "created_at", "model_providers", "plan_versions", "state_bytes"
-        )
+        .values_list("pk", "app_name", "owner_id", "session_id", "created_at", "state_bytes")
     )
     events = {
         pk: (count, size)
@@ -648,11 +646,10 @@ def _described(sessions: QuerySet) -> list[tuple[int, str, str, deletion_log.Era
         .values_list("agent_session", "count", "size")
     }
     described = []
-    for pk, app_name, owner_id, session_id, created_at, providers, plans, state_bytes in rows:
+    for pk, app_name, owner_id, session_id, created_at, state_bytes in rows:
         count, size = events.get(pk, (0, 0))
-        providers = [name for name in providers.split(",") if name]
         stored = (state_bytes or 0) + (size or 0)
-        erased = deletion_log.ErasedSession(session_id, created_at, count, plans, stored, providers)
+        erased = deletion_log.ErasedSession(session_id, owner_id, created_at, count, stored)
         described.append((pk, app_name, owner_id, erased))
     return described
 

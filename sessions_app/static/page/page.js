@@ -4,6 +4,9 @@
  *   (credentials: "omit") and none is needed.
  * - The tab keeps the session's id and token in sessionStorage (gone when the tab closes);
  *   the person sees them once, as one "session key": "<session id>.<token>".
+ * - A deletion receipt is found by its receipt lookup, which this script computes from the token
+ *   (receiptLookup, WebCrypto): the session id alone leads to no receipt, and the page shows no
+ *   session id outside the key itself (file names, the verify command).
  * - Every text comes from the page (#page-strings, translated by the server); what the
  *   API answers (replies, plans, error details such as the one 404) is shown as it comes,
  *   always as text (textContent), never as HTML.
@@ -444,6 +447,7 @@
     } catch (error) {
       if (!(error instanceof ApiError && error.status === 404)) current = null; // not opened
       failed(error);
+      if (error instanceof ApiError && error.status === 404) setStatus(strings.maybe_erased);
     } finally {
       busy(button, false);
     }
@@ -508,7 +512,7 @@
   function fileName(response) {
     const disposition = response.headers.get("Content-Disposition") || "";
     const match = /filename="([^"]+)"/.exec(disposition);
-    return match ? match[1] : `session-${current.id}.json`;
+    return match ? match[1] : `resume-session-${new Date().toISOString().slice(0, 10)}.json`;
   }
 
   async function exportSession() {
@@ -535,35 +539,89 @@
     }
   }
 
-  /** Offers the erasure's receipt (where the DELETE's Deletion-Receipt header says) for download. */
-  async function offerReceipt(sessionId, receiptUrl) {
+  const encoder = new TextEncoder();
+
+  function hex(buffer) {
+    return Array.from(new Uint8Array(buffer), (byte) => byte.toString(16).padStart(2, "0")).join("");
+  }
+
+  /**
+   * The receipt lookup of a session (sessions_app/receipts/lookup.py): HMAC-SHA256, keyed by the
+   * owner id its token gives ("anon-" + 32 hex digits of SHA-256(token)), of the domain prefix and
+   * the session id. Computed in the tab: nothing is sent to compute it. Null where WebCrypto is
+   * missing (a page served over plain HTTP, not from localhost).
+   */
+  async function receiptLookup(session) {
+    const subtle = window.crypto && window.crypto.subtle;
+    if (!subtle) return null;
+    const tokenHash = hex(await subtle.digest("SHA-256", encoder.encode(session.token)));
+    const ownerId = config.ownerIdPrefix + tokenHash.slice(0, 32);
+    const key = await subtle.importKey("raw", encoder.encode(ownerId), { name: "HMAC", hash: "SHA-256" }, false, [
+      "sign",
+    ]);
+    return hex(await subtle.sign("HMAC", key, encoder.encode(config.receiptLookupDomain + session.id)));
+  }
+
+  /**
+   * Fetches the erasure's receipt at receiptUrl (/deletions/<lookup>) and offers it for download;
+   * resolves with the answer's status (0: the server could not be reached).
+   */
+  async function offerReceipt(receiptUrl) {
     $("receipt").hidden = true;
-    if (!receiptUrl) return;
     let response;
     try {
       response = await fetch(receiptUrl, { headers: { Accept: "text/plain" }, credentials: "omit", cache: "no-store" });
     } catch (error) {
-      response = null;
+      return 0;
     }
-    if (!response || !response.ok) {
-      setStatus(fmt(strings.no_receipt, { url: new URL(receiptUrl, location.href).href }));
-      return;
-    }
-    const name = `deletion-receipt-${receiptUrl.split("/").pop().slice(0, 12)}.txt`;
+    if (!response.ok) return response.status;
+    const lookup = receiptUrl.split("/").pop();
+    const name = `deletion-receipt-${lookup.slice(0, 12)}.txt`;
     const link = $("receipt-download");
     if (link.href.startsWith("blob:")) URL.revokeObjectURL(link.href);
     link.href = URL.createObjectURL(new Blob([await response.text()], { type: "text/plain" }));
     link.download = name;
-    $("receipt-session").textContent = sessionId;
+    $("receipt-lookup").textContent = lookup;
     $("receipt-file").textContent = name;
     $("receipt").hidden = false;
+    return response.status;
+  }
+
+  /** "Look for its deletion receipt": the receipt of the pasted key's session, if it was erased. */
+  async function findReceipt() {
+    const button = $("find-receipt");
+    busy(button, true);
+    setAlert("");
+    setStatus(strings.receipt_searching);
+    try {
+      const session = parseKey($("open-key").value);
+      const lookup = session.id && session.token ? await receiptLookup(session) : "";
+      if (lookup === null) {
+        setStatus("");
+        setAlert(strings.receipt_needs_secure_page);
+        return;
+      }
+      const found = lookup ? await offerReceipt(config.receiptUrl.replace("LOOKUP", lookup)) : 404;
+      setStatus("");
+      if (found === 200) {
+        $("open-key").value = "";
+        show("deleted-view");
+        $("deleted-heading").focus();
+      } else {
+        setAlert(found === 0 ? strings.network_error : strings.receipt_not_found);
+      }
+    } catch (error) {
+      setStatus("");
+      setAlert(strings.receipt_not_found);
+    } finally {
+      busy(button, false);
+    }
   }
 
   async function deleteSession() {
     setAlert("");
     setStatus(strings.deleting);
     try {
-      const sessionId = current.id;
       const response = await callSession("DELETE");
       const receiptUrl = response.headers.get("Deletion-Receipt");
       forget();
@@ -574,7 +632,9 @@
       setStatus("");
       show("deleted-view");
       $("deleted-heading").focus();
-      await offerReceipt(sessionId, receiptUrl);
+      if (receiptUrl && (await offerReceipt(receiptUrl)) !== 200) {
+        setStatus(fmt(strings.no_receipt, { url: new URL(receiptUrl, location.href).href }));
+      }
     } catch (error) {
       failed(error);
     }
@@ -599,6 +659,7 @@
   $("start-form").addEventListener("submit", startSession);
   $("open-form").addEventListener("submit", openFromKey);
   $("message-form").addEventListener("submit", sendMessage);
+  $("find-receipt").addEventListener("click", findReceipt);
   $("resume-text").addEventListener("input", updateResumeCount);
   $("key-copy").addEventListener("click", () => copyText($("key-value").textContent));
   $("key-done").addEventListener("click", () => {
