@@ -12,7 +12,8 @@ import time_machine
 from django.db import connections
 from rest_framework.test import APIClient
 
-from sessions_app.api.throttles import SessionCreateThrottle, client_network
+from sessions_app.api.throttles import SessionCreateThrottle
+from sessions_app.infra.client_address import address, client_network
 from tests.privacy import fixture_resume
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,13 +49,17 @@ def _concurrently(calls: int, work) -> list:
 
 
 # --- client addresses ------------------------------------------------------------
+def _network(text: str, *prefixes) -> str:
+    return client_network(address(text), *prefixes)
+
+
 def test_client_network_is_the_ipv4_address_or_the_ipv6_slash_64():
-    assert client_network("203.0.113.7") == "203.0.113.7"
-    assert client_network("2001:db8:1:2:aaaa::1") == client_network("2001:db8:1:2:ffff:1:2:3") == "2001:db8:1:2::/64"
-    assert client_network("2001:db8:1:3::1") != client_network("2001:db8:1:2::1")
-    assert client_network("::ffff:203.0.113.7") == "203.0.113.7"
-    assert client_network("fe80::1%eth0") == client_network("fe80::1%eth0%1") == "fe80::/64"
-    assert client_network("not an address") == "not an address"
+    assert _network("203.0.113.7") == "203.0.113.7"
+    assert _network("2001:db8:1:2:aaaa::1") == _network("2001:db8:1:2:ffff:1:2:3") == "2001:db8:1:2::/64"
+    assert _network("2001:db8:1:3::1") != _network("2001:db8:1:2::1")
+    assert _network("::ffff:203.0.113.7") == "203.0.113.7"
+    assert _network("fe80::1%eth0") == _network("fe80::1%eth0%1") == "fe80::/64"
+    assert _network("not an address") == _network("") == "unknown"
 
 
 # --- session creation ------------------------------------------------------------
@@ -98,10 +103,11 @@ def test_messages_from_one_ipv6_slash_56_share_a_budget(api, new_session, rates)
     assert [response.status_code for response in sent] == [200, 200, 200, 429]
 
 
-def test_client_network_takes_a_coarser_ipv6_prefix():
-    assert client_network("2001:db8:1:2ff::1", 56) == client_network("2001:db8:1:200::9", 56) == "2001:db8:1:200::/56"
-    assert client_network("2001:db8:1:ffff::1", 48) == "2001:db8:1::/48"
-    assert client_network("203.0.113.7", 48) == "203.0.113.7"
+def test_client_network_takes_a_coarser_prefix():
+    assert _network("2001:db8:1:2ff::1", 56) == _network("2001:db8:1:200::9", 56) == "2001:db8:1:200::/56"
+    assert _network("2001:db8:1:ffff::1", 48) == "2001:db8:1::/48"
+    assert _network("203.0.113.7", 48) == "203.0.113.7"
+    assert _network("203.0.113.7", 48, 24) == "203.0.113.0/24"
 
 
 @pytest.mark.django_db
