@@ -146,3 +146,20 @@ class DeletionLogPer56Throttle(IPv6NetworkThrottle):
 
 class DeletionLogPer48Throttle(IPv6NetworkThrottle):
     scope, prefix = "deletion_log_ipv6_48", 48
+
+
+def client_throttles(scope: str) -> list[type[FixedWindowThrottle]]:
+    """The throttles of `scope` per client address and per IPv6 /56 and /48 (`<scope>_ipv6_56`,
+    `<scope>_ipv6_48`): what every public request that costs the server something is counted by."""
+    name = scope.title().replace("_", "")
+    return [
+        type(f"{name}Throttle", (ClientAddressThrottle,), {"scope": scope}),
+        type(f"{name}Per56Throttle", (IPv6NetworkThrottle,), {"scope": f"{scope}_ipv6_56", "prefix": 56}),
+        type(f"{name}Per48Throttle", (IPv6NetworkThrottle,), {"scope": f"{scope}_ipv6_48", "prefix": 48}),
+    ]
+
+
+# Deleting a session, exporting one and reading the OpenAPI schema (issue 39, findings 6 and 11).
+SESSION_DELETE_THROTTLES = client_throttles("session_delete")
+SESSION_EXPORT_THROTTLES = client_throttles("session_export")
+SCHEMA_THROTTLES = client_throttles("schema")

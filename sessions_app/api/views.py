@@ -51,6 +51,8 @@ from sessions_app.api.serializers import (
     TurnUnavailableResponse,
 )
 from sessions_app.api.throttles import (
+    SESSION_DELETE_THROTTLES,
+    SESSION_EXPORT_THROTTLES,
     ClientMessagePer48Throttle,
     ClientMessagePer56Throttle,
     ClientMessageThrottle,
@@ -148,6 +150,12 @@ class OwnedSessionView(APIView):
 
 
 class SessionDetailView(OwnedSessionView):
+    throttle_classes = SESSION_DELETE_THROTTLES
+
+    def get_throttles(self):
+        # Only a DELETE is counted. A refused one is refused before the view runs: nothing changes.
+        return super().get_throttles() if self.request.method == "DELETE" else []
+
     @extend_schema(
         parameters=SESSION_PARAMETERS, responses={200: SessionMetadata, **SESSION_ERRORS}, summary="Session metadata"
     )
@@ -157,7 +165,7 @@ class SessionDetailView(OwnedSessionView):
 
     @extend_schema(
         parameters=[*SESSION_PARAMETERS, DELETION_RECEIPT],
-        responses={204: None, **SESSION_ERRORS},
+        responses={204: None, **SESSION_ERRORS, 429: THROTTLED},
         summary="Delete the session for good; the answer says where its receipt is",
     )
     def delete(self, request, session_id):
@@ -306,9 +314,11 @@ EXPORT_BOUND = (
 
 
 class SessionExportView(OwnedSessionView):
+    throttle_classes = SESSION_EXPORT_THROTTLES
+
     @extend_schema(
         parameters=[*SESSION_PARAMETERS, ATTACHMENT],
-        responses={200: SessionExport, **SESSION_ERRORS},
+        responses={200: SessionExport, **SESSION_ERRORS, 429: THROTTLED},
         summary="Everything stored about the session, as a JSON attachment",
         description=EXPORT_BOUND,
     )
