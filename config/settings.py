@@ -379,6 +379,17 @@ AGENT_MAX_LLM_CALLS = int(os.environ.get("AGENT_MAX_LLM_CALLS", "10"))
 # 503 with Retry-After at once instead of queueing. The model client keeps as many connections
 # (agent.model_selection reads the same variable, with the same default).
 AGENT_MAX_TURNS_IN_FLIGHT = int(os.environ.get("AGENT_MAX_TURNS_IN_FLIGHT", "256"))
+# Turns one client has in flight at once, across every process and server (counted in the cache,
+# like the rates): with a slow model, 26 IPv4 addresses held all 1,024 places of `make run`
+# (issue 39). Per IPv4 address or IPv6 /64, and per network: an IPv4 /24, an IPv6 /56 (a home's
+# delegation) and /48 (a site's). With the defaults, holding 1,024 places takes 64 addresses in 16
+# /24s, or 8 IPv6 /48s. Beyond a bound a turn is answered 429 (`turns_in_flight`) with Retry-After,
+# before anything runs; 0 switches a bound off. Requests with no address (a Unix socket and no
+# NUM_PROXIES) are bounded by the process's places only.
+AGENT_MAX_TURNS_PER_CLIENT = int(os.environ.get("AGENT_MAX_TURNS_PER_CLIENT", "16"))
+AGENT_MAX_TURNS_PER_IPV4_24 = int(os.environ.get("AGENT_MAX_TURNS_PER_IPV4_24", "64"))
+AGENT_MAX_TURNS_PER_IPV6_56 = int(os.environ.get("AGENT_MAX_TURNS_PER_IPV6_56", "64"))
+AGENT_MAX_TURNS_PER_IPV6_48 = int(os.environ.get("AGENT_MAX_TURNS_PER_IPV6_48", "128"))
 # A streamed turn (Accept: text/event-stream) sends a comment line this often while the model
 # works: a client that went away is noticed when such a write fails, and its turn is stopped.
 STREAM_HEARTBEAT_SECONDS = float(os.environ.get("STREAM_HEARTBEAT_SECONDS", "1"))

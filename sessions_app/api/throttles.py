@@ -21,6 +21,7 @@ from __future__ import annotations
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from sessions_app.infra.cache_counters import increment
 from sessions_app.infra.client_address import client_ip, client_network
 
 
@@ -43,17 +44,7 @@ class FixedWindowThrottle(SimpleRateThrottle):
         now = self.timer()
         window = int(now // self.duration)
         self.seconds_left = (window + 1) * self.duration - now
-        return self._count(f"{key}:{window}", self.seconds_left + 1) <= self.num_requests
-
-    def _count(self, key: str, timeout: float) -> int:
-        """This request's number in the window: atomic add of the counter, then atomic increment."""
-        for _ in range(3):
-            self.cache.add(key, 0, timeout)
-            try:
-                return self.cache.incr(key)
-            except ValueError:  # removed between the two (a cache clear): start it again
-                continue
-        return 1  # the cache keeps losing the key: let the request through rather than fail it
+        return increment(f"{key}:{window}", self.seconds_left + 1) <= self.num_requests
 
     def wait(self) -> float | None:
         return self.seconds_left

@@ -48,6 +48,7 @@ from sessions_app.api.serializers import (
     SessionFullResponse,
     SessionMetadata,
     SessionPlan,
+    ThrottledResponse,
     TurnUnavailableResponse,
 )
 from sessions_app.api.throttles import (
@@ -61,6 +62,7 @@ from sessions_app.api.throttles import (
     SessionCreateThrottle,
     SessionMessageThrottle,
 )
+from sessions_app.infra.client_address import client_ip
 from sessions_app.models import AgentSession
 from sessions_app.receipts.entry import session_digest
 from sessions_app.runtime import turns
@@ -192,7 +194,11 @@ MESSAGE_ANSWERS = {
         description="Another turn on this session is running, or the session is full"
         " (`code`: session_turn_limit, session_size_limit)",
     ),
-    429: THROTTLED,
+    429: OpenApiResponse(
+        ThrottledResponse,
+        description="Too many requests (a rate limit), or this client already has as many turns in flight as it"
+        " may (`code`: turns_in_flight); see Retry-After",
+    ),
     422: OpenApiResponse(
         ModelFailureResponse,
         description="The model declined to answer (`model_blocked`): nothing was saved; rephrase and resend",
@@ -282,7 +288,8 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
         session = self.owned_session(session_id)
         payload = MessageRequest(data=self.request.data)
         payload.is_valid(raise_exception=True)
-        return turns.start_turn(process_runner(), session, payload.validated_data["message"], report)
+        message = payload.validated_data["message"]
+        return turns.start_turn(process_runner(), session, message, report, client=client_ip(self.request))
 
 
 @hide_locals
