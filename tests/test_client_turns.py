@@ -108,18 +108,40 @@ def test_a_client_holding_its_bound_is_refused_and_another_client_gets_through(b
 @pytest.mark.django_db(transaction=True)
 def test_the_networks_of_a_client_are_bounded_too(bounds, held_model, sessions):
     release, arrived = held_model
-    bounds(client=5, ipv4_24=2, ipv6_56=1, ipv6_48=5)
-    mine = sessions(5)
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        held = [pool.submit(_say, mine[0], "198.51.100.1"), pool.submit(_say, mine[1], "198.51.100.2")]
-        held.append(pool.submit(_say, mine[2], "2001:db8:1:100::1"))
-        _wait_for(lambda: len(arrived) == 3)
-        beyond_24 = _say(mine[3], "198.51.100.3")  # a third address of one /24
-        beyond_56 = _say(mine[4], "2001:db8:1:1ff::1")  # another /64 of the same /56
+    bounds(client=5, ipv4_24=2, ipv6_56=1, ipv6_48=2)
+    mine = sessions(7)
+    held_addresses = ["198.51.100.1", "198.51.100.2", "2001:db8:1:100::1", "2001:db8:1:200::1"]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        held = [pool.submit(_say, session, address) for session, address in zip(mine, held_addresses, strict=False)]
+        _wait_for(lambda: len(arrived) == 4)
+        beyond = [
+            _say(mine[4], "198.51.100.3"),  # a third address of one /24
+            _say(mine[5], "2001:db8:1:1ff::1"),  # another /64 of a /56 that holds its one
+            _say(mine[6], "2001:db8:1:300::1"),  # a third /56 of a /48 that holds its two
+        ]
         release.set()
         answered = [future.result(timeout=30).status_code for future in held]
     connections.close_all()
-    assert [beyond_24.status_code, beyond_56.status_code] == [429, 429] and answered == [200] * 3
+    assert [response.status_code for response in beyond] == [429] * 3 and answered == [200] * 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_junk_forwarded_by_a_proxy_is_no_fresh_turn_budget(bounds, held_model, sessions, settings):
+    """Behind a proxy count, junk in X-Forwarded-For counts as the proxy's address (finding 9)."""
+    release, arrived = held_model
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    bounds(client=1)
+    first, second, third = sessions(3)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        held = pool.submit(_say, first, "10.0.0.1", HTTP_X_FORWARDED_FOR="junk-1")
+        _wait_for(lambda: len(arrived) == 1)
+        refused = _say(second, "10.0.0.1", HTTP_X_FORWARDED_FOR="junk-2")
+        other = pool.submit(_say, third, "10.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.12:5555")
+        _wait_for(lambda: len(arrived) == 2)
+        release.set()
+        answered = [held.result(timeout=30).status_code, other.result(timeout=30).status_code]
+    connections.close_all()
+    assert refused.status_code == 429 and answered == [200, 200]
 
 
 @pytest.mark.django_db
