@@ -382,6 +382,17 @@ AGENT_MAX_LLM_CALLS = int(os.environ.get("AGENT_MAX_LLM_CALLS", "10"))
 # 503 with Retry-After at once instead of queueing. The model client keeps as many connections
 # (agent.model_selection reads the same variable, with the same default).
 AGENT_MAX_TURNS_IN_FLIGHT = int(os.environ.get("AGENT_MAX_TURNS_IN_FLIGHT", "256"))
+# Turns one client has in flight at once, across every process and server (counted in the cache,
+# like the rates): with a slow model, 26 IPv4 addresses held all 1,024 places of `make run`
+# (issue 39). Per IPv4 address or IPv6 /64, and per network: an IPv4 /24, an IPv6 /56 (a home's
+# delegation) and /48 (a site's). With the defaults, holding 1,024 places takes 64 addresses in 16
+# /24s, or 8 IPv6 /48s. Beyond a bound a turn is answered 429 (`turns_in_flight`) with Retry-After,
+# before anything runs; 0 switches a bound off. Requests with no address (a Unix socket and no
+# NUM_PROXIES) are bounded by the process's places only.
+AGENT_MAX_TURNS_PER_CLIENT = int(os.environ.get("AGENT_MAX_TURNS_PER_CLIENT", "16"))
+AGENT_MAX_TURNS_PER_IPV4_24 = int(os.environ.get("AGENT_MAX_TURNS_PER_IPV4_24", "64"))
+AGENT_MAX_TURNS_PER_IPV6_56 = int(os.environ.get("AGENT_MAX_TURNS_PER_IPV6_56", "64"))
+AGENT_MAX_TURNS_PER_IPV6_48 = int(os.environ.get("AGENT_MAX_TURNS_PER_IPV6_48", "128"))
 # A streamed turn (Accept: text/event-stream) sends a comment line this often while the model
 # works: a client that went away is noticed when such a write fails, and its turn is stopped.
 STREAM_HEARTBEAT_SECONDS = float(os.environ.get("STREAM_HEARTBEAT_SECONDS", "1"))
@@ -455,6 +466,27 @@ REST_FRAMEWORK = {
         "deletion_log": os.environ.get("DELETION_LOG_RATE", "120/min"),
         "deletion_log_ipv6_56": os.environ.get("DELETION_LOG_RATE_IPV6_56", "480/min"),
         "deletion_log_ipv6_48": os.environ.get("DELETION_LOG_RATE_IPV6_48", "1920/min"),
+        # Deleting a session, per client address: 195 DELETEs a second slowed every owner's turns
+        # (issue 39). Generous, so a person deletes whenever they want: one a second is far beyond
+        # what people do, even many behind one address; a refused DELETE changes nothing and the
+        # page says when to press again (at most a minute), and a session expires on its own anyway.
+        "session_delete": os.environ.get("SESSION_DELETE_RATE", "60/min"),
+        "session_delete_ipv6_56": os.environ.get("SESSION_DELETE_RATE_IPV6_56", "240/min"),
+        "session_delete_ipv6_48": os.environ.get("SESSION_DELETE_RATE_IPV6_48", "960/min"),
+        # Exports, per client address: each holds up to about twice the session (10.5 MB at most)
+        # in memory while it is sent, and a reader that stops pinned it (issue 39: 200 unread exports
+        # of one 0.84 MB session, 357 MB). A person exports a session once or twice; creations are
+        # 30 an hour per address, so 30 exports an hour lets each be exported once, and more.
+        "session_export": os.environ.get("SESSION_EXPORT_RATE", "30/hour"),
+        "session_export_ipv6_56": os.environ.get("SESSION_EXPORT_RATE_IPV6_56", "120/hour"),
+        "session_export_ipv6_48": os.environ.get("SESSION_EXPORT_RATE_IPV6_48", "480/hour"),
+        # The OpenAPI schema, per client address: drf-spectacular builds it on every request, about
+        # 136 ms of CPU each (measured: docs/API.md, "Limits"); a client generator reads it once. 30
+        # a minute holds one address to about 7 % of a core. (/api/docs/ is a 5 kB page, 2 ms:
+        # not counted; the schema it loads is.)
+        "schema": os.environ.get("SCHEMA_RATE", "30/min"),
+        "schema_ipv6_56": os.environ.get("SCHEMA_RATE_IPV6_56", "120/min"),
+        "schema_ipv6_48": os.environ.get("SCHEMA_RATE_IPV6_48", "480/min"),
     },
     # Number of reverse proxies in front of the service, so throttling sees the
     # client's address; 0 (default) trusts only REMOTE_ADDR.

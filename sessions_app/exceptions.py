@@ -24,6 +24,14 @@ class TurnsBusy(Exception):
     retry_after = 1
 
 
+class ClientTurnsBusy(Exception):
+    """The client (its address, or its network) already has as many turns in flight as it may
+    (AGENT_MAX_TURNS_PER_CLIENT and the network bounds); `retry_after` seconds is worth waiting:
+    a turn takes seconds, so asking sooner would mostly be refused again."""
+
+    retry_after = 5
+
+
 class ModelFailure(Exception):
     """The model could not produce this turn. `reason`: timeout, quota, unavailable, upstream,
     bad_response, llm_calls_limit, or one of a turn that ended without an answer to show (blocked,

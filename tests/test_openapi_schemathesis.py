@@ -73,7 +73,12 @@ def _set_rates(settings, **rates):
 @pytest.fixture
 def many_sessions_allowed(settings):
     # The fuzzer creates sessions and sends messages by the dozen; a throttled one would only test the 429.
-    _set_rates(settings, session_create="100000/min", session_message="100000/min", client_message="100000/min")
+    _set_rates(
+        settings,
+        **dict.fromkeys(
+            ("session_create", "session_message", "client_message", "session_delete", "session_export"), "100000/min"
+        ),
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -177,14 +182,23 @@ def test_every_error_answer_is_declared(operation):
         assert response.status_code == status, (status, kwargs)
 
 
-def test_the_throttled_answer_is_declared(settings):
-    _set_rates(settings, session_create="1/min")
-    operation = schema["/agent/sessions"]["POST"]
-    statuses = [
-        operation.Case(body={"resume_text": "Lin Yu"}, media_type="application/json").call_and_validate().status_code
-        for _ in range(2)
-    ]
-    assert statuses == [201, 429]
+@pytest.mark.parametrize(
+    ("path", "method", "scope", "answered"),
+    [
+        ("/agent/sessions", "POST", "session_create", 201),
+        ("/agent/sessions/{session_id}", "DELETE", "session_delete", 204),
+        ("/agent/sessions/{session_id}/export", "GET", "session_export", 200),
+    ],
+)
+def test_the_throttled_answer_is_declared(settings, path, method, scope, answered):
+    _set_rates(settings, **{scope: "1/min"})
+    operation = schema[path][method]
+    if method == "POST":
+        case = {"body": {"resume_text": "Lin Yu"}, "media_type": "application/json"}
+    else:
+        case = {"path_parameters": {"session_id": KNOWN_SESSION_ID}, "headers": {"X-Session-Token": KNOWN_TOKEN}}
+    statuses = [operation.Case(**case).call_and_validate().status_code for _ in range(2)]
+    assert statuses == [answered, 429]
 
 
 WHITESPACE = [chr(code) for code in range(0x110000) if chr(code).isspace()]

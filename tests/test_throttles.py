@@ -12,7 +12,8 @@ import time_machine
 from django.db import connections
 from rest_framework.test import APIClient
 
-from sessions_app.api.throttles import SessionCreateThrottle, client_network
+from sessions_app.api.throttles import SessionCreateThrottle
+from sessions_app.infra.client_address import address, client_network
 from tests.privacy import fixture_resume
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,13 +49,17 @@ def _concurrently(calls: int, work) -> list:
 
 
 # --- client addresses ------------------------------------------------------------
+def _network(text: str, *prefixes) -> str:
+    return client_network(address(text), *prefixes)
+
+
 def test_client_network_is_the_ipv4_address_or_the_ipv6_slash_64():
-    assert client_network("203.0.113.7") == "203.0.113.7"
-    assert client_network("2001:db8:1:2:aaaa::1") == client_network("2001:db8:1:2:ffff:1:2:3") == "2001:db8:1:2::/64"
-    assert client_network("2001:db8:1:3::1") != client_network("2001:db8:1:2::1")
-    assert client_network("::ffff:203.0.113.7") == "203.0.113.7"
-    assert client_network("fe80::1%eth0") == client_network("fe80::1%eth0%1") == "fe80::/64"
-    assert client_network("not an address") == "not an address"
+    assert _network("203.0.113.7") == "203.0.113.7"
+    assert _network("2001:db8:1:2:aaaa::1") == _network("2001:db8:1:2:ffff:1:2:3") == "2001:db8:1:2::/64"
+    assert _network("2001:db8:1:3::1") != _network("2001:db8:1:2::1")
+    assert _network("::ffff:203.0.113.7") == "203.0.113.7"
+    assert _network("fe80::1%eth0") == _network("fe80::1%eth0%1") == "fe80::/64"
+    assert _network("not an address") == _network("") == "unknown"
 
 
 # --- session creation ------------------------------------------------------------
@@ -98,10 +103,11 @@ def test_messages_from_one_ipv6_slash_56_share_a_budget(api, new_session, rates)
     assert [response.status_code for response in sent] == [200, 200, 200, 429]
 
 
-def test_client_network_takes_a_coarser_ipv6_prefix():
-    assert client_network("2001:db8:1:2ff::1", 56) == client_network("2001:db8:1:200::9", 56) == "2001:db8:1:200::/56"
-    assert client_network("2001:db8:1:ffff::1", 48) == "2001:db8:1::/48"
-    assert client_network("203.0.113.7", 48) == "203.0.113.7"
+def test_client_network_takes_a_coarser_prefix():
+    assert _network("2001:db8:1:2ff::1", 56) == _network("2001:db8:1:200::9", 56) == "2001:db8:1:200::/56"
+    assert _network("2001:db8:1:ffff::1", 48) == "2001:db8:1::/48"
+    assert _network("203.0.113.7", 48) == "203.0.113.7"
+    assert _network("203.0.113.7", 48, 24) == "203.0.113.0/24"
 
 
 @pytest.mark.django_db
@@ -312,3 +318,83 @@ def test_a_throttled_answer_with_no_wait_known_says_one_second():
         {"detail": "Too many requests. Try again in 1 second."},
         "1",
     )
+
+
+# --- deletes, exports and the schema (issue 39, findings 6 and 11) ----------------------------
+def _delete(api, session_id, token, address="127.0.0.1"):
+    return api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token, REMOTE_ADDR=address)
+
+
+def _export(api, session_id, token, address="127.0.0.1"):
+    return api.get(f"/agent/sessions/{session_id}/export", HTTP_X_SESSION_TOKEN=token, REMOTE_ADDR=address)
+
+
+@pytest.mark.django_db
+def test_deletes_are_throttled_per_client_address_and_a_refused_one_changes_nothing(api, new_session, rates):
+    rates(session_create="100/hour", session_delete="3/min")
+    with time_machine.travel("2030-01-01 10:30:10+00:00", tick=False):
+        session_id, token = new_session()
+        # A stranger at the same address spends the budget on sessions that do not exist.
+        assert [_delete(api, f"missing-{index}", "wrong").status_code for index in range(3)] == [404] * 3
+        refused = _delete(api, session_id, token)
+        assert refused.status_code == 429 and refused.json()["detail"] and refused["Retry-After"] == "50"
+        assert "Deletion-Receipt" not in refused
+        # Nothing of the session went: it reads, exports and takes turns as before, and has no receipt.
+        assert api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 200
+        assert _export(api, session_id, token, address="198.51.100.60").json()["resume_text"]
+        assert _send(api, session_id, token).status_code == 200
+        receipt = f"/deletions/{_digest(session_id)}"
+        assert api.get(receipt).status_code == 404
+        # Reading the session is not counted; from another address the owner deletes at once.
+        assert _delete(api, session_id, token, address="198.51.100.61").status_code == 204
+        assert api.get(receipt).status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_owner_deletes_once_the_window_is_over(api, new_session, rates):
+    rates(session_create="100/hour", session_delete="1/min")
+    with time_machine.travel("2030-01-01 10:30:59+00:00", tick=False):
+        session_id, token = new_session()
+        assert _delete(api, "missing", "wrong").status_code == 404
+        assert _delete(api, session_id, token).status_code == 429
+    with time_machine.travel("2030-01-01 10:31:00+00:00", tick=False):
+        assert _delete(api, session_id, token).status_code == 204
+
+
+@pytest.mark.django_db
+def test_deletes_from_one_ipv6_slash_56_share_a_budget(api, new_session, rates):
+    rates(session_create="100/hour", session_delete="10/min", session_delete_ipv6_56="2/min")
+    addresses = [f"2001:db8:9:3{index:02x}::1" for index in range(3)]  # three /64s of one /56
+    assert [_delete(api, "missing", "wrong", address=address).status_code for address in addresses] == [404, 404, 429]
+    assert _delete(api, "missing", "wrong", address="2001:db8:a:300::1").status_code == 404  # another /48
+
+
+@pytest.mark.django_db
+def test_exports_are_throttled_per_client_address(api, new_session, rates):
+    rates(session_create="100/hour", session_export="2/hour", session_export_ipv6_48="3/hour")
+    session_id, token = new_session()
+    assert [_export(api, session_id, token).status_code for _ in range(2)] == [200, 200]
+    refused = _export(api, session_id, token)
+    assert refused.status_code == 429 and refused["Content-Type"] == "application/json"
+    assert int(refused["Retry-After"]) > 0 and "Content-Disposition" not in refused
+    assert _export(api, session_id, token, address="198.51.100.62").status_code == 200
+    # A /48's /64s share the /48's budget.
+    in_one_48 = [_export(api, session_id, token, address=f"2001:db8:b:{index}::1").status_code for index in range(4)]
+    assert in_one_48 == [200, 200, 200, 429]
+
+
+@pytest.mark.django_db
+def test_the_schema_is_throttled_per_client_address_and_refused_as_json(api, rates):
+    rates(schema="2/min")
+    assert [api.get("/api/schema/").status_code for _ in range(2)] == [200, 200]
+    refused = api.get("/api/schema/")  # asked as YAML, the schema's default: the error is JSON
+    assert refused.status_code == 429 and refused["Content-Type"] == "application/json"
+    assert refused.json()["detail"] and int(refused["Retry-After"]) > 0
+    assert api.get("/api/schema/", REMOTE_ADDR="198.51.100.63").status_code == 200
+    assert api.get("/api/docs/").status_code == 200  # the docs page itself is not counted
+
+
+def _digest(session_id: str) -> str:
+    from sessions_app.receipts.entry import session_digest
+
+    return session_digest(session_id)

@@ -26,10 +26,8 @@ pytestmark = pytest.mark.slow
 TURNS = 100
 
 
-@pytest.fixture
-def one_process(tmp_path, transactional_db):
-    """`make run`'s web server, one worker process, on this test's database (PostgreSQL's default
-    max_connections is 100: as many as the turns), its model the double, at most TURNS turns."""
+def _serve(tmp_path, **env):
+    """`make run`'s web server, one worker process, on this test's database, its model the double."""
     double = GeminiDouble().start()
     env = service_env(
         tmp_path,
@@ -37,18 +35,32 @@ def one_process(tmp_path, transactional_db):
         GOOGLE_API_KEY="key-of-the-local-double",
         GOOGLE_GEMINI_BASE_URL=double.url,
         AGENT_MODEL_ATTEMPTS="1",
-        AGENT_MAX_TURNS_IN_FLIGHT=str(TURNS),
         CLIENT_MESSAGE_RATE="100000/min",
         SESSION_MESSAGE_RATE="100000/min",
         SESSION_CREATE_RATE="100000/hour",
+        **env,
     )
     port, log_path = _free_port(), tmp_path / "server.log"
     command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1)
     process, base = wait_until_serving(launch(command, env, log_path), command, log_path, port)
-    yield base, double, log_path, process.pid
+    return base, double, log_path, process
+
+
+def _stop(double, process) -> None:
     double.stop()
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=30)
+
+
+@pytest.fixture
+def one_process(tmp_path, transactional_db):
+    """One process (PostgreSQL's default max_connections is 100: as many as the turns), at most
+    TURNS turns, no bound per client."""
+    base, double, log_path, process = _serve(
+        tmp_path, AGENT_MAX_TURNS_IN_FLIGHT=str(TURNS), AGENT_MAX_TURNS_PER_CLIENT="0", AGENT_MAX_TURNS_PER_IPV4_24="0"
+    )
+    yield base, double, log_path, process.pid
+    _stop(double, process)
 
 
 def _create(client: httpx.Client) -> tuple[str, dict]:
@@ -139,3 +151,57 @@ def test_serve_sees_a_port_in_use_that_reuse_port_would_share():
         bind = f"127.0.0.1:{listener.getsockname()[1]}"
         assert address_taken(bind)
     assert not address_taken(bind)
+
+
+# --- a few strangers cannot hold every place (issue 39, finding 10) ---------------------------
+STRANGERS, POOL, PER_CLIENT = 26, 64, 2  # `make run` scaled down: 1,024 places, 16 a client
+
+
+def test_twenty_six_addresses_no_longer_hold_every_place(tmp_path, transactional_db):
+    """With a slow model 26 IPv4 addresses held all 1,024 turns of `make run`, and everyone else got
+    the 503. Scaled down (64 places, 2 a client): each of 26 addresses sends 3 turns, more than the
+    places (78); each holds its 2 at the model, its third is the 429, and a newcomer's turn still
+    reaches the model. Behind a proxy (NUM_PROXIES 1): the addresses are X-Forwarded-For's."""
+    base, double, log_path, process = _serve(
+        tmp_path, NUM_PROXIES="1", AGENT_MAX_TURNS_IN_FLIGHT=str(POOL), AGENT_MAX_TURNS_PER_CLIENT=str(PER_CLIENT)
+    )
+    try:
+        with httpx.Client(base_url=base, timeout=30) as client:
+            sessions = [_create(client) for _ in range(STRANGERS * 3 + 2)]
+
+        async def run():
+            limits = httpx.Limits(max_connections=len(sessions) + 10)
+            async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
+
+                def send(index: int, address: str):
+                    url, headers = sessions[index]
+                    headers = {**headers, "X-Forwarded-For": address}
+                    return asyncio.ensure_future(client.post(url, json={"message": "Plan please"}, headers=headers))
+
+                with double.hold() as hold:
+                    turns = [send(index, f"198.51.{index % STRANGERS}.7") for index in range(STRANGERS * 3)]
+
+                    def every_turn_held_or_refused() -> bool:
+                        return len(double.requests) + sum(turn.done() for turn in turns) >= len(turns)
+
+                    settled = await wait_until_async(every_turn_held_or_refused, timeout=60, interval=0.01)
+                    assert settled, (len(double.requests), log_path.read_text())
+                    refused = [turn.result() for turn in turns if turn.done()]
+                    held = [turn for turn in turns if not turn.done()]
+                    newcomer = send(len(turns), "203.0.113.99")
+                    reached = await wait_until_async(lambda: len(double.requests) > len(turns) - len(refused), 20, 0.01)
+                    one_more = await send(len(turns) + 1, "198.51.0.7")  # a stranger holding its two
+                    hold.release()
+                    answered = await asyncio.gather(*held, newcomer)
+            return refused, reached, one_more, answered
+
+        refused, reached, one_more, answered = asyncio.run(run())
+        newcomer_status = answered[-1].status_code
+    finally:
+        _stop(double, process)
+    assert reached, ("the newcomer's turn did not reach the model", newcomer_status)
+    assert [response.status_code for response in refused] == [429] * STRANGERS
+    assert {response.json()["code"] for response in refused} == {"turns_in_flight"}
+    assert {response.headers["Retry-After"] for response in refused} == {"5"}
+    assert one_more.status_code == 429 and one_more.json()["code"] == "turns_in_flight"
+    assert [response.status_code for response in answered] == [200] * (STRANGERS * PER_CLIENT + 1)

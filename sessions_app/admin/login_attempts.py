@@ -1,22 +1,19 @@
 """The admin's login attempts (django-axes, configured in settings): the client's address, the
 lockout page and how a client is named in the log."""
 
-import ipaddress
-
 from axes.helpers import get_cool_off
 from django.conf import settings
 from django.shortcuts import render
-from rest_framework.throttling import BaseThrottle
+
+from sessions_app.infra.client_address import client_ip
 
 
 def login_client_address(request) -> str | None:
-    """The client's address as the API's throttling sees it (honouring NUM_PROXIES),
-    so behind a proxy every operator does not share one lockout address."""
-    address = BaseThrottle().get_ident(request)
-    try:
-        return str(ipaddress.ip_address(address))
-    except ValueError:  # a malformed forwarded header: the peer's address instead
-        return request.META.get("REMOTE_ADDR")
+    """The client's address as the API's limits read it (honouring NUM_PROXIES; a forwarded value
+    that is not an address is the proxy's), so behind a proxy every operator does not share one
+    lockout address, and junk in X-Forwarded-For is no fresh one."""
+    ip = client_ip(request)
+    return request.META.get("REMOTE_ADDR") if ip is None else str(ip)
 
 
 def login_lockout_response(request, original_response=None, credentials=None):

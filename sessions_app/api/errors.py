@@ -18,7 +18,14 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from sessions_app.api.parsers import BodyTooLarge
-from sessions_app.exceptions import ModelFailure, SessionLimitReached, SessionMissing, TurnInProgress, TurnsBusy
+from sessions_app.exceptions import (
+    ClientTurnsBusy,
+    ModelFailure,
+    SessionLimitReached,
+    SessionMissing,
+    TurnInProgress,
+    TurnsBusy,
+)
 from sessions_app.infra.disk_space import InsufficientStorage, is_disk_full
 from sessions_app.security.crypto import DecryptionFailed
 from sessions_app.security.sealing import IntegrityCheckFailed
@@ -186,6 +193,21 @@ def _answer(exc, context) -> Response | None:
         )
     if isinstance(exc, TurnsBusy):
         return _busy(_("The service is answering as many messages as it can right now. Please send it again soon."))
+    if isinstance(exc, ClientTurnsBusy):
+        # A 429, not the 503: the client's own doing, and a 5xx would tell operators (and load
+        # balancers that take a backend out on 5xx) that the server is failing.
+        response = Response(
+            {
+                "detail": _(
+                    "Too many messages from your network are being answered at once. Please send it again in a few"
+                    " seconds."
+                ),
+                "code": "turns_in_flight",
+            },
+            status=status.HTTP_429_TOO_MANY_REQUESTS,
+        )
+        response["Retry-After"] = str(ClientTurnsBusy.retry_after)
+        return response
     if isinstance(exc, OperationalError) and isinstance(exc.__cause__, PoolTimeout):
         # Every connection of the process's pool in use for the pool's timeout (PostgreSQL): a bound,
         # not an error of ours.

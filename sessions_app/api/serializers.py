@@ -255,6 +255,16 @@ class TurnUnavailableResponse(ErrorResponse):
     )
 
 
+class ThrottledResponse(ErrorResponse):
+    code = serializers.ChoiceField(
+        choices=["turns_in_flight"],
+        required=False,
+        help_text="`turns_in_flight`: this client (its address, or its network) already has as many turns in"
+        " flight as it may (AGENT_MAX_TURNS_PER_CLIENT and the network bounds); absent when a rate limit is"
+        " reached. Send it again after Retry-After.",
+    )
+
+
 class ServerBusyResponse(ErrorResponse):
     code = serializers.ChoiceField(
         choices=["busy"],

@@ -18,30 +18,11 @@ refused request gets DRF's 429 with `Retry-After` (the seconds left in the windo
 
 from __future__ import annotations
 
-import ipaddress
-
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
-IPV6_CLIENT_PREFIX = 64  # one IPv6 client (a home, a host) gets a /64: count them as one
-
-
-def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        ip = ipaddress.ip_address((address or "").strip().split("%", 1)[0])
-    except ValueError:
-        return None
-    return ip.ipv4_mapped if ip.version == 6 and ip.ipv4_mapped is not None else ip
-
-
-def client_network(address: str, ipv6_prefix: int = IPV6_CLIENT_PREFIX) -> str:
-    """The client an address stands for: an IPv4 address, or the /64 (`ipv6_prefix`) of an IPv6 one."""
-    ip = _ip(address)
-    if ip is None:
-        return str(address)  # not an address (a proxy's header gone wrong): counted as given
-    if ip.version == 6:
-        return str(ipaddress.ip_network(f"{ip}/{ipv6_prefix}", strict=False))
-    return str(ip)
+from sessions_app.infra.cache_counters import increment
+from sessions_app.infra.client_address import client_ip, client_network
 
 
 class FixedWindowThrottle(SimpleRateThrottle):
@@ -63,27 +44,22 @@ class FixedWindowThrottle(SimpleRateThrottle):
         now = self.timer()
         window = int(now // self.duration)
         self.seconds_left = (window + 1) * self.duration - now
-        return self._count(f"{key}:{window}", self.seconds_left + 1) <= self.num_requests
-
-    def _count(self, key: str, timeout: float) -> int:
-        """This request's number in the window: atomic add of the counter, then atomic increment."""
-        for _ in range(3):
-            self.cache.add(key, 0, timeout)
-            try:
-                return self.cache.incr(key)
-            except ValueError:  # removed between the two (a cache clear): start it again
-                continue
-        return 1  # the cache keeps losing the key: let the request through rather than fail it
+        return increment(f"{key}:{window}", self.seconds_left + 1) <= self.num_requests
 
     def wait(self) -> float | None:
         return self.seconds_left
+
+    def get_ident(self, request) -> str:
+        """The client's address as every limit reads it (sessions_app.infra.client_address), not DRF's
+        value as given: junk in X-Forwarded-For is the proxy's, never a budget of its own."""
+        return client_network(client_ip(request), ipv6_prefix=128)
 
 
 class ClientAddressThrottle(FixedWindowThrottle):
     """Counts per client address (IPv6: per /64), behind NUM_PROXIES proxies."""
 
     def get_cache_key(self, request, view):
-        return self.cache_format % {"scope": self.scope, "ident": client_network(self.get_ident(request))}
+        return self.cache_format % {"scope": self.scope, "ident": client_network(client_ip(request))}
 
 
 class IPv6NetworkThrottle(FixedWindowThrottle):
@@ -95,10 +71,10 @@ class IPv6NetworkThrottle(FixedWindowThrottle):
     prefix = 56
 
     def get_cache_key(self, request, view):
-        ip = _ip(self.get_ident(request))
+        ip = client_ip(request)
         if ip is None or ip.version != 6:
             return None
-        return self.cache_format % {"scope": self.scope, "ident": client_network(str(ip), self.prefix)}
+        return self.cache_format % {"scope": self.scope, "ident": client_network(ip, self.prefix)}
 
 
 class SessionCreateThrottle(ClientAddressThrottle):
@@ -161,3 +137,20 @@ class DeletionLogPer56Throttle(IPv6NetworkThrottle):
 
 class DeletionLogPer48Throttle(IPv6NetworkThrottle):
     scope, prefix = "deletion_log_ipv6_48", 48
+
+
+def client_throttles(scope: str) -> list[type[FixedWindowThrottle]]:
+    """The throttles of `scope` per client address and per IPv6 /56 and /48 (`<scope>_ipv6_56`,
+    `<scope>_ipv6_48`): what every public request that costs the server something is counted by."""
+    name = scope.title().replace("_", "")
+    return [
+        type(f"{name}Throttle", (ClientAddressThrottle,), {"scope": scope}),
+        type(f"{name}Per56Throttle", (IPv6NetworkThrottle,), {"scope": f"{scope}_ipv6_56", "prefix": 56}),
+        type(f"{name}Per48Throttle", (IPv6NetworkThrottle,), {"scope": f"{scope}_ipv6_48", "prefix": 48}),
+    ]
+
+
+# Deleting a session, exporting one and reading the OpenAPI schema (issue 39, findings 6 and 11).
+SESSION_DELETE_THROTTLES = client_throttles("session_delete")
+SESSION_EXPORT_THROTTLES = client_throttles("session_export")
+SCHEMA_THROTTLES = client_throttles("schema")

@@ -49,9 +49,12 @@ from sessions_app.api.serializers import (
     SessionFullResponse,
     SessionMetadata,
     SessionPlan,
+    ThrottledResponse,
     TurnUnavailableResponse,
 )
 from sessions_app.api.throttles import (
+    SESSION_DELETE_THROTTLES,
+    SESSION_EXPORT_THROTTLES,
     ClientMessagePer48Throttle,
     ClientMessagePer56Throttle,
     ClientMessageThrottle,
@@ -60,6 +63,7 @@ from sessions_app.api.throttles import (
     SessionCreateThrottle,
     SessionMessageThrottle,
 )
+from sessions_app.infra.client_address import client_ip
 from sessions_app.models import AgentSession
 from sessions_app.receipts.lookup import receipt_lookup
 from sessions_app.runtime import turns
@@ -149,6 +153,12 @@ class OwnedSessionView(APIView):
 
 
 class SessionDetailView(OwnedSessionView):
+    throttle_classes = SESSION_DELETE_THROTTLES
+
+    def get_throttles(self):
+        # Only a DELETE is counted. A refused one is refused before the view runs: nothing changes.
+        return super().get_throttles() if self.request.method == "DELETE" else []
+
     @extend_schema(
         parameters=SESSION_PARAMETERS, responses={200: SessionMetadata, **SESSION_ERRORS}, summary="Session metadata"
     )
@@ -158,7 +168,7 @@ class SessionDetailView(OwnedSessionView):
 
     @extend_schema(
         parameters=[*SESSION_PARAMETERS, DELETION_RECEIPT],
-        responses={204: None, **SESSION_ERRORS},
+        responses={204: None, **SESSION_ERRORS, 429: THROTTLED},
         summary="Delete the session for good; the answer says where its receipt is",
     )
     def delete(self, request, session_id):
@@ -192,7 +202,11 @@ MESSAGE_ANSWERS = {
         description="Another turn on this session is running, or the session is full"
         " (`code`: session_turn_limit, session_size_limit)",
     ),
-    429: THROTTLED,
+    429: OpenApiResponse(
+        ThrottledResponse,
+        description="Too many requests (a rate limit), or this client already has as many turns in flight as it"
+        " may (`code`: turns_in_flight); see Retry-After",
+    ),
     422: OpenApiResponse(
         ModelFailureResponse,
         description="The model declined to answer (`model_blocked`): nothing was saved; rephrase and resend",
@@ -282,7 +296,8 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
         session = self.owned_session(session_id)
         payload = MessageRequest(data=self.request.data)
         payload.is_valid(raise_exception=True)
-        return turns.start_turn(process_runner(), session, payload.validated_data["message"], report)
+        message = payload.validated_data["message"]
+        return turns.start_turn(process_runner(), session, message, report, client=client_ip(self.request))
 
 
 @hide_locals
@@ -314,9 +329,11 @@ EXPORT_BOUND = (
 
 
 class SessionExportView(OwnedSessionView):
+    throttle_classes = SESSION_EXPORT_THROTTLES
+
     @extend_schema(
         parameters=[*SESSION_PARAMETERS, ATTACHMENT],
-        responses={200: SessionExport, **SESSION_ERRORS},
+        responses={200: SessionExport, **SESSION_ERRORS, 429: THROTTLED},
         summary="Everything stored about the session, as a JSON attachment",
         description=EXPORT_BOUND,
     )

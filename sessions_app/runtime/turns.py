@@ -52,8 +52,9 @@ from agent.verification import verify_reply
 from sessions_app import model_provider
 from sessions_app.exceptions import ModelFailure, SessionLimitReached, SessionMissing, TurnInProgress, TurnsBusy
 from sessions_app.infra import disk_space
+from sessions_app.infra.client_address import IP
 from sessions_app.models import AgentSession
-from sessions_app.runtime import event_loop
+from sessions_app.runtime import client_turns, event_loop
 from sessions_app.selectors import session_usage
 from sessions_app.storage import repository, turn_lock
 from sessions_app.storage.adk_service import event_deltas, read_session, writer_view
@@ -199,8 +200,15 @@ class StartedTurn:
     verifies its reply, `keep()` stores the turn; `close()` stops a turn that was not kept (a
     client gone mid-turn) and frees the lock: nothing of it is stored. Build it with `start_turn`."""
 
-    def __init__(self, runner: Runner, session: AgentSession, message: str, report: Callable[[dict], None] | None):
-        self.runner, self.session = runner, session
+    def __init__(
+        self,
+        runner: Runner,
+        session: AgentSession,
+        message: str,
+        report: Callable[[dict], None] | None,
+        place: TurnPlace,
+    ):
+        self.runner, self.session, self.place = runner, session, place
         self.started = time.monotonic()
         self._released = False
         self._release_lock = threading.Lock()  # keep() and close() may meet: a hang-up at the end
@@ -247,7 +255,7 @@ class StartedTurn:
         with turn_lock.storing_then_releasing(session.pk):
             self.buffer.store_pending(self.runner.app_name, session.owner_id, session.session_id)
         if self._mark_released():
-            turns_in_flight.release()
+            self.place.release()
         unknown = sum(call["outcome"] == "unknown" for call in result.tool_calls)
         if unknown:
             record_unknown_tool_calls(unknown)
@@ -265,7 +273,7 @@ class StartedTurn:
         try:
             turn_lock.release_turn(self.session.pk)
         finally:
-            turns_in_flight.release()
+            self.place.release()
 
     def _mark_released(self) -> bool:
         """True the first time only: the lock and the turn's place are freed once."""
@@ -276,17 +284,22 @@ class StartedTurn:
 
 class TurnsInFlight:
     """How many turns this process runs at once, at most AGENT_MAX_TURNS_IN_FLIGHT: beyond it a
-    turn is refused at once (TurnsBusy, a 503) rather than queued without limit."""
+    turn is refused at once (TurnsBusy, a 503) rather than queued without limit. A client (its
+    address, its network) is bounded too, across processes (ClientTurnsBusy, a 429: the client's
+    doing, not the server's; runtime/client_turns.py)."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self.count = 0
 
-    def take(self) -> None:
+    def take(self, client: IP | None = None) -> TurnPlace:
+        counters = client_turns.take(client)
         with self._lock:
             if self.count >= settings.AGENT_MAX_TURNS_IN_FLIGHT:
+                client_turns.release(counters)
                 raise TurnsBusy
             self.count += 1
+        return TurnPlace(counters)
 
     def release(self) -> None:
         with self._lock:
@@ -296,24 +309,47 @@ class TurnsInFlight:
 turns_in_flight = TurnsInFlight()
 
 
+class TurnPlace:
+    """What a started turn holds besides its lock: one of the process's places and its client's
+    counts, given back together and once, on whichever path the turn ends."""
+
+    def __init__(self, counters: list[str]):
+        self.counters = counters
+        self._lock, self._held = threading.Lock(), True
+
+    def release(self) -> None:
+        with self._lock:
+            held, self._held = self._held, False
+        if held:
+            try:
+                turns_in_flight.release()
+            finally:
+                client_turns.release(self.counters)
+
+
 def start_turn(
-    runner: Runner, session: AgentSession, message: str, report: Callable[[dict], None] | None = None
+    runner: Runner,
+    session: AgentSession,
+    message: str,
+    report: Callable[[dict], None] | None = None,
+    client: IP | None = None,
 ) -> StartedTurn:
     """Starts one turn of `session` with the user's `message` on `runner` (the process's is
-    `runtime.runner.process_runner()`): TurnsBusy when the process runs as many turns as it may,
+    `runtime.runner.process_runner()`) for the client at `client`: ClientTurnsBusy when that client
+    has as many turns in flight as it may, TurnsBusy when the process runs as many turns as it may,
     TurnInProgress while another runs on this session, SessionLimitReached on a full session,
     disk_space's refusal under the storage headroom. Each stage of the turn is given to `report`
     (a streamed turn's) as it happens, on the turn's event loop."""
     # Before the turn lock and the model: under the headroom, nothing is written.
     disk_space.ensure_headroom()
-    turns_in_flight.take()
+    place = turns_in_flight.take(client)
     try:
         locked = turn_lock.lock_turn(session.pk, settings.AGENT_TURN_TIMEOUT_SECONDS)
     except BaseException:
-        turns_in_flight.release()
+        place.release()
         raise
     if not locked:
-        turns_in_flight.release()
+        place.release()
         raise TurnInProgress
     # Who this turn sends the session's content to, noted before the model is called, so that a
     # turn that fails or a server killed mid-turn still leaves it said. A write only the first
@@ -324,9 +360,9 @@ def start_turn(
             repository.note_model_provider(session.pk, provider)
         except BaseException:
             turn_lock.release_turn(session.pk)
-            turns_in_flight.release()
+            place.release()
             raise
-    turn = StartedTurn(runner, session, message, report)
+    turn = StartedTurn(runner, session, message, report, place)
     _give_back_database_connections()
     return turn
 
