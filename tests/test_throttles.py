@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from sessions_app.api.throttles import SessionCreateThrottle
 from sessions_app.infra.client_address import address, client_network
+from sessions_app.receipts.lookup import owner_id_for, receipt_lookup
 from tests.privacy import fixture_resume
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -343,7 +344,7 @@ def test_deletes_are_throttled_per_client_address_and_a_refused_one_changes_noth
         assert api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 200
         assert _export(api, session_id, token, address="198.51.100.60").json()["resume_text"]
         assert _send(api, session_id, token).status_code == 200
-        receipt = f"/deletions/{_digest(session_id)}"
+        receipt = f"/deletions/{receipt_lookup(owner_id_for(token), session_id)}"
         assert api.get(receipt).status_code == 404
         # Reading the session is not counted; from another address the owner deletes at once.
         assert _delete(api, session_id, token, address="198.51.100.61").status_code == 204
@@ -392,9 +393,3 @@ def test_the_schema_is_throttled_per_client_address_and_refused_as_json(api, rat
     assert refused.json()["detail"] and int(refused["Retry-After"]) > 0
     assert api.get("/api/schema/", REMOTE_ADDR="198.51.100.63").status_code == 200
     assert api.get("/api/docs/").status_code == 200  # the docs page itself is not counted
-
-
-def _digest(session_id: str) -> str:
-    from sessions_app.receipts.entry import session_digest
-
-    return session_digest(session_id)
