@@ -165,7 +165,8 @@ class DeletionAudit(models.Model):
 
 class DeletionLogEntry(models.Model):
     """One erasure in the deletion log (sessions_app.receipts): the entry's canonical JSON, which
-    names the session by the SHA-256 of its id and holds counts, times and names only.
+    names the session by its receipt lookup (format 2; format 1: the SHA-256 of its id) and holds
+    an hour, a kind of trigger and rounded sizes (format 1: counts, times and names).
 
     Append-only: written by the erasure's transaction (storage/deletion_log.py), never updated or
     deleted. It is not session data: no purge and no erasure touches it.
