@@ -135,16 +135,12 @@ class DeletionEntryV1:
                 "model_provider": self.model_provider,
             },
         }
-        return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+        return _canonical(document)
 
     @classmethod
     def from_leaf_bytes(cls, data: bytes) -> "DeletionEntryV1":
-        try:
-            document = json.loads(data)
-            if document["v"] != V1:
-                raise Rejected(f"the entry is in format {document['v']!r}, not {V1}")
-            erased, how = document["erased"], document["how"]
-            entry = cls(
+        def build(document: dict, erased: dict, how: dict) -> "DeletionEntryV1":
+            return cls(
                 session=document["session"],
                 created=_timestamp(document["created"]),
                 erased_at=_timestamp(document["erased_at"]),
@@ -157,13 +153,8 @@ class DeletionEntryV1:
                 sealed_with_unstored_key=how["sealed_with_unstored_key"],
                 model_provider=how["model_provider"],
             )
-        except Rejected:
-            raise
-        except (ValueError, TypeError, KeyError) as error:  # JSON, a missing field, a wrong type
-            raise Rejected(f"the entry is not a deletion-log entry ({error})") from None
-        if entry.leaf_bytes() != data:  # extra fields, spaces, key order, number spellings
-            raise Rejected("the entry is not in its canonical encoding")
-        return entry
+
+        return _decoded(data, V1, build)
 
 
 def at_most(count: int, floor: int) -> int:
@@ -233,16 +224,12 @@ class DeletionEntry:
                 "sealed_with_unstored_key": self.sealed_with_unstored_key,
             },
         }
-        return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+        return _canonical(document)
 
     @classmethod
     def from_leaf_bytes(cls, data: bytes) -> "DeletionEntry":
-        try:
-            document = json.loads(data)
-            if document["v"] != FORMAT_VERSION:
-                raise Rejected(f"the entry is in format {document['v']!r}, not {FORMAT_VERSION}")
-            erased, how = document["erased"], document["how"]
-            entry = cls(
+        def build(document: dict, erased: dict, how: dict) -> "DeletionEntry":
+            return cls(
                 session=document["session"],
                 erased_hour=_timestamp(document["erased_hour"]),
                 trigger=document["trigger"],
@@ -251,13 +238,8 @@ class DeletionEntry:
                 sqlite_secure_delete=how["sqlite_secure_delete"],
                 sealed_with_unstored_key=how["sealed_with_unstored_key"],
             )
-        except Rejected:
-            raise
-        except (ValueError, TypeError, KeyError) as error:  # JSON, a missing field, a wrong type
-            raise Rejected(f"the entry is not a deletion-log entry ({error})") from None
-        if entry.leaf_bytes() != data:  # extra fields, spaces, key order, number spellings
-            raise Rejected("the entry is not in its canonical encoding")
-        return entry
+
+        return _decoded(data, FORMAT_VERSION, build)
 
 
 def read_entry(data: bytes) -> DeletionEntry | DeletionEntryV1:
@@ -267,6 +249,27 @@ def read_entry(data: bytes) -> DeletionEntry | DeletionEntryV1:
     except (ValueError, AttributeError):
         version = None
     return DeletionEntryV1.from_leaf_bytes(data) if version == V1 else DeletionEntry.from_leaf_bytes(data)
+
+
+def _canonical(document: dict) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def _decoded(data: bytes, version: int, build):
+    """The entry of format `version` whose leaf bytes are `data` (`build` reads its fields from the
+    document, its `erased` and its `how`); Rejected with the reason otherwise."""
+    try:
+        document = json.loads(data)
+        if document["v"] != version:
+            raise Rejected(f"the entry is in format {document['v']!r}, not {version}")
+        entry = build(document, document["erased"], document["how"])
+    except Rejected:
+        raise
+    except (ValueError, TypeError, KeyError) as error:  # JSON, a missing field, a wrong type
+        raise Rejected(f"the entry is not a deletion-log entry ({error})") from None
+    if entry.leaf_bytes() != data:  # extra fields, spaces, key order, number spellings
+        raise Rejected("the entry is not in its canonical encoding")
+    return entry
 
 
 def _timestamp(text: str) -> datetime:
