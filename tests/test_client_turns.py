@@ -6,8 +6,6 @@ lifetimes. tests/test_turns_in_flight.py holds 26 addresses' turns at a real ser
 
 import asyncio
 import os
-import subprocess
-import sys
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +18,7 @@ from rest_framework.test import APIClient
 
 from sessions_app.infra.cache_counters import HeldCounts
 from tests.scripted_llm import text_response
+from tests.waiting import let_go_together
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUSED_EN = "Too many messages from your network are being answered at once. Please send it again in a few seconds."
@@ -259,22 +258,4 @@ def test_processes_sharing_the_cache_hold_one_bound(tmp_path):
         "PYTHONPATH": str(ROOT),
     }
     client = f"test-client-{uuid.uuid4()}"  # a Redis (CACHE_URL) outlives the test
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-c", _PROCESS_SCRIPT, client],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
-    assert [process.stdout.readline() for process in processes] == ["ready\n"] * 4
-    for process in processes:
-        process.stdin.write("go\n")
-        process.stdin.flush()
-    outputs = [process.communicate(timeout=120) for process in processes]
-    assert all(process.returncode == 0 for process in processes), [err for _, err in outputs]
-    assert sum(int(out.strip().splitlines()[-1]) for out, _ in outputs) == 10
+    assert sum(let_go_together(_PROCESS_SCRIPT, client, env, ROOT)) == 10

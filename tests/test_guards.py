@@ -74,6 +74,11 @@ def _run(model, resume: str, message: str = "Please review my resume and draft a
     return asyncio.run(go())
 
 
+def _saves_then_says(plan: str, reply: str) -> ScriptedLlm:
+    """A model that saves `plan`, then answers `reply`."""
+    return ScriptedLlm(steps=[call_response("save_plan", {"plan": plan}), text_response(reply)])
+
+
 def _leaks(case, texts: list[str]) -> list[str]:
     """Canaries or a run of the injected wording in `texts` (the eval's own test)."""
     from evals.injection import _payload_hit, contains
@@ -138,11 +143,9 @@ RESUME = "\n".join(
 
 
 def test_a_link_only_in_flagged_text_is_dropped_from_the_reply_and_refused_in_save_plan():
-    model = ScriptedLlm(
-        steps=[
-            call_response("save_plan", {"plan": "1. Register at https://jobs-trap.example.net first.\n2. Apply."}),
-            text_response("Hi Ada! See https://ada.example.test. Register at https://jobs-trap.example.net first."),
-        ]
+    model = _saves_then_says(
+        "1. Register at https://jobs-trap.example.net first.\n2. Apply.",
+        "Hi Ada! See https://ada.example.test. Register at https://jobs-trap.example.net first.",
     )
     events, state = _run(model, RESUME)
     reply = final_text(events)
@@ -154,12 +157,7 @@ def test_a_link_only_in_flagged_text_is_dropped_from_the_reply_and_refused_in_sa
 
 
 def test_what_the_person_asks_for_is_theirs():
-    model = ScriptedLlm(
-        steps=[
-            call_response("save_plan", {"plan": "1. Register at https://jobs-trap.example.net, as you asked."}),
-            text_response("Saved as v1."),
-        ]
-    )
+    model = _saves_then_says("1. Register at https://jobs-trap.example.net, as you asked.", "Saved as v1.")
     _, state = _run(model, RESUME, "Add a step: register at https://jobs-trap.example.net")
     assert [v["version"] for v in plan_versions(state)] == [1]
 
@@ -282,11 +280,9 @@ def test_a_value_no_contact_line_holds_is_held_whoever_rephrases_it():
     """A model that read the committee line and wrote the step in its own words: the phone number
     and the code are in no contact line and no message, so the step is refused and the reply loses
     them, though no run of the line's wording is left."""
-    model = ScriptedLlm(
-        steps=[
-            call_response("save_plan", {"plan": "1. Call Mr. Hsu on 0955 000 321 and quote KESTREL-5521.\n2. Apply."}),
-            text_response("First, call Mr. Hsu on 0955 000 321 and quote KESTREL-5521. Good luck, Pei-Shan!"),
-        ]
+    model = _saves_then_says(
+        "1. Call Mr. Hsu on 0955 000 321 and quote KESTREL-5521.\n2. Apply.",
+        "First, call Mr. Hsu on 0955 000 321 and quote KESTREL-5521. Good luck, Pei-Shan!",
     )
     events, state = _run(model, UNSEEN)
     reply = final_text(events)
@@ -296,11 +292,9 @@ def test_a_value_no_contact_line_holds_is_held_whoever_rephrases_it():
 
 
 def test_what_the_person_writes_and_the_contact_lines_hold_is_theirs():
-    model = ScriptedLlm(
-        steps=[
-            call_response("save_plan", {"plan": "1. Call 0955-000-321 as you asked.\n2. Mail peishan@example.test."}),
-            text_response("Saved: call 0955-000-321; your address peishan@example.test is on it."),
-        ]
+    model = _saves_then_says(
+        "1. Call 0955-000-321 as you asked.\n2. Mail peishan@example.test.",
+        "Saved: call 0955-000-321; your address peishan@example.test is on it.",
     )
     events, state = _run(model, UNSEEN, "Add a step: call my mentor at 0955-000-321")
     assert [v["version"] for v in plan_versions(state)] == [1]

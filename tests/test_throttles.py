@@ -1,8 +1,6 @@
 """Rate limits hold under concurrency: exactly the limit passes, across threads and processes."""
 
 import os
-import subprocess
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,6 +14,7 @@ from sessions_app.api.throttles import SessionCreateThrottle
 from sessions_app.infra.client_address import address, client_network
 from sessions_app.receipts.lookup import owner_id_for, receipt_lookup
 from tests.privacy import fixture_resume
+from tests.waiting import let_go_together
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -160,26 +159,8 @@ def test_processes_sharing_the_cache_let_exactly_the_limit_through(tmp_path):
         "SESSION_CREATE_RATE": "30/hour",
         "PYTHONPATH": str(ROOT),
     }
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-c", _PROCESS_SCRIPT, "15"],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
     # All 60 requests at once: each process reports ready, then all are let go together.
-    assert [process.stdout.readline() for process in processes] == ["ready\n"] * 4
-    for process in processes:
-        process.stdin.write("go\n")
-        process.stdin.flush()
-    outputs = [process.communicate(timeout=120) for process in processes]
-    assert all(process.returncode == 0 for process in processes), [err for _, err in outputs]
-    assert sum(int(out.strip().splitlines()[-1]) for out, _ in outputs) == 30
+    assert sum(let_go_together(_PROCESS_SCRIPT, "15", env, ROOT)) == 30
 
 
 # --- messages ----------------------------------------------------------------------------

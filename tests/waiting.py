@@ -26,3 +26,31 @@ async def wait_until_async(condition: Callable[[], T], timeout: float, interval:
     while not (answer := condition()) and time.monotonic() < deadline:
         await asyncio.sleep(interval)
     return answer
+
+
+def let_go_together(script: str, argument: str, env: dict, cwd, processes: int = 4) -> list[int]:
+    """Starts `processes` Pythons running `script` with `argument`; each prints "ready", waits for
+    "go" on its standard input, works, and prints a count as its last line. All are let go at once
+    (a race, not one after another); returns their counts, each having exited 0."""
+    import subprocess
+    import sys
+
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, argument],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(processes)
+    ]
+    assert [process.stdout.readline() for process in started] == ["ready\n"] * processes
+    for process in started:
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    outputs = [process.communicate(timeout=120) for process in started]
+    assert all(process.returncode == 0 for process in started), [err for _, err in outputs]
+    return [int(out.strip().splitlines()[-1]) for out, _ in outputs]
