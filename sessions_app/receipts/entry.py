@@ -73,8 +73,46 @@ def session_digest(session_id: str) -> str:
     return hashlib.sha256(session_id.encode()).hexdigest()
 
 
+class _Leaf:
+    """An entry's leaf bytes, written and read by its format's layout: (attribute, the section of the
+    document it sits in or None, its key), its times (`TIMESTAMP`) and its version."""
+
+    VERSION: int
+    TIMES: frozenset
+    LAYOUT: tuple
+
+    def leaf_bytes(self) -> bytes:
+        document: dict = {"v": self.VERSION}
+        for attribute, section, key in self.LAYOUT:
+            value = getattr(self, attribute)
+            (document.setdefault(section, {}) if section else document)[key] = (
+                value.strftime(TIMESTAMP) if attribute in self.TIMES else value
+            )
+        return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+    @classmethod
+    def from_leaf_bytes(cls, data: bytes):
+        """The entry of this format whose leaf bytes are `data`; Rejected with the reason otherwise."""
+        try:
+            document = json.loads(data)
+            if document["v"] != cls.VERSION:
+                raise Rejected(f"the entry is in format {document['v']!r}, not {cls.VERSION}")
+            fields = {}
+            for attribute, section, key in cls.LAYOUT:
+                value = (document[section] if section else document)[key]
+                fields[attribute] = _timestamp(value) if attribute in cls.TIMES else value
+            entry = cls(**fields)
+        except Rejected:
+            raise
+        except (ValueError, TypeError, KeyError) as error:  # JSON, a missing field, a wrong type
+            raise Rejected(f"the entry is not a deletion-log entry ({error})") from None
+        if entry.leaf_bytes() != data:  # extra fields, spaces, key order, number spellings
+            raise Rejected("the entry is not in its canonical encoding")
+        return entry
+
+
 @dataclass(frozen=True)
-class DeletionEntryV1:
+class DeletionEntryV1(_Leaf):
     """Format 1, as written before issue 39: read (and verified), no longer written."""
 
     session: str  # session_digest(session id)
@@ -120,41 +158,21 @@ class DeletionEntryV1:
         erased_at = erased_at.astimezone(UTC).replace(microsecond=0)
         return cls(session=session_digest(session_id), created=created, erased_at=erased_at, **fields)
 
-    def leaf_bytes(self) -> bytes:
-        document = {
-            "v": V1,
-            "session": self.session,
-            "created": self.created.strftime(TIMESTAMP),
-            "erased_at": self.erased_at.strftime(TIMESTAMP),
-            "trigger": self.trigger,
-            "erased": {"events": self.events, "plan_versions": self.plan_versions, "bytes": self.bytes_erased},
-            "how": {
-                "rows_deleted": self.rows_deleted,
-                "sqlite_secure_delete": self.sqlite_secure_delete,
-                "sealed_with_unstored_key": self.sealed_with_unstored_key,
-                "model_provider": self.model_provider,
-            },
-        }
-        return _canonical(document)
-
-    @classmethod
-    def from_leaf_bytes(cls, data: bytes) -> "DeletionEntryV1":
-        def build(document: dict, erased: dict, how: dict) -> "DeletionEntryV1":
-            return cls(
-                session=document["session"],
-                created=_timestamp(document["created"]),
-                erased_at=_timestamp(document["erased_at"]),
-                trigger=document["trigger"],
-                events=erased["events"],
-                plan_versions=erased["plan_versions"],
-                bytes_erased=erased["bytes"],
-                rows_deleted=how["rows_deleted"],
-                sqlite_secure_delete=how["sqlite_secure_delete"],
-                sealed_with_unstored_key=how["sealed_with_unstored_key"],
-                model_provider=how["model_provider"],
-            )
-
-        return _decoded(data, V1, build)
+    VERSION = V1
+    TIMES = frozenset({"created", "erased_at"})
+    LAYOUT = (
+        ("session", None, "session"),
+        ("created", None, "created"),
+        ("erased_at", None, "erased_at"),
+        ("trigger", None, "trigger"),
+        ("events", "erased", "events"),
+        ("plan_versions", "erased", "plan_versions"),
+        ("bytes_erased", "erased", "bytes"),
+        ("rows_deleted", "how", "rows_deleted"),
+        ("sqlite_secure_delete", "how", "sqlite_secure_delete"),
+        ("sealed_with_unstored_key", "how", "sealed_with_unstored_key"),
+        ("model_provider", "how", "model_provider"),
+    )
 
 
 def at_most(count: int, floor: int) -> int:
@@ -167,7 +185,7 @@ def _power_of_two_from(value, floor: int) -> bool:
 
 
 @dataclass(frozen=True)
-class DeletionEntry:
+class DeletionEntry(_Leaf):
     """Format 2: what an erasure is logged as since issue 39."""
 
     session: str  # receipt_lookup(owner id, session id)
@@ -212,34 +230,17 @@ class DeletionEntry:
             **how,
         )
 
-    def leaf_bytes(self) -> bytes:
-        document = {
-            "v": FORMAT_VERSION,
-            "session": self.session,
-            "erased_hour": self.erased_hour.strftime(TIMESTAMP),
-            "trigger": self.trigger,
-            "erased": {"events_at_most": self.events_at_most, "bytes_at_most": self.bytes_at_most},
-            "how": {
-                "sqlite_secure_delete": self.sqlite_secure_delete,
-                "sealed_with_unstored_key": self.sealed_with_unstored_key,
-            },
-        }
-        return _canonical(document)
-
-    @classmethod
-    def from_leaf_bytes(cls, data: bytes) -> "DeletionEntry":
-        def build(document: dict, erased: dict, how: dict) -> "DeletionEntry":
-            return cls(
-                session=document["session"],
-                erased_hour=_timestamp(document["erased_hour"]),
-                trigger=document["trigger"],
-                events_at_most=erased["events_at_most"],
-                bytes_at_most=erased["bytes_at_most"],
-                sqlite_secure_delete=how["sqlite_secure_delete"],
-                sealed_with_unstored_key=how["sealed_with_unstored_key"],
-            )
-
-        return _decoded(data, FORMAT_VERSION, build)
+    VERSION = FORMAT_VERSION
+    TIMES = frozenset({"erased_hour"})
+    LAYOUT = (
+        ("session", None, "session"),
+        ("erased_hour", None, "erased_hour"),
+        ("trigger", None, "trigger"),
+        ("events_at_most", "erased", "events_at_most"),
+        ("bytes_at_most", "erased", "bytes_at_most"),
+        ("sqlite_secure_delete", "how", "sqlite_secure_delete"),
+        ("sealed_with_unstored_key", "how", "sealed_with_unstored_key"),
+    )
 
 
 def read_entry(data: bytes) -> DeletionEntry | DeletionEntryV1:
@@ -249,27 +250,6 @@ def read_entry(data: bytes) -> DeletionEntry | DeletionEntryV1:
     except (ValueError, AttributeError):
         version = None
     return DeletionEntryV1.from_leaf_bytes(data) if version == V1 else DeletionEntry.from_leaf_bytes(data)
-
-
-def _canonical(document: dict) -> bytes:
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
-
-
-def _decoded(data: bytes, version: int, build):
-    """The entry of format `version` whose leaf bytes are `data` (`build` reads its fields from the
-    document, its `erased` and its `how`); Rejected with the reason otherwise."""
-    try:
-        document = json.loads(data)
-        if document["v"] != version:
-            raise Rejected(f"the entry is in format {document['v']!r}, not {version}")
-        entry = build(document, document["erased"], document["how"])
-    except Rejected:
-        raise
-    except (ValueError, TypeError, KeyError) as error:  # JSON, a missing field, a wrong type
-        raise Rejected(f"the entry is not a deletion-log entry ({error})") from None
-    if entry.leaf_bytes() != data:  # extra fields, spaces, key order, number spellings
-        raise Rejected("the entry is not in its canonical encoding")
-    return entry
 
 
 def _timestamp(text: str) -> datetime:
