@@ -500,6 +500,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "sessions_app.api.schema.link_created_session",
+        "sessions_app.api.schema.declare_server_refusals",
     ],
 }
 

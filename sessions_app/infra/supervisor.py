@@ -32,8 +32,8 @@ ACCESS_LOG_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(
 # Open connections per web worker (gunicorn's --worker-connections, which its ASGI worker only
 # counts: asgi_worker.py checks it); past it a new connection is closed and a warning logged.
 WORKER_CONNECTIONS = "1000"
-# An idle kept-alive connection's life (gunicorn's --keep-alive).
-KEEPALIVE_SECONDS = "5"
+# An idle kept-alive connection's life (gunicorn's --keep-alive; its default, now said).
+KEEPALIVE_SECONDS = "2"
 STOP_SIGNALS = {"web": signal.SIGTERM, "scheduler": signal.SIGINT}
 # PostgreSQL connections each web worker keeps in its pool (config/settings.py), unless the
 # environment says: 4 workers x 10 leave room under PostgreSQL's default max_connections (100)
