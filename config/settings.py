@@ -325,12 +325,14 @@ LOGGING = {
     "filters": {
         "redact_library_records": {"()": "sessions_app.infra.redaction.RedactLibraryRecords"},
         "one_line_per_storage_refusal": {"()": "sessions_app.infra.disk_space.OneLinePerRefusal"},
+        # Paths and headers quoted by Django's request warnings: escaped, no session id, no traceback.
+        "loggable_request_records": {"()": "sessions_app.infra.log_lines.LoggableRequestRecords"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "plain",
-            "filters": ["redact_library_records", "one_line_per_storage_refusal"],
+            "filters": ["redact_library_records", "one_line_per_storage_refusal", "loggable_request_records"],
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
@@ -439,6 +441,22 @@ MESSAGE_MAX_CHARS = int(os.environ.get("MESSAGE_MAX_CHARS", "4000"))
 # API's own parser enforces this limit (413). 6 bytes per character covers
 # the largest resume even when every character is JSON-escaped (\uXXXX).
 API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(RESUME_MAX_CHARS * 6 + 1024)))
+# No request body ever goes to a temporary file (a resume in clear on disk, outside the sealed
+# rows). The ASGI guard (sessions_app/api/asgi_guard.py) refuses, while it streams, a body over
+# REQUEST_MAX_BODY_BYTES: the API's largest plus room for the admin's forms. Django's ASGI handler
+# spools a body to disk past FILE_UPLOAD_MAX_MEMORY_SIZE, so that is the same number: what
+# passes the guard stays in memory; and uploads are only ever held in memory.
+REQUEST_MAX_BODY_BYTES = API_MAX_BODY_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
+FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler"]
+# The bare server's timeouts (sessions_app/infra/asgi_worker.py, the ASGI guard): a new
+# connection's request headers, a request's whole body, and a response the client stops reading
+# (no progress for this long drops the connection and frees what it held). Idle kept-alive
+# connections: gunicorn's --keep-alive (sessions_app/infra/supervisor.py).
+SERVER_HEADER_TIMEOUT_SECONDS = float(os.environ.get("SERVER_HEADER_TIMEOUT_SECONDS", "10"))
+SERVER_BODY_TIMEOUT_SECONDS = float(os.environ.get("SERVER_BODY_TIMEOUT_SECONDS", "30"))
+SERVER_SEND_TIMEOUT_SECONDS = float(os.environ.get("SERVER_SEND_TIMEOUT_SECONDS", "30"))
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -517,6 +535,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "sessions_app.api.schema.link_created_session",
+        "sessions_app.api.schema.declare_server_refusals",
     ],
 }
 

@@ -3,7 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerView
 
 from sessions_app.api import deletion_log
-from sessions_app.api.errors import session_not_found_response
+from sessions_app.api.errors import bad_request_response, session_not_found_response
 from sessions_app.api.schema_views import SchemaView
 from sessions_app.page.views import session_page
 
@@ -29,3 +29,12 @@ def json_not_found(request, exception=None):
 
 
 handler404 = json_not_found
+
+
+def json_bad_request(request, exception=None):
+    # A request Django refuses before any view (a Host not in ALLOWED_HOSTS, a malformed one): JSON,
+    # as the API's errors are, instead of Django's HTML page.
+    return bad_request_response()
+
+
+handler400 = json_bad_request

@@ -157,6 +157,17 @@ def test_openapi_schema_declares_the_token_header(api):
     assert api.get("/api/docs/").status_code == 200
 
 
+def test_openapi_schema_declares_what_the_server_refuses_before_any_view(api):
+    """The ASGI guard answers 413 on any operation (a GET's body too) and 408 where a body is read;
+    Django's handler400 a Host not allowed (tests/test_bare_server.py sends each)."""
+    schema = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            statuses = set(operation["responses"])
+            assert {"400", "413"} <= statuses, (method, path)
+            assert ("408" in statuses) == ("requestBody" in operation), (method, path)
+
+
 def _nested(depth: int) -> bytes:
     return b"[" * depth + b"]" * depth
 

@@ -121,6 +121,7 @@ def test_settings_install_the_filter_on_the_console_handler():
     assert settings.LOGGING["handlers"]["console"]["filters"] == [
         "redact_library_records",
         "one_line_per_storage_refusal",
+        "loggable_request_records",
     ]
     assert set(settings.LOGGING["loggers"]) == set(CONTENT_LOGGING_LIBRARIES)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sessions_app.infra.log_lines import short_form
 from tests.privacy import encodings, fixture_resume
 from tests.test_servers import ROOT, _free_port, launch, wait_until_serving
 from tests.waiting import wait_until
@@ -179,7 +180,8 @@ def test_web_and_scheduler_share_sqlite_and_stop_together(served):
     assert not any(_alive(child) for child in children)
     everything = log_path.read_bytes()
     assert [form for form, data in encodings(query_token).items() if data in everything] == []
-    assert b"GET /agent/sessions/anon-x " in everything  # the access log is there, path only
+    # The access log is there, path only, the session's id in its short form (infra/log_lines.py).
+    assert f"GET /agent/sessions/{short_form('anon-x')} ".encode() in everything
 
 
 def test_make_run_gives_its_web_workers_a_pool_and_its_scheduler_none(monkeypatch):

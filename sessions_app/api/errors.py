@@ -59,6 +59,12 @@ def session_not_found_response() -> HttpResponse:
     return forbid_storing(HttpResponse(body.encode("utf-8"), status=404, content_type="application/json"))
 
 
+def bad_request_response() -> HttpResponse:
+    """What Django answers a request it refuses before any view (its handler400)."""
+    body = json.dumps({"detail": _("This request could not be served: it is malformed.")}, ensure_ascii=False)
+    return forbid_storing(HttpResponse(body.encode("utf-8"), status=400, content_type="application/json"))
+
+
 _UPSTREAM = gettext_noop(
     "The model service is unavailable right now. Please try again later; this message was not saved."
 )

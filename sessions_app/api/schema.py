@@ -162,3 +162,28 @@ def link_created_session(result, generator, request, public):
     if links:
         create["responses"]["201"]["links"] = links
     return result
+
+
+# Answered before any view, whatever the operation: by the ASGI guard (sessions_app/api/asgi_guard.py)
+# for a body over the server's limit or too slow to arrive, and by Django's handler400 for a request
+# it refuses (a Host header not in DJANGO_ALLOWED_HOSTS).
+_SERVER_REFUSALS = {
+    "400": "A request refused before any view: a Host header this service does not answer to",
+    "413": "The body is larger than REQUEST_MAX_BODY_BYTES (API_MAX_BODY_BYTES): refused by the server"
+    " while it streams, before any of it is read or stored",
+}
+_BODY_TIMEOUT = "The body did not arrive whole within SERVER_BODY_TIMEOUT_SECONDS; nothing was done"
+
+
+def declare_server_refusals(result, generator, request, public):
+    """POSTPROCESSING_HOOKS entry: the answers of the layers in front of the views, on every
+    operation (an operation's own declaration of the same status is kept)."""
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            refusals = dict(_SERVER_REFUSALS, **({"408": _BODY_TIMEOUT} if "requestBody" in operation else {}))
+            for status, description in refusals.items():
+                operation["responses"].setdefault(status, {"content": error, "description": description})
+    return result

@@ -29,6 +29,11 @@ DEFAULT_WORKERS = 4
 # request line) and without the Referer: a token sent as `?token=` must not reach a log
 # (the API refuses it, 401, but the line was written first).
 ACCESS_LOG_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
+# Open connections per web worker (gunicorn's --worker-connections, which its ASGI worker only
+# counts: asgi_worker.py checks it); past it a new connection is closed and a warning logged.
+WORKER_CONNECTIONS = "1000"
+# An idle kept-alive connection's life (gunicorn's --keep-alive; its default, now said).
+KEEPALIVE_SECONDS = "2"
 STOP_SIGNALS = {"web": signal.SIGTERM, "scheduler": signal.SIGINT}
 # PostgreSQL connections each web worker keeps in its pool (config/settings.py), unless the
 # environment says: 4 workers x 10 leave room under PostgreSQL's default max_connections (100)
@@ -42,8 +47,10 @@ def web_environment() -> dict:
     return {"DATABASE_POOL_SIZE": WEB_POOL_SIZE, **os.environ}
 
 
-def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS) -> list[str]:
-    """The production web server's command line (benchmarks start the same one)."""
+def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS, environ=None) -> list[str]:
+    """The production web server's command line (benchmarks start the same one), its bounds from
+    `environ` (this process's environment unless given)."""
+    environ = os.environ if environ is None else environ
     return [
         python,
         "-m",
@@ -51,9 +58,15 @@ def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS) -> 
         "config.asgi:application",
         # gunicorn's own ASGI worker: one event loop per process, where a turn awaits the model
         # without holding a thread (sessions_app/api/asynchronous.py); the other views run in
-        # Django's threads. Connections per worker: gunicorn's worker_connections (1,000).
+        # Django's threads. With the bounds it lacks (sessions_app/infra/asgi_worker.py): a
+        # header and a send timeout, and at most WORKER_CONNECTIONS connections, checked.
         "--worker-class",
-        "asgi",
+        "sessions_app.infra.asgi_worker.BoundedASGIWorker",
+        "--worker-connections",
+        environ.get("SERVER_WORKER_CONNECTIONS", WORKER_CONNECTIONS),
+        # An idle kept-alive connection is closed after this long.
+        "--keep-alive",
+        environ.get("SERVER_KEEPALIVE_SECONDS", KEEPALIVE_SECONDS),
         "--bind",
         bind,
         "--workers",
@@ -66,6 +79,9 @@ def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS) -> 
         "-",
         "--access-logformat",
         ACCESS_LOG_FORMAT,
+        # Each value of the access line escaped, and no session id (sessions_app/infra/log_lines.py).
+        "--logger-class",
+        "sessions_app.infra.access_log.AccessLogger",
     ]
 
 

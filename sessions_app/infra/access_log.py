@@ -1,0 +1,29 @@
+"""gunicorn's access line, each value in its loggable form (sessions_app/infra/log_lines.py):
+every value the client chose (path, method, protocol, user agent, headers) escaped, and no
+session id in any of them. gunicorn's `logger_class` setting names it
+(sessions_app/infra/supervisor.py)."""
+
+from contextvars import ContextVar
+
+from gunicorn.glogging import Logger
+
+from sessions_app.infra.log_lines import loggable, loggable_path
+
+# Set by the ASGI guard (sessions_app/api/asgi_guard.py) when the client went away before any
+# answer: gunicorn then logs a 500 of its own ("no response"), though nothing failed. The
+# access line says 499 instead, nginx's "client closed request". (The guard runs in the task
+# that writes the access line, so it sees the value the guard set.)
+CLIENT_WENT_AWAY = ContextVar("client_went_away", default=False)
+CLIENT_CLOSED_REQUEST = "499"
+
+
+class AccessLogger(Logger):
+    def atoms(self, resp, req, environ, request_time):
+        atoms = super().atoms(resp, req, environ, request_time)
+        if CLIENT_WENT_AWAY.get():
+            atoms["s"] = CLIENT_CLOSED_REQUEST
+        for name, value in atoms.items():
+            if isinstance(value, str):
+                atoms[name] = loggable(value)
+        atoms["U"] = loggable_path(environ.get("PATH_INFO") or "")
+        return atoms
