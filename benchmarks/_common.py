@@ -6,6 +6,7 @@ No Django import at module level: a script imports this before it configures Dja
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import platform
 import re
@@ -108,6 +109,22 @@ def fmt_ms(seconds: float) -> str:
 
 def fmt(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None or x != x else f"{x:,.{digits}f}"
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100), linear between closest ranks (numpy's default); NaN for none."""
+    if not values:
+        return math.nan
+    if not 0 <= q <= 100:
+        raise ValueError("q must be within 0..100")
+    xs, pos = sorted(values), (len(values) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summarize_ms(latencies_s: list[float]) -> dict:
+    ms = [x * 1000 for x in latencies_s]
+    return {"n": len(ms), **{f"p{q}": percentile(ms, q) for q in (50, 95, 99)}, "max": max(ms) if ms else math.nan}
 
 
 def _rounded(value):  # floats rounded (seconds to 0.1 µs), recursively

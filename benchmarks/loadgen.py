@@ -1,7 +1,5 @@
-"""The one load generator both HTTP servers are measured with (asyncio + httpx), and their processes. Same clients,
-cycle and counting for ours and ADK's `adk api_server`: `run_load` runs N closed-loop clients repeating create ->
-3 turns -> read -> delete and counts only operations inside the measured window. Timeouts and deadlines everywhere;
-loopback only.
+"""The one load generator (asyncio + httpx) both HTTP servers are measured with, and their processes: N closed-loop
+clients repeat create -> 3 turns -> read -> delete, counting only operations inside the measured window; loopback only.
 """
 
 import asyncio
@@ -14,40 +12,22 @@ import subprocess
 import threading
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, namedtuple
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
 from benchmarks import _common
+from benchmarks._common import percentile, summarize_ms  # noqa: F401 (tests/test_bench_loadgen.py imports them here)
 
 LOOPBACK = "127.0.0.1"
 MESSAGES = ("Please draft my job-search plan", "Focus on remote roles", "Add a networking step each week")
 KINDS = ("create", "turn", "read", "delete")
 
 
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0..100), linear between closest ranks (numpy's default); NaN for none."""
-    if not values:
-        return math.nan
-    if not 0 <= q <= 100:
-        raise ValueError("q must be within 0..100")
-    xs, pos = sorted(values), (len(values) - 1) * q / 100
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def summarize_ms(latencies_s: list[float]) -> dict:
-    ms = [x * 1000 for x in latencies_s]
-    return {"n": len(ms), **{f"p{q}": percentile(ms, q) for q in (50, 95, 99)}, "max": max(ms) if ms else math.nan}
-
-
-@dataclass
-class Handle:  # one session as a client knows it
-    session_id: str
-    user_id: str = ""
-    token: str = ""
+Handle = namedtuple("Handle", "session_id user_id token", defaults=("", ""))  # one session as a client knows it
+Op = namedtuple("Op", "kind started ended ok error", defaults=("",))  # one request: its times, whether it answered
 
 
 class OursTarget:
@@ -95,15 +75,6 @@ class AdkTarget:
 
 
 @dataclass
-class Op:
-    kind: str
-    started: float
-    ended: float
-    ok: bool
-    error: str = ""
-
-
-@dataclass
 class LoadResult:
     target: str
     clients: int
@@ -132,8 +103,7 @@ class LoadResult:
         return run  # errors_all_phases: the warm-up and the wind-down too
 
 
-def describe_error(response: httpx.Response) -> str:
-    """A short, stable key for a failed request: its status and the start of its body."""
+def describe_error(response: httpx.Response) -> str:  # a short, stable key: the status and the body's start
     return f"HTTP {response.status_code}: " + response.text.replace("\n", " ")[:60]
 
 
@@ -272,8 +242,7 @@ def _stat(pid: int) -> list[str]:
         return ["Z"]
 
 
-def process_tree(pid: int) -> list[int]:
-    """pid and all its descendants (from /proc/<pid>/task/*/children)."""
+def process_tree(pid: int) -> list[int]:  # pid and all its descendants (/proc/<pid>/task/*/children)
     seen, stack = [], [pid]
     while stack:
         if (p := stack.pop()) not in seen:
@@ -284,14 +253,12 @@ def process_tree(pid: int) -> list[int]:
     return seen
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of one process."""
+def cpu_seconds(pid: int) -> float:  # utime + stime of one process
     fields = _stat(pid)
     return sum(map(int, fields[11:13])) / os.sysconf("SC_CLK_TCK") if len(fields) > 14 else 0.0
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """CPU time of pid and its live descendants."""
+def tree_cpu_seconds(pid: int) -> float:  # of pid and its live descendants
     return sum(map(cpu_seconds, process_tree(pid)))
 
 
