@@ -1,7 +1,6 @@
 """What the benchmark scripts share: `main()` (`--quick`, `--out`, child processes), the header naming command
 and machine, Markdown tables, verdicts, number formats, Django on a database of the benchmark's own.
-No Django import at module level: a script imports this before it configures Django.
-"""
+No Django import at module level: a script imports this before it configures Django."""
 
 import argparse
 import datetime as dt

@@ -2,8 +2,7 @@
 cache operations a turn adds (runtime/client_turns.py), on the SQLite cache file and on Redis.
 Not a target, a figure for docs/SERVING.md. Results: results/client_turns_cost.md.
 
-    .venv/bin/python benchmarks/client_turns_cost.py [--redis redis://127.0.0.1:6379/14]
-"""
+    .venv/bin/python benchmarks/client_turns_cost.py [--redis redis://127.0.0.1:6379/14]"""
 
 import argparse
 import ipaddress

@@ -332,8 +332,7 @@ def ours_env(db: Path, tmp: Path) -> dict:
     return _common.clean_env(DATABASE_URL=f"sqlite:///{db}", DJANGO_CACHE_DIR=str(tmp / "cache"), **_common.UNTHROTTLED)
 
 
-def gunicorn_line() -> str:
-    """gunicorn's arguments as `manage.py serve` starts it."""
+def gunicorn_line() -> str:  # gunicorn's arguments as `manage.py serve` starts it
     from sessions_app.infra.supervisor import gunicorn_command
 
     return " ".join(gunicorn_command("python", "127.0.0.1:PORT")[1:])

@@ -1,8 +1,7 @@
 """Purge at scale: do expired sessions go fast enough, leaving nothing in the file with secure_delete ON (OFF is the
 control), and does a running `manage.py purge_sessions` leave live turns' latency alone? Each purge runs in a fresh
 process; the live turns go to gunicorn without the scheduler, whose start-up purge would come first. The sessions
-are sealed by tests/factories.py, as the store seals. Figures: results/purge.md.
-"""
+are sealed by tests/factories.py, as the store seals. Figures: results/purge.md."""
 
 import contextlib
 import datetime as dt

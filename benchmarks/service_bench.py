@@ -1,7 +1,6 @@
 """Service vs ADK api_server: does our service (`manage.py serve`, as `make run` starts it) carry more turns,
 faster, than `adk api_server` serving the same agent (offline, then with a slow model), and never half-save a
-turn when two arrive at once? Same load generator (loadgen.py), fresh SQLite files. Figures: results/service.md.
-"""
+turn when two arrive at once? Same load generator (loadgen.py), fresh SQLite files. Figures: results/service.md."""
 
 import functools
 import subprocess

@@ -1,8 +1,7 @@
 """One session driven to its limits: do the per-session limits bound what a session stores and exports, and is the
 turn over the limit refused before the model runs? In-process through the API, offline model, the largest resume
 and messages allowed, in latin and cjk (the most bytes per character once stored); all text fictional.
-Figures: results/session_limits.md.
-"""
+Figures: results/session_limits.md."""
 
 import statistics
 import sys

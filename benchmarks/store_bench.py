@@ -1,8 +1,7 @@
 """Session store: is our DjangoSessionService, sealing as an API request does, at least as fast as ADK's own
 SqliteSessionService over a session's whole lifecycle? ADK's DatabaseSessionService and InMemorySessionService
 (the floor) beside them, every call awaited inside `async_to_sync` as a Django view runs the Runner, in databases
-that also hold background sessions. Figures: results/store.md.
-"""
+that also hold background sessions. Figures: results/store.md."""
 
 import gc
 import json
