@@ -3,6 +3,7 @@ and machine, Markdown tables, verdicts, number formats, Django on a database of 
 No Django import at module level: a script imports this before it configures Django."""
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import math
@@ -29,8 +30,7 @@ UNTHROTTLED["SESSION_CREATE_RATE"] = "1000000/hour"
 
 
 def main(name: str, title: str, packages: list[str], run, children: dict | None = None, options=()) -> int:
-    """`script <flag> args…` with a flag of `children` runs that child; otherwise parses `--quick` and `--out`,
-    calls `run(args)` (Markdown lines and a dict) and writes <out>/<name>.md and .json under the header."""
+    """`script <child> args…` runs that child; else `run(args)` (Markdown lines, a dict) -> <out>/<name>.md, .json."""
     if len(sys.argv) > 1 and sys.argv[1] in (children or {}):
         children[sys.argv[1]](*sys.argv[2:])
         return 0
@@ -126,6 +126,15 @@ def summarize_ms(latencies_s: list[float]) -> dict:
     return {"n": len(ms), **{f"p{q}": percentile(ms, q) for q in (50, 95, 99)}, "max": max(ms) if ms else math.nan}
 
 
+def pss_kb(pid: int | str) -> int:
+    """Proportional set size: a page that forked processes share is split between them (counted once in all)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    return 0
+
+
 def _rounded(value):  # floats rounded (seconds to 0.1 µs), recursively
     if isinstance(value, dict):
         return {str(key): _rounded(item) for key, item in value.items()}
@@ -139,19 +148,16 @@ def clean_env(**extra: str) -> dict:  # for a process we start: no model credent
     return {**env, "PYTHONPATH": str(ROOT_DIR), "DJANGO_SECRET_KEY": "benchmark-only-key", **extra}
 
 
-def run_child(script: str, args: list[str], env: dict, timeout: float = 600, **kwargs) -> tuple[dict, str]:
+def run_child(script: str, args: list[str], env: dict, timeout: float = 600) -> tuple[dict, str]:
     """`script args…` in a fresh process (`main`'s children): its last line of output as JSON, and its stderr."""
-    done = subprocess.run(
-        [PY, script, *args], cwd=ROOT_DIR, env=env, capture_output=True, text=True, timeout=timeout, **kwargs
-    )
+    done = subprocess.run([PY, script, *args], cwd=ROOT_DIR, env=env, capture_output=True, text=True, timeout=timeout)
     if done.returncode:
         raise RuntimeError(f"{args[0]} child failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
 def setup_django(url: str) -> None:
-    """Points the project's settings at DATABASE_URL `url` (a temporary SQLite file, or a PostgreSQL database
-    of the benchmark's own; never var/sessions.db) and migrates it, before anything imports Django models."""
+    """Django on DATABASE_URL `url` (the benchmark's own database, never var/sessions.db), migrated."""
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only-not-a-secret-" + "x" * 40)

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks import _common
-from benchmarks._common import percentile, summarize_ms  # noqa: F401 (tests/test_bench_loadgen.py imports them here)
+from benchmarks._common import percentile, pss_kb, summarize_ms  # noqa: F401 (also imported from here)
 
 LOOPBACK = "127.0.0.1"
 MESSAGES = ("Please draft my job-search plan", "Focus on remote roles", "Add a networking step each week")
@@ -86,13 +86,10 @@ class LoadResult:
     t_end: float = 0.0
 
     def summary(self) -> dict:
-        ok, errors = defaultdict(list), Counter()
-        for op in self.ops:
-            if self.t_measure <= op.started and op.ended <= self.t_end:  # inside the measured window
-                if op.ok:
-                    ok[op.kind].append(op.ended - op.started)
-                else:
-                    errors[f"{op.kind}: {op.error}"] += 1
+        inside = [op for op in self.ops if self.t_measure <= op.started and op.ended <= self.t_end]  # the window
+        ok, errors = defaultdict(list), Counter(f"{op.kind}: {op.error}" for op in inside if not op.ok)
+        for op in (op for op in inside if op.ok):
+            ok[op.kind].append(op.ended - op.started)
         measured = self.t_end - self.t_measure
         per_s = (lambda n: n / measured) if measured > 0 else (lambda n: math.nan)
         run = {"target": self.target, "clients": self.clients, "warmup_s": self.warmup_s}
@@ -155,9 +152,8 @@ def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=6
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-        for task in done:
-            if task.exception():
-                raise task.exception()
+        if failed := [task.exception() for task in done if task.exception()]:
+            raise failed[0]
         if stop is not None and stop.is_set():
             result.t_end = min(result.t_end, time.monotonic())
 
@@ -262,15 +258,6 @@ def tree_cpu_seconds(pid: int) -> float:  # of pid and its live descendants
     return sum(map(cpu_seconds, process_tree(pid)))
 
 
-def pss_kb(pid: int) -> int:
-    """Proportional set size: a page that forked processes share is split between them (counted once in all)."""
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    return 0
-
-
 def tree_pss_kb(pid: int) -> int:
     return sum(pss_kb(p) for p in process_tree(pid))
 
@@ -297,8 +284,8 @@ class MachineCpu:
 
 
 class Sampler(threading.Thread):
-    """While a load runs: the PSS of pid's tree every `every` s (`pss_kb`) and, with `page_url`, a GET of it
-    every 0.1 s (its latency in `page_s`, 10 s when it got no answer)."""
+    """While a load runs: the PSS of pid's tree every `every` s and, with `page_url`, a GET of it every 0.1 s (its
+    latency in `page_s`, 10 s when unanswered)."""
 
     def __init__(self, pid: int, every: float = 0.5, page_url: str | None = None):
         super().__init__(daemon=True)

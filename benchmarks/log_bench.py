@@ -65,11 +65,6 @@ def child_build(url: str, entries: str) -> None:
     print(json.dumps({"entries": edge.size, "checkpoints": len(signed), "nodes": len(nodes)}))
 
 
-def _pss_mb() -> float:
-    rollup = Path("/proc/self/smaps_rollup").read_text().splitlines()
-    return next(int(line.split()[1]) for line in rollup if line.startswith("Pss:")) / 1024
-
-
 def _between(newer: int, rng: random.Random) -> str:
     return f"/deletions/consistency?from={rng.randrange(1, newer + 1)}&to={newer}"
 
@@ -88,13 +83,17 @@ def child_reads(url: str, rounds: str) -> None:
         "consistency between two old sizes": lambda: _between(rng.choice(sizes), rng),
     }
     client.get(kinds["receipt"]())  # the first request's imports are not the log's memory
-    before, times = _pss_mb(), {kind: [] for kind in kinds}
+    before, times = _common.pss_kb("self") / 1024, {kind: [] for kind in kinds}
     for _ in range(int(rounds)):
         for kind, path in kinds.items():
             path, started = path(), time.perf_counter()  # the receipt's digest is looked up before the clock
             assert client.get(path).status_code == 200, path
             times[kind].append(time.perf_counter() - started)
-    print(json.dumps({"size": size, "pss_before_mb": before, "pss_after_mb": _pss_mb(), "times": times}))
+    print(
+        json.dumps(
+            {"size": size, "pss_before_mb": before, "pss_after_mb": _common.pss_kb("self") / 1024, "times": times}
+        )
+    )
 
 
 def child_writes(url: str, stop_file: str) -> None:
