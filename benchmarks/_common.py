@@ -110,6 +110,14 @@ def fmt(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None or x != x else f"{x:,.{digits}f}"
 
 
+def slashed(figures: dict, keys: str = "p50 p95 p99", digits: int = 0) -> str:  # "12/30/41": the figures of `keys`
+    return "/".join(fmt(figures[key], digits) for key in keys.split())
+
+
+def tally(counts: dict, item: str = "`{}` x{}") -> str:  # "`a` x2, `b` x1"
+    return ", ".join(item.format(*pair) for pair in counts.items())
+
+
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0..100), linear between closest ranks (numpy's default); NaN for none."""
     if not values:

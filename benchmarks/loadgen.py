@@ -335,14 +335,18 @@ def start_ours(env: dict, log_path: Path, gunicorn: bool = False, health: str = 
         subprocess.run(migration, cwd=_common.ROOT_DIR, env=env, check=True, timeout=120)
     bind = f"{LOOPBACK}:{free_port()}"
     command = gunicorn_command(_common.PY, bind) if gunicorn else [_common.PY, "manage.py", "serve", "--bind", bind]
-    process = start_server(command, log_path, f"http://{bind}{health}", cwd=_common.ROOT_DIR, env=env)
+    process = start_server(command, log_path, f"http://{bind}{health}", env=env)
     return process, OursTarget(f"http://{bind}")
+
+
+def spawn(command: list[str], log_path: Path, cwd=_common.ROOT_DIR, **popen) -> subprocess.Popen:  # output to log_path
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, **popen)
 
 
 def start_server(command: list[str], log_path: Path, health_url: str, **popen) -> subprocess.Popen:
     """Starts a server we own, logging to `log_path`, and waits (60 s at most) until it answers."""
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **popen)
+    process = spawn(command, log_path, **popen)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
@@ -24,7 +23,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _common, loadgen  # noqa: E402
-from benchmarks._common import fmt, verdict  # noqa: E402
+from benchmarks._common import fmt, tally, verdict  # noqa: E402
 
 EVENTS_PER_SESSION = 14
 MARKER = "anon-purgebench-"  # every expired session's owner id starts with it (a clear column)
@@ -104,9 +103,7 @@ def live_turns(db: Path, p: dict, tmp: Path) -> dict:
         windows = {"without purge": _Window(server.pid)}
         time.sleep(p["baseline"])
         windows["without purge"].stop()
-        with open(tmp / "purge.log", "wb") as log:
-            command = [_common.PY, "manage.py", "purge_sessions"]
-            purge = subprocess.Popen(command, cwd=_common.ROOT_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
+        purge = loadgen.spawn([_common.PY, "manage.py", "purge_sessions"], tmp / "purge.log", env=env)
         window, deadline = _Window(server.pid, purge.pid), time.monotonic() + p["budget"]
         while purge.poll() is None and time.monotonic() < deadline and not _has_open(purge.pid, db):
             time.sleep(0.02)
@@ -208,7 +205,6 @@ def run(args) -> tuple[list[str], dict]:
         + [len(w["errors"]), " / ".join(map(str, w["cores"]))]
         for name, w in live["windows"].items()
     ]
-    server_log = ", ".join(f"`{k}` x{v}" for k, v in live["server_log"].items())
     lines = [
         f"Database: {built['sessions']:,} expired sessions x {EVENTS_PER_SESSION} events ({built['events']:,} sealed"
         f" events, ~{built['avg_event_bytes']} bytes each, file {built['file_mb']} MB, built in {built['build_s']} s)."
@@ -239,7 +235,7 @@ def run(args) -> tuple[list[str], dict]:
         ),
         "",
         f"Purge process: exit {live['purge_returncode']}, `{' '.join(live['purge_output_tail'])}`;"
-        f" expired sessions left: {live['expired_left']}; server log: {server_log}"
+        f" expired sessions left: {live['expired_left']}; server log: {tally(live['server_log'])}"
         f"; failed requests in all phases: {live['errors_all_phases']}.",
         *_common.targets(verdicts),
     ]
