@@ -371,7 +371,7 @@ def render(results: list[Result], temp_results: list[TempResult], tmp_files_left
     chinese = sum(1 for m in MARKERS if not m.isascii())
     deletes = "# | config | secure_delete | markers before (all forms found) | -journal before COMMIT, its largest size"
     deletes += " | main after | -journal after | -wal after | sidecar files after | verdict"
-    rows = [_delete_cells(i, r) for i, r in enumerate(results, 1)]
+    rows, temp_config = [_delete_cells(i, r) for i, r in enumerate(results, 1)], "journal_mode=DELETE, secure_delete=ON"
     temps = "scenario | temp_store | rows | temp files seen in /proc/self/fd (max size) | markers in temp file"
     return [
         f"Markers: {len(MARKERS)} ({chinese} Traditional Chinese, {len(MARKERS) - chinese} English), each"
@@ -381,9 +381,7 @@ def render(results: list[Result], temp_results: list[TempResult], tmp_files_left
         "",
         f"`**n/{len(MARKERS)}**` = n of the markers found in that file (forms: utf-8 = raw UTF-8, \\u ="
         " json.dumps escapes). `0` = file present, nothing found. temp_store=MEMORY in all rows above.",
-        *_common.section(
-            "temp_store: statement journals of large transactions (journal_mode=DELETE, secure_delete=ON)"
-        ),
+        *_common.section(f"temp_store: statement journals of large transactions ({temp_config})"),
         *_common.md_table(temps + " | main after | verdict", [_temp_cells(t) for t in temp_results]),
         "",
         f"SQLITE_TMPDIR held {tmp_files_left} file(s) after the run (temp files are unlinked at open).",

@@ -23,7 +23,7 @@ from benchmarks._common import percentile, pss_kb, summarize_ms  # noqa: F401 (a
 
 LOOPBACK = "127.0.0.1"
 MESSAGES = ("Please draft my job-search plan", "Focus on remote roles", "Add a networking step each week")
-KINDS = ("create", "turn", "read", "delete")
+KINDS, MIGRATE = ("create", "turn", "read", "delete"), ("manage.py", "migrate", "--noinput", "-v0")
 
 
 Handle = namedtuple("Handle", "session_id user_id token", defaults=("", ""))  # one session as a client knows it
@@ -330,9 +330,8 @@ def start_ours(env: dict, log_path: Path, gunicorn: bool = False, health: str = 
     unless told not to, once `health` answers: (process, OursTarget)."""
     from sessions_app.infra.supervisor import gunicorn_command
 
-    migration = [_common.PY, "manage.py", "migrate", "--noinput", "-v0"]
     if migrate:
-        subprocess.run(migration, cwd=_common.ROOT_DIR, env=env, check=True, timeout=120)
+        subprocess.run([_common.PY, *MIGRATE], cwd=_common.ROOT_DIR, env=env, check=True, timeout=120)
     bind = f"{LOOPBACK}:{free_port()}"
     command = gunicorn_command(_common.PY, bind) if gunicorn else [_common.PY, "manage.py", "serve", "--bind", bind]
     process = start_server(command, log_path, f"http://{bind}{health}", env=env)
@@ -373,10 +372,9 @@ def stop_server(process: subprocess.Popen, sig: int = signal.SIGINT, timeout: fl
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(_stat(p)[0] != "Z" for p in descendants):
         time.sleep(0.2)
-    for pid in descendants:
-        if _stat(pid)[0] != "Z":
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+    for pid in (p for p in descendants if _stat(p)[0] != "Z"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def log_counts(log_path: Path) -> dict:

@@ -89,11 +89,8 @@ def child_reads(url: str, rounds: str) -> None:
             path, started = path(), time.perf_counter()  # the receipt's digest is looked up before the clock
             assert client.get(path).status_code == 200, path
             times[kind].append(time.perf_counter() - started)
-    print(
-        json.dumps(
-            {"size": size, "pss_before_mb": before, "pss_after_mb": _common.pss_kb("self") / 1024, "times": times}
-        )
-    )
+    after = _common.pss_kb("self") / 1024
+    print(json.dumps({"size": size, "pss_before_mb": before, "pss_after_mb": after, "times": times}))
 
 
 def child_writes(url: str, stop_file: str) -> None:

@@ -205,21 +205,20 @@ def run(args) -> tuple[list[str], dict]:
         + [len(w["errors"]), " / ".join(map(str, w["cores"]))]
         for name, w in live["windows"].items()
     ]
+    purge_rows = [
+        [f"{label} (PRAGMA={r['secure_delete_pragma']})", f"{r['sessions']:,}", f"{r['events']:,}", r["batches"]]
+        + [fmt(r["seconds"], 2), fmt(r["sessions_per_s"], 0), fmt(r["sessions_per_working_s"], 0)]
+        + [f"{r['receipts']:,}", r["marker_hits_after"]]
+        for label, r in runs.items()
+    ]
+    purges = "database | sessions | events | batches | seconds | sessions/s | sessions/s without the pauses"
+    live_header = "window | seconds | turns | turns/s | turn p50 ms | p95 ms | p99 ms | max ms"
     lines = [
         f"Database: {built['sessions']:,} expired sessions x {EVENTS_PER_SESSION} events ({built['events']:,} sealed"
         f" events, ~{built['avg_event_bytes']} bytes each, file {built['file_mb']} MB, built in {built['build_s']} s)."
         f" Settings in effect: PURGE_BATCH_SIZE={on['batch_size']}, PURGE_BATCH_PAUSE_SECONDS={on['pause']}.",
         *_common.section("purge_expired() alone (a fresh process per run, nothing else writing)"),
-        *_common.md_table(
-            "database | sessions | events | batches | seconds | sessions/s | sessions/s without the pauses"
-            " | receipts (log entries) | owner-id marker left in file",
-            [
-                [f"{label} (PRAGMA={r['secure_delete_pragma']})", f"{r['sessions']:,}", f"{r['events']:,}"]
-                + [r["batches"], fmt(r["seconds"], 2), fmt(r["sessions_per_s"], 0)]
-                + [fmt(r["sessions_per_working_s"], 0), f"{r['receipts']:,}", r["marker_hits_after"]]
-                for label, r in runs.items()
-            ],
-        ),
+        *_common.md_table(purges + " | receipts (log entries) | owner-id marker left in file", purge_rows),
         "",
         f"secure_delete ON takes {on['seconds'] / off['seconds']:.2f}x the time of OFF. `seconds` is"
         " purge_expired()'s own figure, pauses after each batch and the log's entries and checkpoints included;"
@@ -228,11 +227,7 @@ def run(args) -> tuple[list[str], dict]:
         f"gunicorn as `manage.py serve` starts it (`{loadgen.gunicorn_line()}`), on a copy of the same database;"
         " each client repeats create -> 3 turns -> read -> delete. The purge runs in its own process.",
         "",
-        *_common.md_table(
-            "window | seconds | turns | turns/s | turn p50 ms | p95 ms | p99 ms | max ms | errors"
-            " | cores: server / purge / load gen / other processes",
-            windows,
-        ),
+        *_common.md_table(live_header + " | errors | cores: server / purge / load gen / other processes", windows),
         "",
         f"Purge process: exit {live['purge_returncode']}, `{' '.join(live['purge_output_tail'])}`;"
         f" expired sessions left: {live['expired_left']}; server log: {tally(live['server_log'])}"
