@@ -238,7 +238,7 @@ class Result:
         return "LEAK: " + ", ".join(leaks) if leaks else "clean"
 
 
-def measure(config: Config, sizes: Sizes = Sizes()) -> Result:
+def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: int = 1000) -> Result:
     # Insert, commit, delete the marker session (cascade), commit, scan every file.
     with tempfile.TemporaryDirectory(prefix="journal_modes_", ignore_cleanup_errors=True) as tmp:
         db = Path(tmp) / "sessions.db"
@@ -269,7 +269,7 @@ def measure(config: Config, sizes: Sizes = Sizes()) -> Result:
         rows_left = tuple(conn.execute(ROWS_LEFT, (target, target)).fetchone())
         checkpoint = (None, None)
         if config.checkpoint:
-            conn.execute("PRAGMA busy_timeout=1000")
+            conn.execute(f"PRAGMA busy_timeout={checkpoint_timeout_ms}")
             started = time.monotonic()
             checkpoint = (tuple(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()), time.monotonic() - started)
         after = scan_database(db)
