@@ -138,8 +138,7 @@ async def _client_loop(target, result: LoadResult, timeout: float, stop: threadi
 
 
 def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=60.0, stop=None, started=None):
-    """N closed-loop clients for warmup_s + duration_s (or until the threading.Event `stop` is set, if sooner);
-    hard-stopped at warmup + duration + timeout + 30 s. `started` is set once the clients run."""
+    """N closed-loop clients for warmup_s + duration_s (or until `stop` is set), hard-stopped `timeout` + 30 s later."""
     result = LoadResult(target=target.name, clients=clients, warmup_s=warmup_s, duration_s=duration_s)
 
     async def main():
@@ -162,8 +161,7 @@ def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=6
 
 
 def measured_load(target, clients: int, warmup: float, duration: float, pids: list[int], sampler=None, **kwargs):
-    """run_load's summary with the CPU of the process trees `pids` over the whole run (per successful turn) and the
-    machine's cores. `sampler`: a Sampler running meanwhile."""
+    """run_load's summary, the CPU of the trees `pids` (per successful turn) and the machine's cores over the run."""
     before, machine = sum(map(tree_cpu_seconds, pids)), MachineCpu()
     if sampler:
         sampler.start()
@@ -263,8 +261,7 @@ def tree_pss_kb(pid: int) -> int:
 
 
 class MachineCpu:
-    """CPU use of the whole machine over an interval (/proc/stat), in cores: the rest of the
-    machine competes for the same cores, and a result measured next to it is marked as such."""
+    """The whole machine's CPU over an interval (/proc/stat), in cores: the rest of it competes for the same cores."""
 
     def __init__(self):
         self.start, self.self_start, self.t0 = self._read(), sum(os.times()[:2]), time.monotonic()
@@ -284,8 +281,7 @@ class MachineCpu:
 
 
 class Sampler(threading.Thread):
-    """While a load runs: the PSS of pid's tree every `every` s and, with `page_url`, a GET of it every 0.1 s (its
-    latency in `page_s`, 10 s when unanswered)."""
+    """While a load runs: the tree's PSS every `every` s; with `page_url`, a GET every 0.1 s (10 s when unanswered)."""
 
     def __init__(self, pid: int, every: float = 0.5, page_url: str | None = None):
         super().__init__(daemon=True)
@@ -326,8 +322,7 @@ def gunicorn_line() -> str:  # gunicorn's arguments as `manage.py serve` starts 
 
 
 def start_ours(env: dict, log_path: Path, gunicorn: bool = False, health: str = "/api/schema/", migrate=True):
-    """Our server (`manage.py serve`, or gunicorn alone as it starts it) on a free port, its database migrated first
-    unless told not to, once `health` answers: (process, OursTarget)."""
+    """`manage.py serve` (or gunicorn as it starts it), migrated unless told not to, once `health` answers."""
     from sessions_app.infra.supervisor import gunicorn_command
 
     if migrate:

@@ -88,9 +88,7 @@ def timed_purge(url: str, secure_delete: str) -> dict:
 
 
 def live_turns(db: Path, p: dict, tmp: Path) -> dict:
-    """Turns served by gunicorn on `db` from p["clients"] clients without a purge, then during `manage.py
-    purge_sessions` on the same file (from when it opens the file, not while Python starts); the expired sessions
-    (MARKER owners) left at the end."""
+    """Turns on gunicorn without, then during `manage.py purge_sessions` (once it opens the file); expired ones left."""
     env = loadgen.ours_env(db, tmp)
     server, target = loadgen.start_ours(env, tmp / "server.log", gunicorn=True, migrate=False)
     purge = None

@@ -84,8 +84,7 @@ def run_scenario(kind: str, max_turns_to_try: int) -> dict:
 
 
 def judge(results: list[dict]) -> list[str]:
-    """A turn at the largest session against a fresh one: median CPU of the last three turns the session allowed,
-    and of turns 2-4 (turn 1 also warms the process)."""
+    """Median CPU of the last three turns the session allowed against turns 2-4 (turn 1 also warms the process)."""
     verdicts = []
     for result in results:
         turns = result["turns"]
