@@ -1,11 +1,12 @@
 """What the benchmark scripts share: `main()` (`--quick`, `--out`, child processes), the header naming command
 and machine, Markdown tables, verdicts, number formats, Django on a database of the benchmark's own.
-No Django import at module level: a script imports this before it configures Django.
-"""
+No Django import at module level: a script imports this before it configures Django."""
 
 import argparse
+import contextlib
 import datetime as dt
 import json
+import math
 import os
 import platform
 import re
@@ -29,8 +30,7 @@ UNTHROTTLED["SESSION_CREATE_RATE"] = "1000000/hour"
 
 
 def main(name: str, title: str, packages: list[str], run, children: dict | None = None, options=()) -> int:
-    """`script <flag> args…` with a flag of `children` runs that child; otherwise parses `--quick` and `--out`,
-    calls `run(args)` (Markdown lines and a dict) and writes <out>/<name>.md and .json under the header."""
+    """`script <child> args…` runs that child; else `run(args)` (Markdown lines, a dict) -> <out>/<name>.md, .json."""
     if len(sys.argv) > 1 and sys.argv[1] in (children or {}):
         children[sys.argv[1]](*sys.argv[2:])
         return 0
@@ -110,6 +110,39 @@ def fmt(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None or x != x else f"{x:,.{digits}f}"
 
 
+def slashed(figures: dict, keys: str = "p50 p95 p99", digits: int = 0) -> str:  # "12/30/41": the figures of `keys`
+    return "/".join(fmt(figures[key], digits) for key in keys.split())
+
+
+def tally(counts: dict, item: str = "`{}` x{}") -> str:  # "`a` x2, `b` x1"
+    return ", ".join(item.format(*pair) for pair in counts.items())
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100), linear between closest ranks (numpy's default); NaN for none."""
+    if not values:
+        return math.nan
+    if not 0 <= q <= 100:
+        raise ValueError("q must be within 0..100")
+    xs, pos = sorted(values), (len(values) - 1) * q / 100
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summarize_ms(latencies_s: list[float]) -> dict:
+    ms = [x * 1000 for x in latencies_s]
+    return {"n": len(ms), **{f"p{q}": percentile(ms, q) for q in (50, 95, 99)}, "max": max(ms) if ms else math.nan}
+
+
+def pss_kb(pid: int | str) -> int:
+    """Proportional set size: a page that forked processes share is split between them (counted once in all)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    return 0
+
+
 def _rounded(value):  # floats rounded (seconds to 0.1 µs), recursively
     if isinstance(value, dict):
         return {str(key): _rounded(item) for key, item in value.items()}
@@ -123,19 +156,16 @@ def clean_env(**extra: str) -> dict:  # for a process we start: no model credent
     return {**env, "PYTHONPATH": str(ROOT_DIR), "DJANGO_SECRET_KEY": "benchmark-only-key", **extra}
 
 
-def run_child(script: str, args: list[str], env: dict, timeout: float = 600, **kwargs) -> tuple[dict, str]:
+def run_child(script: str, args: list[str], env: dict, timeout: float = 600) -> tuple[dict, str]:
     """`script args…` in a fresh process (`main`'s children): its last line of output as JSON, and its stderr."""
-    done = subprocess.run(
-        [PY, script, *args], cwd=ROOT_DIR, env=env, capture_output=True, text=True, timeout=timeout, **kwargs
-    )
+    done = subprocess.run([PY, script, *args], cwd=ROOT_DIR, env=env, capture_output=True, text=True, timeout=timeout)
     if done.returncode:
         raise RuntimeError(f"{args[0]} child failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
 def setup_django(url: str) -> None:
-    """Points the project's settings at DATABASE_URL `url` (a temporary SQLite file, or a PostgreSQL database
-    of the benchmark's own; never var/sessions.db) and migrates it, before anything imports Django models."""
+    """Django on DATABASE_URL `url` (the benchmark's own database, never var/sessions.db), migrated."""
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only-not-a-secret-" + "x" * 40)

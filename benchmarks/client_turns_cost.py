@@ -1,9 +1,5 @@
-"""What bounding turns in flight per client costs a turn: `client_turns.take` then `release`, the
-cache operations a turn adds (runtime/client_turns.py), on the SQLite cache file and on Redis.
-Not a target, a figure for docs/SERVING.md. Results: results/client_turns_cost.md.
-
-    .venv/bin/python benchmarks/client_turns_cost.py [--redis redis://127.0.0.1:6379/14]
-"""
+"""What bounding turns in flight per client costs a turn: `client_turns.take` then `release` (runtime/client_turns.py)
+on the SQLite cache file or, with `--redis URL`, on Redis; for docs/SERVING.md (results/client_turns_cost.md)."""
 
 import argparse
 import ipaddress

@@ -1,8 +1,5 @@
-"""Which SQLite settings leave no byte of a deleted session in any file of the database? The product's (CHOSEN,
-as sessions_app/infra/sqlite.py sets them) beside the controls that must leak (so the scan is seen to fail) and WAL's
-checkpoint; docs/JOURNAL_MODES.md argues from them. sqlite3 only; tests/test_journal_modes.py runs the quick
-version. Figures: results/journal_modes.md.
-"""
+"""Which SQLite settings leave no byte of a deleted session in any file of the database? Ours (CHOSEN) beside the
+controls that must leak and WAL checkpoints (docs/JOURNAL_MODES.md), sqlite3 only. Figures: results/journal_modes.md."""
 
 import contextlib
 import datetime as dt
@@ -96,14 +93,12 @@ CREATE INDEX event_session_time_idx ON events (session_id, timestamp);
 ROWS_LEFT = "SELECT (SELECT count(*) FROM sessions WHERE id = ?), (SELECT count(*) FROM events WHERE session_id = ?)"
 
 
-def marker_state(target_bytes: int) -> str:
-    """JSONField-style state (json.dumps: non-ASCII escaped), about target_bytes long."""
+def marker_state(target_bytes: int) -> str:  # JSONField-style (json.dumps: non-ASCII escaped), about this long
     state = {"resume_text": _common.RESUME, "target_role": "Staff Backend Engineer", "notes": ""}
     return json.dumps(state | {"notes": _filler(target_bytes - len(json.dumps(state)))})
 
 
-def marker_events(count: int, target_bytes: int) -> list[str]:
-    """ADK-style event JSON, raw UTF-8 (ensure_ascii=False), each quoting the resume."""
+def marker_events(count: int, target_bytes: int) -> list[str]:  # ADK-style event JSON, raw UTF-8, quoting the resume
     out = []
     for i in range(count):
         quote, model = f"{LINES[i % len(LINES)]} / {LINES[(i + count) % len(LINES)]}", i % 2 == 1
@@ -126,8 +121,7 @@ def _now(offset_days: int = 0) -> str:
     return (dt.datetime(2026, 1, 1) + dt.timedelta(days=offset_days)).isoformat(sep=" ")
 
 
-def connect(db: Path, config: Config) -> sqlite3.Connection:
-    """A connection configured like ours; transactions are explicit BEGIN IMMEDIATE."""
+def connect(db: Path, config: Config) -> sqlite3.Connection:  # configured like ours; explicit BEGIN IMMEDIATE
     conn = sqlite3.connect(db, timeout=20.0, isolation_level=None)
     conn.execute(f"PRAGMA secure_delete={config.secure_delete}")
     got = conn.execute("PRAGMA secure_delete").fetchone()[0]
@@ -173,8 +167,7 @@ def scan_database(db: Path) -> dict[str, FileState]:
     return out
 
 
-def hit_pages(data: bytes) -> tuple[int, int]:
-    """(pages holding any marker, of which on the freelist) of a database file image."""
+def hit_pages(data: bytes) -> tuple[int, int]:  # (pages holding any marker, of which on the freelist)
     page_size = int.from_bytes(data[16:18], "big") if len(data) >= 100 else 4096
     page_size = 65536 if page_size == 1 else page_size
     hits = (hit.start() for *_, needle in NEEDLES for hit in re.finditer(b"(?=%s)" % re.escape(needle), data))
@@ -196,9 +189,8 @@ def leaking_files(scan: dict[str, FileState]) -> list[str]:
 
 
 class Watcher:
-    """Progress handler: watches the -journal size and SQLite temp files while a statement runs.
-    SQLite unlinks its temp files (`etilqs_*`) right after opening them: only /proc/self/fd shows them,
-    and each one seen is read through that link and scanned."""
+    """Progress handler: the -journal's size and SQLite's temp files (`etilqs_*`, unlinked at open: only
+    /proc/self/fd shows them) while a statement runs, each one seen read through that link and scanned."""
 
     def __init__(self, db: Path | None = None):
         self.journal, self.journal_max = Path(f"{db}-journal") if db else None, 0
@@ -247,7 +239,7 @@ class Result:
 
 
 def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: int = 1000) -> Result:
-    """Insert, commit, delete the marker session (cascade), commit, scan every file."""
+    # Insert, commit, delete the marker session (cascade), commit, scan every file.
     with tempfile.TemporaryDirectory(prefix="journal_modes_", ignore_cleanup_errors=True) as tmp:
         db = Path(tmp) / "sessions.db"
         connections = [conn := connect(db, config)]  # closed in this order: the last one to close checkpoints a WAL
@@ -377,27 +369,20 @@ def _temp_cells(t: TempResult) -> list:
 
 def render(results: list[Result], temp_results: list[TempResult], tmp_files_left: int) -> list[str]:
     chinese = sum(1 for m in MARKERS if not m.isascii())
+    deletes = "# | config | secure_delete | markers before (all forms found) | -journal before COMMIT, its largest size"
+    deletes += " | main after | -journal after | -wal after | sidecar files after | verdict"
+    rows, temp_config = [_delete_cells(i, r) for i, r in enumerate(results, 1)], "journal_mode=DELETE, secure_delete=ON"
+    temps = "scenario | temp_store | rows | temp files seen in /proc/self/fd (max size) | markers in temp file"
     return [
         f"Markers: {len(MARKERS)} ({chinese} Traditional Chinese, {len(MARKERS) - chinese} English), each"
         " searched as UTF-8 and as \\uXXXX (lower- and upper-case hex).",
         *_common.section("After DELETE + COMMIT of the marker session"),
-        *_common.md_table(
-            "# | config | secure_delete | markers before (all forms found) | -journal before COMMIT, its largest size"
-            " | main after | -journal after | -wal after | sidecar files after | verdict | after all connections closed"
-            " | note",
-            [_delete_cells(i, r) for i, r in enumerate(results, 1)],
-        ),
+        *_common.md_table(deletes + " | after all connections closed | note", rows),
         "",
         f"`**n/{len(MARKERS)}**` = n of the markers found in that file (forms: utf-8 = raw UTF-8, \\u ="
         " json.dumps escapes). `0` = file present, nothing found. temp_store=MEMORY in all rows above.",
-        *_common.section(
-            "temp_store: statement journals of large transactions (journal_mode=DELETE, secure_delete=ON)"
-        ),
-        *_common.md_table(
-            "scenario | temp_store | rows | temp files seen in /proc/self/fd (max size)"
-            " | markers in temp file | main after | verdict",
-            [_temp_cells(t) for t in temp_results],
-        ),
+        *_common.section(f"temp_store: statement journals of large transactions ({temp_config})"),
+        *_common.md_table(temps + " | main after | verdict", [_temp_cells(t) for t in temp_results]),
         "",
         f"SQLITE_TMPDIR held {tmp_files_left} file(s) after the run (temp files are unlinked at open).",
     ]
@@ -415,10 +400,10 @@ def run(args) -> tuple[list[str], dict]:
     finally:
         shutil.rmtree(sqlite_tmp, ignore_errors=True)
     deletes = [
-        {"config": r.config.label, "secure_delete": r.config.secure_delete, "verdict": r.verdict}
-        | {"after_close_leaks": leaking_files(r.after_close)}
-        for r in results
+        {"config": r.config.label, "secure_delete": r.config.secure_delete, "verdict": r.verdict} for r in results
     ]
+    for r, d in zip(results, deletes, strict=True):
+        d["after_close_leaks"] = leaking_files(r.after_close)
     temp = [{"scenario": t.scenario, "temp_store": t.temp_store, "verdict": t.verdict} for t in temp_results]
     data = {"valid": all(r.before_ok for r in results), "deletes": deletes, "temp_store": temp}
     return render(results, temp_results, left), data

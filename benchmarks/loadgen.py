@@ -1,7 +1,5 @@
-"""The one load generator both HTTP servers are measured with (asyncio + httpx), and their processes. Same clients,
-cycle and counting for ours and ADK's `adk api_server`: `run_load` runs N closed-loop clients repeating create ->
-3 turns -> read -> delete and counts only operations inside the measured window. Timeouts and deadlines everywhere;
-loopback only.
+"""The one load generator (asyncio + httpx) both HTTP servers are measured with, and their processes: N closed-loop
+clients repeat create -> 3 turns -> read -> delete, counting only operations inside the measured window; loopback only.
 """
 
 import asyncio
@@ -14,40 +12,22 @@ import subprocess
 import threading
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, namedtuple
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
 from benchmarks import _common
+from benchmarks._common import percentile, pss_kb, summarize_ms  # noqa: F401 (also imported from here)
 
 LOOPBACK = "127.0.0.1"
 MESSAGES = ("Please draft my job-search plan", "Focus on remote roles", "Add a networking step each week")
-KINDS = ("create", "turn", "read", "delete")
+KINDS, MIGRATE = ("create", "turn", "read", "delete"), ("manage.py", "migrate", "--noinput", "-v0")
 
 
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0..100), linear between closest ranks (numpy's default); NaN for none."""
-    if not values:
-        return math.nan
-    if not 0 <= q <= 100:
-        raise ValueError("q must be within 0..100")
-    xs, pos = sorted(values), (len(values) - 1) * q / 100
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def summarize_ms(latencies_s: list[float]) -> dict:
-    ms = [x * 1000 for x in latencies_s]
-    return {"n": len(ms), **{f"p{q}": percentile(ms, q) for q in (50, 95, 99)}, "max": max(ms) if ms else math.nan}
-
-
-@dataclass
-class Handle:  # one session as a client knows it
-    session_id: str
-    user_id: str = ""
-    token: str = ""
+Handle = namedtuple("Handle", "session_id user_id token", defaults=("", ""))  # one session as a client knows it
+Op = namedtuple("Op", "kind started ended ok error", defaults=("",))  # one request: its times, whether it answered
 
 
 class OursTarget:
@@ -95,15 +75,6 @@ class AdkTarget:
 
 
 @dataclass
-class Op:
-    kind: str
-    started: float
-    ended: float
-    ok: bool
-    error: str = ""
-
-
-@dataclass
 class LoadResult:
     target: str
     clients: int
@@ -115,13 +86,10 @@ class LoadResult:
     t_end: float = 0.0
 
     def summary(self) -> dict:
-        ok, errors = defaultdict(list), Counter()
-        for op in self.ops:
-            if self.t_measure <= op.started and op.ended <= self.t_end:  # inside the measured window
-                if op.ok:
-                    ok[op.kind].append(op.ended - op.started)
-                else:
-                    errors[f"{op.kind}: {op.error}"] += 1
+        inside = [op for op in self.ops if self.t_measure <= op.started and op.ended <= self.t_end]  # the window
+        ok, errors = defaultdict(list), Counter(f"{op.kind}: {op.error}" for op in inside if not op.ok)
+        for op in (op for op in inside if op.ok):
+            ok[op.kind].append(op.ended - op.started)
         measured = self.t_end - self.t_measure
         per_s = (lambda n: n / measured) if measured > 0 else (lambda n: math.nan)
         run = {"target": self.target, "clients": self.clients, "warmup_s": self.warmup_s}
@@ -132,8 +100,7 @@ class LoadResult:
         return run  # errors_all_phases: the warm-up and the wind-down too
 
 
-def describe_error(response: httpx.Response) -> str:
-    """A short, stable key for a failed request: its status and the start of its body."""
+def describe_error(response: httpx.Response) -> str:  # a short, stable key: the status and the body's start
     return f"HTTP {response.status_code}: " + response.text.replace("\n", " ")[:60]
 
 
@@ -171,8 +138,7 @@ async def _client_loop(target, result: LoadResult, timeout: float, stop: threadi
 
 
 def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=60.0, stop=None, started=None):
-    """N closed-loop clients for warmup_s + duration_s (or until the threading.Event `stop` is set, if sooner);
-    hard-stopped at warmup + duration + timeout + 30 s. `started` is set once the clients run."""
+    """N closed-loop clients for warmup_s + duration_s (or until `stop` is set), hard-stopped `timeout` + 30 s later."""
     result = LoadResult(target=target.name, clients=clients, warmup_s=warmup_s, duration_s=duration_s)
 
     async def main():
@@ -185,9 +151,8 @@ def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=6
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-        for task in done:
-            if task.exception():
-                raise task.exception()
+        if failed := [task.exception() for task in done if task.exception()]:
+            raise failed[0]
         if stop is not None and stop.is_set():
             result.t_end = min(result.t_end, time.monotonic())
 
@@ -196,8 +161,7 @@ def run_load(target, clients: int, warmup_s: float, duration_s: float, timeout=6
 
 
 def measured_load(target, clients: int, warmup: float, duration: float, pids: list[int], sampler=None, **kwargs):
-    """run_load's summary with the CPU of the process trees `pids` over the whole run (per successful turn) and the
-    machine's cores. `sampler`: a Sampler running meanwhile."""
+    """run_load's summary, the CPU of the trees `pids` (per successful turn) and the machine's cores over the run."""
     before, machine = sum(map(tree_cpu_seconds, pids)), MachineCpu()
     if sampler:
         sampler.start()
@@ -272,8 +236,7 @@ def _stat(pid: int) -> list[str]:
         return ["Z"]
 
 
-def process_tree(pid: int) -> list[int]:
-    """pid and all its descendants (from /proc/<pid>/task/*/children)."""
+def process_tree(pid: int) -> list[int]:  # pid and all its descendants (/proc/<pid>/task/*/children)
     seen, stack = [], [pid]
     while stack:
         if (p := stack.pop()) not in seen:
@@ -284,24 +247,13 @@ def process_tree(pid: int) -> list[int]:
     return seen
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of one process."""
+def cpu_seconds(pid: int) -> float:  # utime + stime of one process
     fields = _stat(pid)
     return sum(map(int, fields[11:13])) / os.sysconf("SC_CLK_TCK") if len(fields) > 14 else 0.0
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """CPU time of pid and its live descendants."""
+def tree_cpu_seconds(pid: int) -> float:  # of pid and its live descendants
     return sum(map(cpu_seconds, process_tree(pid)))
-
-
-def pss_kb(pid: int) -> int:
-    """Proportional set size: a page that forked processes share is split between them (counted once in all)."""
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    return 0
 
 
 def tree_pss_kb(pid: int) -> int:
@@ -309,8 +261,7 @@ def tree_pss_kb(pid: int) -> int:
 
 
 class MachineCpu:
-    """CPU use of the whole machine over an interval (/proc/stat), in cores: the rest of the
-    machine competes for the same cores, and a result measured next to it is marked as such."""
+    """The whole machine's CPU over an interval (/proc/stat), in cores: the rest of it competes for the same cores."""
 
     def __init__(self):
         self.start, self.self_start, self.t0 = self._read(), sum(os.times()[:2]), time.monotonic()
@@ -330,8 +281,7 @@ class MachineCpu:
 
 
 class Sampler(threading.Thread):
-    """While a load runs: the PSS of pid's tree every `every` s (`pss_kb`) and, with `page_url`, a GET of it
-    every 0.1 s (its latency in `page_s`, 10 s when it got no answer)."""
+    """While a load runs: the tree's PSS every `every` s; with `page_url`, a GET every 0.1 s (10 s when unanswered)."""
 
     def __init__(self, pid: int, every: float = 0.5, page_url: str | None = None):
         super().__init__(daemon=True)
@@ -365,31 +315,32 @@ def ours_env(db: Path, tmp: Path) -> dict:
     return _common.clean_env(DATABASE_URL=f"sqlite:///{db}", DJANGO_CACHE_DIR=str(tmp / "cache"), **_common.UNTHROTTLED)
 
 
-def gunicorn_line() -> str:
-    """gunicorn's arguments as `manage.py serve` starts it."""
+def gunicorn_line() -> str:  # gunicorn's arguments as `manage.py serve` starts it
     from sessions_app.infra.supervisor import gunicorn_command
 
     return " ".join(gunicorn_command("python", "127.0.0.1:PORT")[1:])
 
 
 def start_ours(env: dict, log_path: Path, gunicorn: bool = False, health: str = "/api/schema/", migrate=True):
-    """Our server (`manage.py serve`, or gunicorn alone as it starts it) on a free port, its database migrated first
-    unless told not to, once `health` answers: (process, OursTarget)."""
+    """`manage.py serve` (or gunicorn as it starts it), migrated unless told not to, once `health` answers."""
     from sessions_app.infra.supervisor import gunicorn_command
 
-    migration = [_common.PY, "manage.py", "migrate", "--noinput", "-v0"]
     if migrate:
-        subprocess.run(migration, cwd=_common.ROOT_DIR, env=env, check=True, timeout=120)
+        subprocess.run([_common.PY, *MIGRATE], cwd=_common.ROOT_DIR, env=env, check=True, timeout=120)
     bind = f"{LOOPBACK}:{free_port()}"
     command = gunicorn_command(_common.PY, bind) if gunicorn else [_common.PY, "manage.py", "serve", "--bind", bind]
-    process = start_server(command, log_path, f"http://{bind}{health}", cwd=_common.ROOT_DIR, env=env)
+    process = start_server(command, log_path, f"http://{bind}{health}", env=env)
     return process, OursTarget(f"http://{bind}")
+
+
+def spawn(command: list[str], log_path: Path, cwd=_common.ROOT_DIR, **popen) -> subprocess.Popen:  # output to log_path
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(command, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, **popen)
 
 
 def start_server(command: list[str], log_path: Path, health_url: str, **popen) -> subprocess.Popen:
     """Starts a server we own, logging to `log_path`, and waits (60 s at most) until it answers."""
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **popen)
+    process = spawn(command, log_path, **popen)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -416,10 +367,9 @@ def stop_server(process: subprocess.Popen, sig: int = signal.SIGINT, timeout: fl
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(_stat(p)[0] != "Z" for p in descendants):
         time.sleep(0.2)
-    for pid in descendants:
-        if _stat(pid)[0] != "Z":
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+    for pid in (p for p in descendants if _stat(p)[0] != "Z"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def log_counts(log_path: Path) -> dict:

@@ -1,7 +1,6 @@
 """Memory of the `make run` process tree (`manage.py serve`, which becomes the supervisor, gunicorn's master and
 workers, the django-q2 cluster) as proportional set size (loadgen.pss_kb), idle, then while 8 clients talk to it.
-Figures: results/memory.md.
-"""
+Figures: results/memory.md."""
 
 import contextlib
 import statistics

@@ -1,8 +1,7 @@
 """Purge at scale: do expired sessions go fast enough, leaving nothing in the file with secure_delete ON (OFF is the
 control), and does a running `manage.py purge_sessions` leave live turns' latency alone? Each purge runs in a fresh
 process; the live turns go to gunicorn without the scheduler, whose start-up purge would come first. The sessions
-are sealed by tests/factories.py, as the store seals. Figures: results/purge.md.
-"""
+are sealed by tests/factories.py, as the store seals. Figures: results/purge.md."""
 
 import contextlib
 import datetime as dt
@@ -12,7 +11,6 @@ import os
 import shutil
 import signal
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
@@ -25,7 +23,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _common, loadgen  # noqa: E402
-from benchmarks._common import fmt, verdict  # noqa: E402
+from benchmarks._common import fmt, tally, verdict  # noqa: E402
 
 EVENTS_PER_SESSION = 14
 MARKER = "anon-purgebench-"  # every expired session's owner id starts with it (a clear column)
@@ -90,9 +88,7 @@ def timed_purge(url: str, secure_delete: str) -> dict:
 
 
 def live_turns(db: Path, p: dict, tmp: Path) -> dict:
-    """Turns served by gunicorn on `db` from p["clients"] clients without a purge, then during `manage.py
-    purge_sessions` on the same file (from when it opens the file, not while Python starts); the expired sessions
-    (MARKER owners) left at the end."""
+    """Turns on gunicorn without, then during `manage.py purge_sessions` (once it opens the file); expired ones left."""
     env = loadgen.ours_env(db, tmp)
     server, target = loadgen.start_ours(env, tmp / "server.log", gunicorn=True, migrate=False)
     purge = None
@@ -105,9 +101,7 @@ def live_turns(db: Path, p: dict, tmp: Path) -> dict:
         windows = {"without purge": _Window(server.pid)}
         time.sleep(p["baseline"])
         windows["without purge"].stop()
-        with open(tmp / "purge.log", "wb") as log:
-            command = [_common.PY, "manage.py", "purge_sessions"]
-            purge = subprocess.Popen(command, cwd=_common.ROOT_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
+        purge = loadgen.spawn([_common.PY, "manage.py", "purge_sessions"], tmp / "purge.log", env=env)
         window, deadline = _Window(server.pid, purge.pid), time.monotonic() + p["budget"]
         while purge.poll() is None and time.monotonic() < deadline and not _has_open(purge.pid, db):
             time.sleep(0.02)
@@ -209,22 +203,20 @@ def run(args) -> tuple[list[str], dict]:
         + [len(w["errors"]), " / ".join(map(str, w["cores"]))]
         for name, w in live["windows"].items()
     ]
-    server_log = ", ".join(f"`{k}` x{v}" for k, v in live["server_log"].items())
+    purge_rows = [
+        [f"{label} (PRAGMA={r['secure_delete_pragma']})", f"{r['sessions']:,}", f"{r['events']:,}", r["batches"]]
+        + [fmt(r["seconds"], 2), fmt(r["sessions_per_s"], 0), fmt(r["sessions_per_working_s"], 0)]
+        + [f"{r['receipts']:,}", r["marker_hits_after"]]
+        for label, r in runs.items()
+    ]
+    purges = "database | sessions | events | batches | seconds | sessions/s | sessions/s without the pauses"
+    live_header = "window | seconds | turns | turns/s | turn p50 ms | p95 ms | p99 ms | max ms"
     lines = [
         f"Database: {built['sessions']:,} expired sessions x {EVENTS_PER_SESSION} events ({built['events']:,} sealed"
         f" events, ~{built['avg_event_bytes']} bytes each, file {built['file_mb']} MB, built in {built['build_s']} s)."
         f" Settings in effect: PURGE_BATCH_SIZE={on['batch_size']}, PURGE_BATCH_PAUSE_SECONDS={on['pause']}.",
         *_common.section("purge_expired() alone (a fresh process per run, nothing else writing)"),
-        *_common.md_table(
-            "database | sessions | events | batches | seconds | sessions/s | sessions/s without the pauses"
-            " | receipts (log entries) | owner-id marker left in file",
-            [
-                [f"{label} (PRAGMA={r['secure_delete_pragma']})", f"{r['sessions']:,}", f"{r['events']:,}"]
-                + [r["batches"], fmt(r["seconds"], 2), fmt(r["sessions_per_s"], 0)]
-                + [fmt(r["sessions_per_working_s"], 0), f"{r['receipts']:,}", r["marker_hits_after"]]
-                for label, r in runs.items()
-            ],
-        ),
+        *_common.md_table(purges + " | receipts (log entries) | owner-id marker left in file", purge_rows),
         "",
         f"secure_delete ON takes {on['seconds'] / off['seconds']:.2f}x the time of OFF. `seconds` is"
         " purge_expired()'s own figure, pauses after each batch and the log's entries and checkpoints included;"
@@ -233,14 +225,10 @@ def run(args) -> tuple[list[str], dict]:
         f"gunicorn as `manage.py serve` starts it (`{loadgen.gunicorn_line()}`), on a copy of the same database;"
         " each client repeats create -> 3 turns -> read -> delete. The purge runs in its own process.",
         "",
-        *_common.md_table(
-            "window | seconds | turns | turns/s | turn p50 ms | p95 ms | p99 ms | max ms | errors"
-            " | cores: server / purge / load gen / other processes",
-            windows,
-        ),
+        *_common.md_table(live_header + " | errors | cores: server / purge / load gen / other processes", windows),
         "",
         f"Purge process: exit {live['purge_returncode']}, `{' '.join(live['purge_output_tail'])}`;"
-        f" expired sessions left: {live['expired_left']}; server log: {server_log}"
+        f" expired sessions left: {live['expired_left']}; server log: {tally(live['server_log'])}"
         f"; failed requests in all phases: {live['errors_all_phases']}.",
         *_common.targets(verdicts),
     ]

@@ -1,7 +1,6 @@
 """Service vs ADK api_server: does our service (`manage.py serve`, as `make run` starts it) carry more turns,
 faster, than `adk api_server` serving the same agent (offline, then with a slow model), and never half-save a
-turn when two arrive at once? Same load generator (loadgen.py), fresh SQLite files. Figures: results/service.md.
-"""
+turn when two arrive at once? Same load generator (loadgen.py), fresh SQLite files. Figures: results/service.md."""
 
 import functools
 import subprocess
@@ -13,7 +12,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _common, loadgen  # noqa: E402
-from benchmarks._common import fmt, md_table, verdict  # noqa: E402
+from benchmarks._common import fmt, md_table, slashed, tally, verdict  # noqa: E402
 
 PACKAGES = "Django djangorestframework django-q2 google-adk google-genai gunicorn uvicorn fastapi aiosqlite httpx"
 PY, APP_NAME, PEER = _common.PY, "resume_agent", "adk api_server"
@@ -26,16 +25,15 @@ SLOW_LATENCIES, SLOW_CLIENTS = (0, 0.5, 2, 10), (8, 32, 128)
 
 
 def start_ours(tmp: Path, model_env: dict):
-    env = loadgen.ours_env(tmp / "ours.db", tmp) | model_env
-    return loadgen.start_ours(env, tmp / "server.log")
+    return loadgen.start_ours(loadgen.ours_env(tmp / "ours.db", tmp) | model_env, tmp / "server.log")
 
 
 def start_peer(tmp: Path, model_env: dict):
     """`adk api_server` on our agent (with a slow model: the model the environment names, as ours)."""
-    (tmp / "agents" / APP_NAME).mkdir(parents=True)
-    (tmp / "agents" / APP_NAME / "__init__.py").write_text("from . import agent\n")
+    (agents := tmp / "agents" / APP_NAME).mkdir(parents=True)
+    (agents / "__init__.py").write_text("from . import agent\n")
     agent = PEER_AGENT.replace("build_agent(OfflineResumeModel())", "build_agent()") if model_env else PEER_AGENT
-    (tmp / "agents" / APP_NAME / "agent.py").write_text(agent)
+    (agents / "agent.py").write_text(agent)
     port, peer_db = loadgen.free_port(), f"sqlite:///{tmp / 'peer.db'}"
     command = [str(Path(PY).parent / "adk"), "api_server", "--host", loadgen.LOOPBACK, "--port", str(port)]
     command += ["--no-reload", "--session_service_uri", peer_db, str(tmp / "agents")]
@@ -81,12 +79,12 @@ def render(params: dict, results: dict) -> list[str]:
         " Both on fresh temp SQLite files, 127.0.0.1 only, load generator on the same machine.",
         "",
     ]
+    runs = [(name, run) for name, res in results.items() for run in res["runs"]]
     rows = [
         [name, run["clients"], fmt(run["turns_per_s"]), fmt(run["requests_per_s"])]
-        + ["/".join(fmt(run["latency_ms"][k][p], 0) for p in ("p50", "p95", "p99")) for k in loadgen.KINDS]
+        + [slashed(run["latency_ms"][k]) for k in loadgen.KINDS]
         + [run["errors_all_phases"], fmt(run["cpu_ms_per_turn"], 0), " / ".join(map(str, run["cores"][:3]))]
-        for name, res in results.items()
-        for run in res["runs"]
+        for name, run in runs
     ]
     latencies = " | ".join(f"{k} p50/p95/p99 ms" for k in loadgen.KINDS)
     header = f"server | clients | turns/s | req/s | {latencies} | errors | server CPU ms/turn"
@@ -101,19 +99,16 @@ def render(params: dict, results: dict) -> list[str]:
     ]
     for name, res in results.items():
         for run in res["runs"]:
-            detail = ", ".join(f"{k} x{v}" for k, v in run["errors"].items()) or "none in the window"
+            detail = tally(run["errors"], "{} x{}") or "none in the window"
             lines.append(f"- {name}, {run['clients']} clients: {detail} (all phases: {run['errors_all_phases']})")
-        lines.append(f"- {name} server log: " + ", ".join(f"`{k}` x{v}" for k, v in res["log"].items()))
+        lines.append(f"- {name} server log: " + tally(res["log"]))
     lines += _common.section(f"Two turns at once on one session ({params['trials']} trials each)")
-    return lines + md_table(
-        "server | outcomes (status codes of the pair) | user messages stored | complete replies stored"
-        " | half-saved turns",
-        [
-            [name, ", ".join(f"{k}: {v}" for k, v in c["outcomes"].items())]
-            + [c["user_messages"], c["final_replies"], c["half_saved"]]
-            for name, c in ((name, res["concurrency"]) for name, res in results.items())
-        ],
-    )
+    header = "server | outcomes (status codes of the pair) | user messages stored | complete replies stored"
+    pairs = [(name, res["concurrency"]) for name, res in results.items()]
+    rows = [
+        [n, tally(c["outcomes"], "{}: {}"), c["user_messages"], c["final_replies"], c["half_saved"]] for n, c in pairs
+    ]
+    return lines + md_table(header + " | half-saved turns", rows)
 
 
 def judge(results: dict) -> list[str]:
@@ -184,9 +179,8 @@ def render_slow(slow: dict) -> list[str]:
     ]
     rows = [
         [name, run["latency_s"], run["clients"], fmt(run["turns_per_s"])]
-        + ["/".join(fmt(run["turn_ms"][p], 0) for p in ("p50", "p99"))]
-        + ["/".join(fmt(run["page_ms"][p], 0) for p in ("p50", "p99", "max"))]
-        + [run["errors"], fmt(run["cpu_ms_per_turn"], 0), fmt(run["kb_per_client"], 0)]
+        + [slashed(run["turn_ms"], "p50 p99"), slashed(run["page_ms"], "p50 p99 max"), run["errors"]]
+        + [fmt(run["cpu_ms_per_turn"], 0), fmt(run["kb_per_client"], 0)]
         for name, runs in slow["results"].items()
         for run in runs
     ]

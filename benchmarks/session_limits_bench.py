@@ -1,8 +1,7 @@
 """One session driven to its limits: do the per-session limits bound what a session stores and exports, and is the
 turn over the limit refused before the model runs? In-process through the API, offline model, the largest resume
 and messages allowed, in latin and cjk (the most bytes per character once stored); all text fictional.
-Figures: results/session_limits.md.
-"""
+Figures: results/session_limits.md."""
 
 import statistics
 import sys
@@ -16,6 +15,7 @@ from benchmarks._common import fmt_ms  # noqa: E402
 
 PACKAGES = ["Django", "djangorestframework", "google-adk", "google-genai"]
 EXPORT_EVERY = 5  # turns between two export measurements
+TURNS = "turn | turn time (ms) | turn CPU (ms) | stored after (KB) | added by the turn (KB) | largest event (KB)"
 LIMITS = ("SESSION_MAX_TURNS", "SESSION_MAX_BYTES", "AGENT_MAX_LLM_CALLS", "RESUME_MAX_CHARS", "MESSAGE_MAX_CHARS")
 RESUME_LINES = {
     "latin": "- Logistics analyst, Harbor Freight Lines (fictional), 2019-2024: cut late deliveries by 12%.\n"
@@ -84,18 +84,14 @@ def run_scenario(kind: str, max_turns_to_try: int) -> dict:
 
 
 def judge(results: list[dict]) -> list[str]:
-    """A turn at the largest session against a fresh one: median CPU of the last three turns the session allowed,
-    and of turns 2-4 (turn 1 also warms the process)."""
+    """Median CPU of the last three turns the session allowed against turns 2-4 (turn 1 also warms the process)."""
     verdicts = []
     for result in results:
         turns = result["turns"]
         fresh, largest = (statistics.median(t["cpu_seconds"] for t in some) for some in (turns[1:4], turns[-3:]))
         what = f"a turn at the largest allowed session ({result['kind']}) <= 3x a fresh one (issue 14), CPU per turn:"
-        verdicts.append(
-            _common.verdict(largest / fresh <= 3, what)
-            + f" {fmt_ms(largest)} ms at turns {turns[-3]['turn']}-{turns[-1]['turn']} vs {fmt_ms(fresh)} ms at turns"
-            f" 2-4 = {largest / fresh:.2f}x"
-        )
+        what += f" {fmt_ms(largest)} ms at turns {turns[-3]['turn']}-{turns[-1]['turn']} vs {fmt_ms(fresh)} ms at turns"
+        verdicts.append(_common.verdict(largest / fresh <= 3, what + f" 2-4 = {largest / fresh:.2f}x"))
     return verdicts
 
 
@@ -119,18 +115,15 @@ def run(args) -> tuple[list[str], dict]:
         turns, refusal, last = result["turns"], result["refusal"], result["turns"][-1]
         shown = [t for t in turns if t["turn"] in (1, 2, 5) or t["turn"] % 10 == 0 or t is last]
         lines += _common.section(result["kind"])
-        lines += _common.md_table(
-            "turn | turn time (ms) | turn CPU (ms) | stored after (KB) | added by the turn (KB) | largest event (KB)",
-            [
-                [t["turn"], fmt_ms(t["seconds"]), fmt_ms(t["cpu_seconds"])]
-                + [kb(t[k] / 1024) for k in ("stored_bytes", "added_bytes", "largest_event_bytes")]
-                for t in shown
-            ],
-        )
-        lines += [""] + _common.md_table(
-            "after turn | export (KB) | export / stored | export time (ms)",
-            [[e["turn"], kb(e["bytes"] / 1024), f"{e['ratio']:.2f}", fmt_ms(e["seconds"])] for e in result["exports"]],
-        )
+        sizes = [[kb(t[k] / 1024) for k in ("stored_bytes", "added_bytes", "largest_event_bytes")] for t in shown]
+        rows = [
+            [t["turn"], fmt_ms(t["seconds"]), fmt_ms(t["cpu_seconds"]), *s] for t, s in zip(shown, sizes, strict=True)
+        ]
+        lines += _common.md_table(TURNS, rows) + [""]
+        exports = [
+            [e["turn"], kb(e["bytes"] / 1024), f"{e['ratio']:.2f}", fmt_ms(e["seconds"])] for e in result["exports"]
+        ]
+        lines += _common.md_table("after turn | export (KB) | export / stored | export time (ms)", exports)
         lines += ["", f"{len(turns)} turns, {result['events']} events, {kb(last['stored_bytes'] / 1024)} KB stored."]
         if refusal:
             lines.append(

@@ -1,8 +1,7 @@
 """Session store: is our DjangoSessionService, sealing as an API request does, at least as fast as ADK's own
 SqliteSessionService over a session's whole lifecycle? ADK's DatabaseSessionService and InMemorySessionService
 (the floor) beside them, every call awaited inside `async_to_sync` as a Django view runs the Runner, in databases
-that also hold background sessions. Figures: results/store.md.
-"""
+that also hold background sessions. Figures: results/store.md."""
 
 import gc
 import json
@@ -97,8 +96,7 @@ async def seed(service, workload: Workload, sessions: int) -> None:
 
 
 def measure(services: dict, workload: Workload, params: dict) -> dict:
-    """Seeds each service and runs a warm-up lifecycle (not timed), under the token the API enters for a request;
-    then raw[name][rep][op] = seconds per call, services taking turns lifecycle by lifecycle, the order rotating."""
+    """raw[name][rep][op] = seconds per call, services taking turns (seeded, warmed up, under the API's token)."""
     from asgiref.sync import async_to_sync
 
     from sessions_app.security.crypto import token_context
@@ -124,8 +122,7 @@ def measure(services: dict, workload: Workload, params: dict) -> dict:
 
 
 def summarise(raw: dict) -> dict:
-    """Per service and op: median over repetitions of the mean per call, and of the paired
-    ratio to BASELINE in the same repetition."""
+    """Per service and op: median over repetitions of the mean per call, and of the paired ratio to BASELINE."""
     means = {name: {op: [sum(rep[op]) / len(rep[op]) for rep in reps] for op in OPS} for name, reps in raw.items()}
     for name, reps in raw.items():
         means[name]["lifecycle"] = [sum(sum(rep[op]) for op in OPS) / len(rep["create"]) for rep in reps]
