@@ -19,7 +19,7 @@ import codecs
 import re
 import unicodedata
 
-from agent.text import CJK_RE
+from agent.text import CJK_RE, choices
 
 TAG_BLOCK = range(0xE0000, 0xE0080)
 # Bidi embeddings, overrides and isolates (not the marks LRM/RLM, which an Arabic or Hebrew name uses).
@@ -30,6 +30,15 @@ _SPACED_RE = re.compile(r"(?<![^\W\d_])(?:[^\W\d_][ .]){4,}[^\W\d_](?![^\W\d_])"
 _WORD_GAP_RE = re.compile(r"[ .]{2,}|\s*/\s*")  # what separates spaced words: two spaces, or a slash
 _LATIN_RE = re.compile(r"[A-Za-z]")
 _MIN_DECODED_LETTERS = 8
+# ROT13 and reversed readings are screened only where the line holds, so encoded, a word no order to
+# an assistant goes without: two readings of every line were two thirds of a resume's screening.
+_ORDER_WORDS = choices(
+    "ignore|disregard|forget|instruction|system|assistant|reply|respond|answer|plan|step|save|you|prompt|reveal"
+    "|tool|override|model|reader|operator|contact|register|call|send|include|add"
+    "|忽略|無視|指示|指令|系統|回覆|回答|計畫|步驟|儲存|請|你|您|務必|必須"
+)
+_ROT13_HINT_RE = re.compile("|".join(codecs.encode(word, "rot13") for word in _ORDER_WORDS))
+_REVERSED_HINT_RE = re.compile("|".join(word[::-1] for word in _ORDER_WORDS))
 
 
 def hidden_signals(text: str) -> set[str]:
@@ -73,12 +82,15 @@ def _spaced_text(text: str) -> str:
     return " ".join(runs)
 
 
-def decoded_forms(line: str) -> list[str]:
+def decoded_forms(line: str, *, every: bool = False) -> list[str]:
     """The readings of `line` that decoding gives: its tag characters as ASCII, each base64 blob
-    that decodes to text, its letters spaced out joined, ROT13 and reversed (when it has Latin
-    letters) and reversed. ROT13 and reversed are read blind: on ordinary text they match no
-    pattern, and they cost two passes."""
-    forms = [_tag_text(line), *_base64_texts(line), _spaced_text(line), line[::-1]]
-    if len(_LATIN_RE.findall(line)) >= _MIN_DECODED_LETTERS:
+    that decodes to text, its letters spaced out joined, and ROT13 (of a line with Latin letters)
+    and reversed, these two where the line holds an order's word so encoded (`every`: always, as a
+    model that decodes everything would read it)."""
+    folded = line.casefold()
+    forms = [_tag_text(line), *_base64_texts(line), _spaced_text(line)]
+    if every or _REVERSED_HINT_RE.search(folded):
+        forms.append(line[::-1])
+    if len(_LATIN_RE.findall(line)) >= _MIN_DECODED_LETTERS and (every or _ROT13_HINT_RE.search(folded)):
         forms.append(codecs.encode(line, "rot13"))
     return [form for form in forms if form.strip()]

@@ -26,6 +26,7 @@ Phone and account numbers count by their digits ("0912-345-678" is "0912345678")
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -154,7 +155,8 @@ class Taint:
             elif kind == provenance.CONTENT:
                 vouched |= _ordinary_codes(reads[line])
         clean = trusted + said
-        runs = set().union(*map(_windows, untrusted)) - set().union(*map(_windows, clean))
+        # Runs and whole lines only where some line is untrusted: a clean resume's check is its items.
+        runs = set().union(*map(_windows, untrusted)) - set().union(*map(_windows, clean)) if untrusted else set()
         whole = {_bare(line) for line in untrusted} - {_bare(text) for text in clean}
         return cls(
             untrusted, frozenset(vouched), frozenset(runs), frozenset(w for w in whole if len(w) >= WHOLE_MIN_CHARS)
@@ -170,7 +172,7 @@ class Taint:
         norm = reading(text)
         if not norm:
             return False
-        if self.unvouched(text) or not self.runs.isdisjoint(_windows(norm)):
+        if self.unvouched(text) or (self.runs and not self.runs.isdisjoint(_windows(norm))):
             return True
         return bool(self.whole) and any(_bare(reading(line)) in self.whole for line in str(text).splitlines())
 
@@ -186,8 +188,24 @@ def _messages(callback_context: CallbackContext) -> list[str]:
     return texts
 
 
+# One Taint per session object for as long as it lives (a turn's model calls and tool calls share
+# it: reading the resume's lines again on each was a quarter of a turn's CPU), computed again when
+# the resume, the flags or the messages change; dropped with the session object, so nothing of a
+# resume outlives the turn that read it.
+_TAINTS: dict[int, tuple[tuple, Taint]] = {}
+
+
 def taint_of(callback_context: CallbackContext) -> Taint:
-    return Taint.of(callback_context.state, _messages(callback_context))
+    session, state, messages = callback_context.session, callback_context.state, _messages(callback_context)
+    key = (str(state.get("resume_text") or ""), repr(state.get("suspicious_flags") or []), tuple(messages))
+    held = _TAINTS.get(id(session))
+    if held is not None and held[0] == key:
+        return held[1]
+    taint = Taint.of(state, messages)
+    if held is None:
+        weakref.finalize(session, _TAINTS.pop, id(session), None)
+    _TAINTS[id(session)] = (key, taint)
+    return taint
 
 
 def clean_reply(text: str, taint: Taint) -> tuple[str, bool]:

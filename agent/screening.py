@@ -417,16 +417,14 @@ _NOTE_LABEL_RE = re.compile(
 def speaks_to_someone(text: str) -> bool:
     """Does `text` (read, bullet-less) speak to whoever reads or handles it: an imperative that opens
     it, a request, "you", an addressee, a reader or a process named, a note's label?"""
+    if _SPEAKS_RE.search(text) or _NOTE_LABEL_RE.match(text):
+        return True
     opens = not _LABEL_LINE_RE.match(text) and bool(_LEADING_DIRECTIVE_RE.search(text))
-    opens = opens and not _PAST_OR_IMPERATIVE_RE.search(text)
-    return bool(
-        opens
-        or _SECOND_PERSON_RE.search(text)
-        or _REQUEST_RE.search(text)
-        or _READER_RE.search(text)
-        or _NOTE_LABEL_RE.match(text)
-        or _is_addressed(text)
-    )
+    return opens and not _PAST_OR_IMPERATIVE_RE.search(text)
+
+
+# "you", a request, a reader or a process, an addressee: one scan of the line, not four.
+_SPEAKS_RE = _any_of([_SECOND_PERSON_RE, _REQUEST_RE, _READER_RE, _ADDRESSEE_RE])
 
 
 # Quoted text is a mention ("built a filter for 'ignore previous instructions' attacks"),
@@ -607,7 +605,8 @@ def _hidden_kind(line: str) -> str | None:
     instruction (each reading screened as a line is: a constant number of passes over it)."""
     if decoding.hidden_signals(line):
         return "hidden"
-    return "encoded" if any(_read(form).kind for form in decoding.decoded_forms(line)) else None
+    decoded = (BULLET_RE.sub("", reading(form)) for form in decoding.decoded_forms(line))
+    return "encoded" if any(text and _kind_of(text) for text in decoded) else None
 
 
 def _has_contact(text: str) -> bool:

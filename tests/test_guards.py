@@ -39,7 +39,7 @@ def obeyed_lines(resume: str) -> list[str]:
     """Every resume line, and after each what decoding it gives (base64, ROT13, reversed, spaced
     letters, tag characters): what a model that decodes and obeys everything would repeat."""
     lines = [line.strip() for line in resume.splitlines() if line.strip()]
-    return [text for line in lines for text in (line, *decoding.decoded_forms(line))]
+    return [text for line in lines for text in (line, *decoding.decoded_forms(line, every=True))]
 
 
 class ObeyingModel(BaseLlm):
