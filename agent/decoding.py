@@ -1,11 +1,12 @@
 """Text no resume needs, and what it says once decoded (issue 40, point 2).
 
 A resume has no use for Unicode tag characters (U+E0000 block: invisible ASCII), bidi overrides
-and isolates, or private-use characters; each is a signal in itself. And an instruction can be
-written so that no one reads it as text until it is decoded: base64, ROT13, reversed, its letters
-spaced out, or in tag characters. `decoded_forms` gives a line's decoded readings, which the
-screen reads as it reads the line (a decoded instruction is flagged as `encoded`) and the
-worst-model tests copy into every output, as a model that decodes would.
+(or isolates around anything but right-to-left letters), or private-use characters; each is a
+signal in itself. And an instruction can be written so that no one reads it as text until it is
+decoded: base64, ROT13, reversed, its letters spaced out, or in tag characters. `decoded_forms`
+gives a line's decoded readings, which the screen reads as it reads the line (a decoded
+instruction is flagged as `encoded`) and the worst-model tests copy into every output, as a model
+that decodes would.
 
 Every function here scans its text once with patterns that start only where their run starts:
 linear in the text's length.
@@ -22,8 +23,14 @@ import unicodedata
 from agent.text import CJK_RE, choices
 
 TAG_BLOCK = range(0xE0000, 0xE0080)
-# Bidi embeddings, overrides and isolates (not the marks LRM/RLM, which an Arabic or Hebrew name uses).
-BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# Bidi controls (not the marks LRM/RLM, which an Arabic or Hebrew name uses): an embedding or an isolate
+# around right-to-left letters is how such a name is written in a left-to-right line; one around anything
+# else, an override (which reorders what is shown) and an unmatched closer are signals.
+_BIDI_OPENERS, _BIDI_CLOSERS, _BIDI_OVERRIDES = (
+    frozenset("\u202a\u202b\u2066\u2067\u2068"),
+    frozenset("\u202c\u2069"),
+    frozenset("\u202d\u202e"),
+)
 _BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
 # Letters spaced out: "i g n o r e  a l l" (five single letters or more, one space or dot apart).
 _SPACED_RE = re.compile(r"(?<![^\W\d_])(?:[^\W\d_][ .]){4,}[^\W\d_](?![^\W\d_])")
@@ -43,16 +50,26 @@ _REVERSED_HINT_RE = re.compile("|".join(word[::-1] for word in _ORDER_WORDS))
 
 def hidden_signals(text: str) -> set[str]:
     """Which characters no resume needs `text` holds: "tag", "bidi", "private_use"."""
-    found = set()
+    found, runs = set(), []  # runs: per open embedding or isolate, whether it holds a right-to-left letter
     for char in text:
         code = ord(char)
         if code in TAG_BLOCK:
             found.add("tag")
-        elif char in BIDI_CONTROLS:
+        elif char in _BIDI_OPENERS:
+            runs.append(False)
+        elif char in _BIDI_CLOSERS:
+            held_rtl = bool(runs) and runs.pop()
+            if not held_rtl:
+                found.add("bidi")
+            elif runs:
+                runs[-1] = True  # the letters sit inside the outer run too
+        elif char in _BIDI_OVERRIDES:
             found.add("bidi")
+        elif runs and not runs[-1] and unicodedata.bidirectional(char) in ("R", "AL"):
+            runs[-1] = True
         elif unicodedata.category(char) == "Co":
             found.add("private_use")
-    return found
+    return found | ({"bidi"} if not all(runs) else set())
 
 
 def _tag_text(text: str) -> str:

@@ -57,7 +57,8 @@ _ACHIEVEMENT_RE = re.compile(
 )
 _HEADING_MAX = 40
 _NAME_LINE_MAX = 60  # the first line: a name, in one script or two, with a title
-_BRACKET_LABEL_RE = re.compile(r"^[\[【〔][^\]】〕]{1,12}[\]】〕]\s*")
+_BRACKET_LABEL_RE = re.compile(r"^[\[【〔]([^\]】〕]{1,12})[\]】〕]\s*")
+_CLAUSE_END_RE = re.compile(r"[,，、;；]\s*$")  # a line that ends mid-sentence is no heading
 _TENURE_RE = re.compile(r"\d+\+?\s*(?:years?|yrs)\b|\d+\s*年|[一二三四五六七八九十]+年")
 _SENTENCE_MARK_RE = re.compile(r"[.!?。！？]")
 
@@ -106,10 +107,15 @@ def is_content_line(text: str, position: int, bulleted: bool) -> bool:
     role or school with its dates, an achievement, a list, a summary."""
     if position == 0 and len(text) <= _NAME_LINE_MAX:
         return True
-    text = _BRACKET_LABEL_RE.sub("", text) or text  # "【技能】Python、SQL" reads as "Python、SQL"
+    # "【技能】Python、SQL" reads as "Python、SQL"; under a label that names no section ("【備註】") a line
+    # is a note, never a heading, whatever its length.
+    label = _BRACKET_LABEL_RE.match(text)
+    note = bool(label) and not _SECTION_WORDS.match(label.group(1))
+    text = text[label.end() :] or text if label else text
     if _SECTION_WORDS.match(text) or _SUMMARY_RE.match(text) or _is_list(text):
         return True
-    if len(text) <= _HEADING_MAX and not _SENTENCE_MARK_RE.search(text) and len(text.split()) <= 6:
+    short = len(text) <= _HEADING_MAX and len(text.split()) <= 6 and not note
+    if short and not _SENTENCE_MARK_RE.search(text) and not _CLAUSE_END_RE.search(text):
         return True  # a short heading or title ("Senior Data Analyst", "資料分析師")
     if (_DATED_RE.search(text) or _TENURE_RE.search(text)) and len(text) <= _DATED_MAX:
         return True  # a role or a school with its dates; a profile with its years ("8 years in ...")

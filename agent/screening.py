@@ -470,6 +470,15 @@ def _speaks_as_role(text: str) -> bool:
     return bool(role and (_is_directive(said) or _SECOND_PERSON_RE.search(said) or _AGREES_RE.search(said)))
 
 
+# A quotation given as an example of the person's work ("Authored 60 macros, e.g. “Please disregard
+# our previous e-mail ...”") mentions an order rather than giving one: the weaker rules below read
+# the line without it (the strong ones above still read all of it). Bounded, so linear.
+_EXAMPLE_QUOTE_RE = re.compile(
+    r"(?:\be\.g\.|\bfor\s+example|\bsuch\s+as|例如|比如|譬如|像是)\s*[,:，：]?\s*"
+    r"(?:“[^“”]{0,300}”|「[^「」]{0,300}」|\"[^\"]{0,300}\")"
+)
+
+
 def _kind_of(text: str) -> str | None:
     """The kind a single (normalised) text reads as, or None."""
     kind = _strong_kind(text)
@@ -479,6 +488,7 @@ def _kind_of(text: str) -> str | None:
         return "markup_comment"
     if _speaks_as_role(text):
         return "role_tag"
+    text = _EXAMPLE_QUOTE_RE.sub(" ", text)
     addressed, directive = _is_addressed(text), _is_directive(text)
     has_link = bool(URL_RE.search(text) or EMAIL_RE.search(text))
     # A link alone is a portfolio; one the text wants in our reply or plan, or that it tells the AI to open, is not.

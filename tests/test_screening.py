@@ -229,16 +229,32 @@ def test_what_no_resume_needs_and_what_decodes_to_an_order_are_flagged_as_what_t
     "line",
     [
         "Deployed configs as base64 secrets (e.g. c2VydmVyX25hbWU9YXBpLmV4YW1wbGUudGVzdA==) with Helm.",
-        "Arabic name: \u2067محمد\u2069 is a bidi isolate",  # a word processor's isolate is still a signal
+        "Arabic name: \u2067محمد\u2069, as a word processor isolates it",
+        "Partner: \u2067שרה לוי\u2069\u200f (Tel Aviv office)",
         "Led the ROT13 workshop for the puzzle club; reversed-text riddles for kids.",
         "S Q L, R, Go: the three I teach.",
     ],
-    ids=["devops-base64", "bidi-isolate", "rot13-words", "spaced-initials"],
+    ids=["devops-base64", "bidi-isolate-arabic", "bidi-isolate-hebrew", "rot13-words", "spaced-initials"],
 )
 def test_decoding_flags_only_what_decodes_to_an_order(line):
+    """An isolate around right-to-left letters is how an Arabic or Hebrew name is written (seen failing,
+    both, with every isolate counted as a signal, as at 8dbebcb)."""
     resume = f"Ada Example\nada@example.test\n{line}"
-    found = [f.kind for f in screening.screen(resume)]
-    assert found == (["hidden"] if "\u2067" in line else [])
+    assert [f.kind for f in screening.screen(resume)] == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Languages: \u2067English, Mandarin\u2069 (fluent)",  # an isolate around no right-to-left letter
+        "Tools: SQL\u2069, dbt",  # a closer with no opener
+        "Name: \u2067محمد \u2066x\u2069",  # the inner isolate holds none
+    ],
+    ids=["latin-inside", "unmatched-closer", "nested-latin"],
+)
+def test_a_bidi_isolate_around_anything_but_right_to_left_letters_is_a_signal(line):
+    resume = f"Ada Example\nada@example.test\n{line}"
+    assert [f.kind for f in screening.screen(resume)] == ["hidden"]
 
 
 # Fresh fictional lines for the kinds issue 40 names (none from any eval case): each flagged, and a
