@@ -1,10 +1,8 @@
 """The session API. Views only translate HTTP to service calls and back."""
 
-import asyncio
 import contextlib
 import datetime as dt
 import functools
-import queue
 
 from asgiref.sync import sync_to_async
 from django.urls import reverse
@@ -267,20 +265,10 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
     )
     @hide_locals
     async def post(self, request, session_id):
-        streamed = self.get_content_negotiator().asks_for_stream(request)
-        # An ASGI request carries its scope: the stream is then read on the server's event loop.
-        asynchronous = getattr(request, "scope", None) is not None
-        stages, report = None, None
-        if streamed and asynchronous:
-            stages, loop = asyncio.Queue(), asyncio.get_running_loop()
-            report = functools.partial(loop.call_soon_threadsafe, stages.put_nowait)
-        elif streamed:
-            stages = queue.SimpleQueue()
-            report = stages.put
-        turn = await sync_to_async(self.start_turn)(session_id, report)
-        if streamed:
-            response = turn_stream(turn, stages, asynchronous)
+        if self.get_content_negotiator().asks_for_stream(request):
+            response = await sync_to_async(turn_stream)(functools.partial(self.start_turn, session_id))
         else:
+            turn = await sync_to_async(self.start_turn)(session_id, None)
             try:
                 await turn.running.finished()  # the model thinks: no thread waits for it
                 result = await sync_to_async(_kept)(turn)
