@@ -132,7 +132,7 @@ def test_a_session_deleted_while_its_turn_streams_ends_with_the_one_404(api, new
 def test_under_debug_an_unexpected_failure_mid_stream_is_still_the_json_500(api, new_session, settings, monkeypatch):
     """Under DEBUG the API shows Django's debug page, which a stream cannot: the event then
     carries the same 500 answer as without DEBUG."""
-    from sessions_app.runtime import turns
+    from sessions_app.turns import service as turns
 
     def broken(self, result):
         raise RuntimeError("a bug of ours")
@@ -156,7 +156,7 @@ def test_a_stream_closed_before_its_first_event_frees_the_turn(api, new_session)
     from django.core import signals
     from django.db import close_old_connections
 
-    from sessions_app.runtime.turns import turns_in_flight
+    from sessions_app.turns.service import turns_in_flight
 
     session_id, token = new_session()
     response = api.opened(

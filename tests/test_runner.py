@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from sessions_app.runtime.runner import build_runner, process_runner, using_runner
+from sessions_app.turns.runner import build_runner, process_runner, using_runner
 from tests.scripted_llm import ScriptedLlm, text_response
 
 pytestmark = pytest.mark.backend_independent

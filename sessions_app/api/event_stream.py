@@ -36,7 +36,7 @@ from rest_framework.utils.mediatypes import media_type_matches, order_by_precede
 
 from sessions_app.api.errors import error_answer
 from sessions_app.api.serializers import MessageResponse
-from sessions_app.runtime.turns import StartedTurn
+from sessions_app.turns.service import StartedTurn
 
 MEDIA_TYPE = "text/event-stream"
 

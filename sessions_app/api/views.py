@@ -64,10 +64,10 @@ from sessions_app.api.throttles import (
 from sessions_app.infra.client_address import client_ip
 from sessions_app.models import AgentSession
 from sessions_app.receipts.lookup import receipt_lookup
-from sessions_app.runtime import turns
-from sessions_app.runtime.runner import process_runner
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import TOKEN_HEADER
+from sessions_app.turns import service as turns
+from sessions_app.turns.runner import process_runner
 
 # Debug error pages must not show what people send us: posted fields, and the
 # local variables of every frame that holds a resume, a message or a token.

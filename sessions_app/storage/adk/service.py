@@ -35,7 +35,7 @@ from typing_extensions import override
 from sessions_app.exceptions import SessionMissing
 from sessions_app.models import DeletionAudit
 from sessions_app.storage import repository
-from sessions_app.storage.adk_marker import mark_revision, read_revision
+from sessions_app.storage.adk.marker import mark_revision, read_revision
 
 _STALE_MESSAGE = (
     "The session object is older than the stored session: another writer has"

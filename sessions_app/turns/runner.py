@@ -20,7 +20,7 @@ from google.adk.models import BaseLlm
 from google.adk.runners import Runner
 
 from agent import APP_NAME, build_agent
-from sessions_app.storage.adk_service import DjangoSessionService
+from sessions_app.storage.adk.service import DjangoSessionService
 
 _lock = threading.Lock()
 _runner: Runner | None = None

@@ -6,7 +6,7 @@ model errs or times out) leaves nothing behind, so the history never holds
 half a turn and the next turn starts clean.
 
 How: the session is read in the request's thread, under the turn lock; the
-Runner the caller passes (the process's, `runtime/runner.py`) then runs, as a
+Runner the caller passes (the process's, `turns/runner.py`) then runs, as a
 copy, on the process's event loop against a `TurnBuffer`, which
 serves that session from memory and keeps its events (the user's message,
 each model call, each tool result), applied to the in-memory session exactly
@@ -54,11 +54,12 @@ from sessions_app.exceptions import ModelFailure, SessionLimitReached, SessionMi
 from sessions_app.infra import disk_space
 from sessions_app.infra.client_address import IP
 from sessions_app.models import AgentSession
-from sessions_app.runtime import client_turns, event_loop
 from sessions_app.selectors import session_usage
 from sessions_app.storage import repository, turn_lock
-from sessions_app.storage.adk_service import event_deltas, read_session, writer_view
+from sessions_app.storage.adk.service import event_deltas, read_session, writer_view
 from sessions_app.storage.failure_counts import record_unknown_tool_calls
+from sessions_app.turns import client_turns
+from sessions_app.turns import loop as event_loop
 
 logger = logging.getLogger(__name__)
 
@@ -286,7 +287,7 @@ class TurnsInFlight:
     """How many turns this process runs at once, at most AGENT_MAX_TURNS_IN_FLIGHT: beyond it a
     turn is refused at once (TurnsBusy, a 503) rather than queued without limit. A client (its
     address, its network) is bounded too, across processes (ClientTurnsBusy, a 429: the client's
-    doing, not the server's; runtime/client_turns.py)."""
+    doing, not the server's; turns/client_turns.py)."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -335,7 +336,7 @@ def start_turn(
     client: IP | None = None,
 ) -> StartedTurn:
     """Starts one turn of `session` with the user's `message` on `runner` (the process's is
-    `runtime.runner.process_runner()`) for the client at `client`: ClientTurnsBusy when that client
+    `turns.runner.process_runner()`) for the client at `client`: ClientTurnsBusy when that client
     has as many turns in flight as it may, TurnsBusy when the process runs as many turns as it may,
     TurnInProgress while another runs on this session, SessionLimitReached on a full session,
     disk_space's refusal under the storage headroom. Each stage of the turn is given to `report`
