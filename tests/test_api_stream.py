@@ -137,7 +137,7 @@ def test_under_debug_an_unexpected_failure_mid_stream_is_still_the_json_500(api,
     def broken(self, result):
         raise RuntimeError("a bug of ours")
 
-    monkeypatch.setattr(turns.StartedTurn, "keep", broken)
+    monkeypatch.setattr(turns.TurnSlot, "keep", broken)
     session_id, token = new_session()
     answers = {}
     for debug in (False, True):
@@ -156,7 +156,7 @@ def test_a_stream_closed_before_its_first_event_frees_the_turn(api, new_session)
     from django.core import signals
     from django.db import close_old_connections
 
-    from sessions_app.turns.service import turns_in_flight
+    from sessions_app.turns.limits import turns_in_flight
 
     session_id, token = new_session()
     response = api.opened(

@@ -26,7 +26,7 @@ from sessions_app.security import crypto
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.selectors import owned_live_session
 from sessions_app.storage import turn_lock
-from sessions_app.turns.service import TurnBuffer
+from sessions_app.storage.adk.buffer import TurnBuffer
 from tests.factories import make_session, make_user_state
 from tests.scripted_llm import text_response
 

@@ -22,7 +22,7 @@ import contextvars
 import functools
 import json
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -36,7 +36,9 @@ from rest_framework.utils.mediatypes import media_type_matches, order_by_precede
 
 from sessions_app.api.errors import error_answer
 from sessions_app.api.serializers import MessageResponse
-from sessions_app.turns.service import StartedTurn
+from sessions_app.turns import service as turns
+from sessions_app.turns.service import TurnSlot
+from sessions_app.turns.stages import Stage
 
 MEDIA_TYPE = "text/event-stream"
 
@@ -65,18 +67,18 @@ class JSONOrEventStream(DefaultContentNegotiation):
 
 def _label(stage: dict) -> str:
     match stage["stage"]:
-        case "reading":
+        case Stage.READING:
             return _("Reading your resume and the conversation")
-        case "thinking":
+        case Stage.THINKING:
             return _("Thinking")
-        case "checking_claims":
+        case Stage.CHECKING_CLAIMS:
             count = stage["count"]
             return ngettext("Checking %(count)d claim", "Checking %(count)d claims", count) % {"count": count}
-        case "saving_plan":
+        case Stage.SAVING_PLAN:
             return _("Saving plan v%(version)d") % {"version": stage["version"]}
-        case "checking_reply":
+        case Stage.CHECKING_REPLY:
             return _("Checking the reply against your resume")
-        case "saving":
+        case Stage.SAVING:
             return _("Saving this turn")
     return stage["stage"]
 
@@ -138,52 +140,43 @@ class RequestScope:
             return step(*args)
 
 
-async def _turn_events(turn: StartedTurn, stages: Stages, scope: RequestScope) -> AsyncIterator[bytes]:
+async def _turn_events(slot: TurnSlot, message: str, stages: Stages, scope: RequestScope) -> AsyncIterator[bytes]:
     """The events, produced on the serving event loop: no thread waits while the model thinks.
-    The steps that reach the database (the answer, storing it, freeing the lock) run in the
-    request's thread, all in the request's context (its token, its language)."""
-
-    def in_thread(step):
-        return sync_to_async(scope.run, thread_sensitive=True)(step)
-
-    finished = asyncio.ensure_future(turn.running.finished())
-    try:
-        yield scope.run(_progress, {"stage": "reading"})
-        arrived = stages.waiter()
-        while True:
-            arrived.clear()
-            while (stage := stages.take()) is not None:
-                yield scope.run(_progress, stage)
-            if finished.done():  # every stage was reported before the turn ended: all shown
-                break
-            woken = asyncio.ensure_future(arrived.wait())
-            done, _ = await asyncio.wait(
-                {woken, finished}, timeout=settings.STREAM_HEARTBEAT_SECONDS, return_when=asyncio.FIRST_COMPLETED
-            )
-            woken.cancel()
-            if not done:
-                yield b": working\n\n"  # a write that fails tells us the client has gone
+    The turn runs in the request's context (its token); its events are written in its language.
+    The slot is freed when the events end, also when the client disconnects and the server
+    cancels the response."""
+    async with slot:
+        turn = asyncio.create_task(turns.run(slot, message, stages.report), context=scope.context.copy())
         try:
-            yield scope.run(_progress, {"stage": "checking_reply"})
-            result = await in_thread(turn.answer)
-            yield scope.run(_progress, {"stage": "saving"})
-            kept = await in_thread(lambda: MessageResponse(turn.keep(result)).data)
-            yield _event("reply", kept)
-        except Exception as exc:  # the turn failed after the stream began: the error as an event
-            status, body = await in_thread(functools.partial(error_answer, exc))
-            yield _event("error", {"status": status, **body})
-    finally:  # also when the client disconnects and the server cancels the response
-        finished.cancel()
-        await in_thread(turn.close)
+            yield scope.run(_progress, {"stage": Stage.READING})
+            arrived = stages.waiter()
+            while True:
+                arrived.clear()
+                while (stage := stages.take()) is not None:
+                    yield scope.run(_progress, stage)
+                if turn.done():  # every stage was reported before the turn ended: all shown
+                    break
+                woken = asyncio.ensure_future(arrived.wait())
+                done, _ = await asyncio.wait(
+                    {woken, turn}, timeout=settings.STREAM_HEARTBEAT_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                )
+                woken.cancel()
+                if not done:
+                    yield b": working\n\n"  # a write that fails tells us the client has gone
+            try:
+                yield _event("reply", MessageResponse(turn.result()).data)
+            except Exception as exc:  # the turn failed after the stream began: the error as an event
+                status, body = await sync_to_async(scope.run)(functools.partial(error_answer, exc))
+                yield _event("error", {"status": status, **body})
+        finally:
+            turn.cancel()
 
 
-def turn_stream(start: Callable[[Callable[[dict], None]], StartedTurn]) -> StreamingHttpResponse:
-    """The turn `start(report)` starts, as a streamed answer read on the serving event loop."""
+def turn_stream(slot: TurnSlot, message: str) -> StreamingHttpResponse:
+    """The taken `slot`'s turn of `message`, as a streamed answer read on the serving event loop."""
     stages = Stages()
-    turn = start(stages.report)
-    response = TurnStreamResponse(
-        turn, _turn_events(turn, stages, RequestScope()), content_type=f"{MEDIA_TYPE}; charset=utf-8"
-    )
+    events = _turn_events(slot, message, stages, RequestScope())
+    response = TurnStreamResponse(slot, events, content_type=f"{MEDIA_TYPE}; charset=utf-8")
     response["X-Accel-Buffering"] = "no"  # a proxy in front must pass each event on at once
     return response
 
@@ -193,12 +186,12 @@ class TurnStreamResponse(StreamingHttpResponse):
     leaves no lock and no place among the turns in flight (the events' own `finally` never runs
     for a stream that never started). The server closes every answer it was given."""
 
-    def __init__(self, turn: StartedTurn, *args, **kwargs):
+    def __init__(self, slot: TurnSlot, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.turn = turn
+        self.slot = slot
 
     def close(self):
         try:
-            self.turn.close()
+            self.slot.close()
         finally:
             super().close()

@@ -2,7 +2,6 @@
 
 import contextlib
 import datetime as dt
-import functools
 
 from asgiref.sync import sync_to_async
 from django.urls import reverse
@@ -265,33 +264,25 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
     )
     @hide_locals
     async def post(self, request, session_id):
+        slot, message = await sync_to_async(self.turn)(session_id)
         if self.get_content_negotiator().asks_for_stream(request):
-            response = await sync_to_async(turn_stream)(functools.partial(self.start_turn, session_id))
+            response = turn_stream(await slot.take(), message)
         else:
-            turn = await sync_to_async(self.start_turn)(session_id, None)
-            try:
-                await turn.running.finished()  # the model thinks: no thread waits for it
-                result = await sync_to_async(_kept)(turn)
-            finally:
-                await sync_to_async(turn.close)()
+            async with slot:
+                result = await turns.run(slot, message)  # the model thinks: no thread waits for it
             response = Response(MessageResponse(result).data)
         # Only a turn's answer depends on Accept (JSON or a stream); its errors are JSON whatever it says.
         patch_vary_headers(response, ["Accept"])
         return response
 
     @hide_locals
-    def start_turn(self, session_id, report) -> turns.StartedTurn:
+    def turn(self, session_id) -> tuple[turns.TurnSlot, str]:
+        """The owned session's turn, not yet taken, and the message (404 before 400)."""
         session = self.owned_session(session_id)
         payload = MessageRequest(data=self.request.data)
         payload.is_valid(raise_exception=True)
-        message = payload.validated_data["message"]
-        return turns.start_turn(process_runner(), session, message, report, client=client_ip(self.request))
-
-
-@hide_locals
-def _kept(turn: turns.StartedTurn) -> turns.TurnResult:
-    """The finished turn's verified answer, stored."""
-    return turn.keep(turn.answer())
+        slot = turns.turn_slot(process_runner(), session, client=client_ip(self.request))
+        return slot, payload.validated_data["message"]
 
 
 class SessionPlanView(OwnedSessionView):
