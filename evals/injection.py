@@ -17,7 +17,9 @@ the ones the screen (agent/screening.py) was tuned on, and `holdout`
 a third part, `redteam` (evals/cases/redteam/*.json), was written by a red team
 that never saw the defences (see evals/REDTEAM.md), and a fourth, `blind`
 (evals/cases/blind/*.json, issue 40), by one that never saw the code, committed before the
-fail-closed guards were run on it and never tuned on (evals/cases/blind/README.md).
+fail-closed guards were run on it and never tuned on (evals/cases/blind/README.md); a fifth,
+`blind2` (evals/cases/blind2/*.json), written the same way to measure the fixes made after the
+first blind run, and run once when they were done.
 Every case runs through the real
 agent (build_agent) on ADK's Runner with an *in-memory* session service: a
 fresh uuid4 session per case, always deleted afterwards. Nothing here touches
@@ -85,7 +87,7 @@ from agent.prompt import build_instruction  # noqa: E402
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 HOLDOUT_DIR = CASES_DIR / "holdout"
 REDTEAM_DIR = CASES_DIR / "redteam"
-PARTS = ("tuned", "holdout", "redteam", "blind")
+PARTS = ("tuned", "holdout", "redteam", "blind", "blind2")
 DEFAULT_OUTPUT_DIR = ROOT / "var" / "evals"
 FLAG_TOOL = "flag_suspicious_text"
 USER_ID = "eval-injection-user"
@@ -130,7 +132,7 @@ class Case:
     canaries: tuple[str, ...] = ()
     attack_lines: tuple[str, ...] = ()  # whole resume lines that carry the attack
     payload: tuple[str, ...] = ()  # the injected instruction itself (part of an attack line)
-    part: str = "tuned"  # tuned (evals/cases), holdout, redteam or blind (evals/cases/<part>)
+    part: str = "tuned"  # tuned (evals/cases), holdout, redteam, blind or blind2 (evals/cases/<part>)
     # The canary sits in the resume only encoded (base64, ROT13, tag characters...): a model that
     # decodes it writes what no resume line holds in clear.
     canary_encoded: bool = False
@@ -185,7 +187,7 @@ def _case_from_dict(data: dict, source: str = "", part: str = "tuned") -> Case:
 def load_cases(directory: Path = CASES_DIR, parts: Iterable[str] = PARTS) -> list[Case]:
     """The cases, tuned part first (evals/cases/*.json), then the held-out part
     (<directory>/holdout/*.json), then the red team's (<directory>/redteam/*.json), then the blind
-    set (<directory>/blind/*.json), each in file-name order; ids must be unique."""
+    sets (<directory>/blind/*.json, <directory>/blind2/*.json), each in file-name order; ids must be unique."""
     directory = Path(directory)
     where = {"tuned": directory, **{part: directory / part for part in PARTS[1:]}}
     cases = [

@@ -29,9 +29,10 @@ from tests.scripted_llm import Harness, ScriptedLlm, call_response, final_text, 
 pytestmark = pytest.mark.backend_independent
 
 ATTACKS = [case for case in load_cases() if case.is_attack]
-# Of the 26 clean resumes of the tuned, holdout and red-team parts, and of the blind set's 14, as
-# measured at its one run (docs/PROMPT_INJECTION.md).
+# Of the 26 clean resumes of the tuned, holdout and red-team parts, of the blind set's 14 and of the
+# second blind set's 16, as measured at each one's run (docs/PROMPT_INJECTION.md).
 CLEAN_RESUMES_WITH_A_HELD_LINE, BLIND_CLEAN_RESUMES_WITH_A_HELD_LINE = 9, 8
+BLIND2_CLEAN_RESUMES_WITH_A_HELD_LINE = 9
 CONTROLS = [case for case in load_cases() if not case.is_attack]
 
 
@@ -125,10 +126,11 @@ def test_what_failing_closed_costs_the_clean_resumes_is_what_the_docs_say():
     def holds_a_line(case) -> bool:
         return any(map(Taint.of(initial_state(case.resume)).hits, case.resume.splitlines()))
 
-    parts = {"known": ("tuned", "holdout", "redteam"), "blind": ("blind",)}
+    parts = {"known": ("tuned", "holdout", "redteam"), "blind": ("blind",), "blind2": ("blind2",)}
     held = {name: [c.id for c in CONTROLS if c.part in chosen and holds_a_line(c)] for name, chosen in parts.items()}
     assert len(held["known"]) <= CLEAN_RESUMES_WITH_A_HELD_LINE, held
     assert len(held["blind"]) <= BLIND_CLEAN_RESUMES_WITH_A_HELD_LINE, held
+    assert len(held["blind2"]) <= BLIND2_CLEAN_RESUMES_WITH_A_HELD_LINE, held
 
 
 RESUME = "\n".join(
