@@ -21,7 +21,6 @@ from sessions_app.api.parsers import BodyTooLarge
 from sessions_app.exceptions import (
     ClientTurnsBusy,
     ModelFailure,
-    ModelFailureReason,
     SessionLimitReached,
     SessionMissing,
     TurnInProgress,
@@ -69,45 +68,42 @@ def bad_request_response() -> HttpResponse:
 _UPSTREAM = gettext_noop(
     "The model service is unavailable right now. Please try again later; this message was not saved."
 )
-# A model failure's reason (exceptions.ModelFailureReason): its status and message, for every reason.
-_MODEL_FAILURE_ANSWERS: dict[ModelFailureReason, tuple[int, str]] = {
-    ModelFailureReason.TIMEOUT: (
+# A model failure's reason (turns.ModelFailure): its status and message.
+_MODEL_FAILURE_ANSWERS = {
+    "timeout": (
         504,
         gettext_noop("The model took too long to answer. Please try again later; this message was not saved."),
     ),
-    ModelFailureReason.QUOTA: (
+    "quota": (
         503,
         gettext_noop("The model service is out of quota for now. Please try again later; this message was not saved."),
     ),
-    ModelFailureReason.UNAVAILABLE: (503, _UPSTREAM),
-    ModelFailureReason.UPSTREAM: (502, _UPSTREAM),
-    ModelFailureReason.BAD_RESPONSE: (
+    "unavailable": (503, _UPSTREAM),
+    "upstream": (502, _UPSTREAM),
+    "bad_response": (
         502,
         gettext_noop("The model's answer could not be used. Please try again; this message was not saved."),
     ),
-    ModelFailureReason.LLM_CALLS_LIMIT: (
+    "llm_calls_limit": (
         502,
         gettext_noop(
             "The model called tools too many times in this turn and was stopped. This message was not saved;"
             " please rephrase it and try again."
         ),
     ),
-    # The model ended the turn without an answer to show (turns/failures.py, without_answer).
-    ModelFailureReason.BLOCKED: (
+    # The model ended the turn without an answer to show (turns._without_answer).
+    "blocked": (
         422,
         gettext_noop("The model declined to answer this message. It was not saved; please rephrase it and try again."),
     ),
-    ModelFailureReason.TRUNCATED: (
+    "truncated": (
         502,
         gettext_noop(
             "The model's answer was cut off before any text. This message was not saved; please try again,"
             " perhaps with a shorter message."
         ),
     ),
-    ModelFailureReason.EMPTY: (
-        502,
-        gettext_noop("The model gave an empty answer. This message was not saved; please try again."),
-    ),
+    "empty": (502, gettext_noop("The model gave an empty answer. This message was not saved; please try again.")),
 }
 
 # A full session takes no more turns: the client can export it and start a new one.
