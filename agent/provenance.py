@@ -111,7 +111,7 @@ def is_content_line(text: str, position: int, bulleted: bool) -> bool:
     # is a note, never a heading, whatever its length.
     label = _BRACKET_LABEL_RE.match(text)
     note = bool(label) and not _SECTION_WORDS.match(label.group(1))
-    text = text[label.end() :] or text if label else text
+    text = (text[label.end() :] or text) if label else text
     if _SECTION_WORDS.match(text) or _SUMMARY_RE.match(text) or _is_list(text):
         return True
     short = len(text) <= _HEADING_MAX and len(text.split()) <= 6 and not note
