@@ -50,6 +50,8 @@ def served(tmp_path):
         "SESSION_CREATE_RATE": "10000/hour",
         "SESSION_MESSAGE_RATE": "10000/min",
         "CLIENT_MESSAGE_RATE": "10000/min",
+        # The loop below deletes as fast as the machine allows: a quick one passes 60 a minute.
+        "SESSION_DELETE_RATE": "10000/min",
         # The scheduler's first look at the schedule at start-up, not 30 s later (config/settings.py).
         "Q_GUARD_CYCLE_SECONDS": "30",
         # Its purge of the 300 in 30 batches, 0.1 s apart: seconds of API traffic meet it.
