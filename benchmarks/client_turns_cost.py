@@ -1,4 +1,4 @@
-"""What bounding turns in flight per client costs a turn: `client_turns.take` then `release` (runtime/client_turns.py)
+"""What bounding turns in flight per client costs a turn: `client_turns.take` then `release` (turns/client_turns.py)
 on the SQLite cache file or, with `--redis URL`, on Redis; for docs/SERVING.md (results/client_turns_cost.md)."""
 
 import argparse
@@ -16,7 +16,7 @@ ROUNDS = 2000
 
 
 def measure() -> list[str]:
-    from sessions_app.runtime import client_turns
+    from sessions_app.turns import client_turns
 
     rows = []
     for label, address in (("IPv4 (address, /24)", "203.0.113.50"), ("IPv6 (/64, /56, /48)", "2001:db8:5::1")):

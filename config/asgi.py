@@ -1,5 +1,7 @@
-"""ASGI entry point (gunicorn config.asgi:application, sessions_app/infra/supervisor.py)."""
+"""ASGI entry point: what `make run` serves (gunicorn config.asgi:application, sessions_app/infra/supervisor.py)."""
 
+import gc
+import importlib
 import logging
 import os
 
@@ -9,6 +11,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 django_application = get_asgi_application()
 
+from django.conf import settings  # noqa: E402
+
 from agent.model_selection import log_model_choice  # noqa: E402  (needs Django set up)
 from sessions_app.api.asgi_guard import ServerGuard  # noqa: E402
 
@@ -17,3 +21,11 @@ from sessions_app.api.asgi_guard import ServerGuard  # noqa: E402
 application = ServerGuard(django_application)
 
 log_model_choice(logging.getLogger("config.startup"))
+# The URLconf, and with it the views and the agent stack (ADK, google-genai), imported here:
+# under `gunicorn --preload` (`make run`) the master loads them once and its workers share
+# those pages instead of each importing its own copy at its first request.
+importlib.import_module(settings.ROOT_URLCONF)
+# What is loaded now is kept out of the garbage collector's passes (Python's documented
+# recipe before fork), so the workers' collections do not write to, and thereby copy, the
+# pages they share with the master.
+gc.freeze()

@@ -343,7 +343,7 @@ LOGGING = {
 DEFAULT_EXCEPTION_REPORTER_FILTER = "sessions_app.infra.redaction.AlwaysSafeExceptionReporterFilter"
 
 # ADK's tracing spans would carry prompt and response text by default; we
-# also pass a no-content TelemetryConfig with every run (sessions_app.runtime.turns).
+# also pass a no-content TelemetryConfig with every run (sessions_app.turns.service).
 os.environ["ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS"] = "false"
 os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "NO_CONTENT"
 

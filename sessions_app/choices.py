@@ -15,5 +15,5 @@ class FailureKind(models.TextChoices):
     EVENT_TAMPERED = "event_tampered", _("event does not open in its place")
     USER_STATE_TAMPERED = "user_state_tampered", _("user state does not open")
     # Not a stored value: a model call to a tool the agent does not have (it ran nothing; a sign of
-    # a confused or steered model), counted with the others for the operators (runtime/turns.py).
+    # a confused or steered model), counted with the others for the operators (turns/service.py).
     UNKNOWN_TOOL_CALL = "unknown_tool_call", _("the model called a tool that does not exist")

@@ -1,6 +1,24 @@
 """The domain's errors: what a use case can refuse with. The API maps each to one answer
 (api/errors.py); nothing here imports ADK, Django's HTTP layer or the storage."""
 
+from enum import StrEnum
+
+
+class ModelFailureReason(StrEnum):
+    """Why the model could not produce a turn: the one list the turn (turns/failures.py), the
+    errors (api/errors.py) and the schema (api/serializers.py) share."""
+
+    TIMEOUT = "timeout"
+    QUOTA = "quota"
+    UNAVAILABLE = "unavailable"
+    UPSTREAM = "upstream"
+    BAD_RESPONSE = "bad_response"
+    LLM_CALLS_LIMIT = "llm_calls_limit"
+    # A turn that ended without an answer to show.
+    BLOCKED = "blocked"
+    TRUNCATED = "truncated"
+    EMPTY = "empty"
+
 
 class SessionMissing(Exception):
     """The session is not there (never was, deleted, or purged): one miss, whichever."""
@@ -33,11 +51,10 @@ class ClientTurnsBusy(Exception):
 
 
 class ModelFailure(Exception):
-    """The model could not produce this turn. `reason`: timeout, quota, unavailable, upstream,
-    bad_response, llm_calls_limit, or one of a turn that ended without an answer to show (blocked,
-    truncated, empty); `retry_after`: seconds worth waiting, where it applies."""
+    """The model could not produce this turn (`reason`); `retry_after`: seconds worth waiting,
+    where it applies."""
 
-    def __init__(self, reason: str, retry_after: int | None = None):
+    def __init__(self, reason: ModelFailureReason, retry_after: int | None = None):
         super().__init__(reason)
-        self.reason = reason
+        self.reason = ModelFailureReason(reason)
         self.retry_after = retry_after

@@ -172,8 +172,8 @@ def new_session(api):
 @pytest.fixture
 def install_runner():
     """`install_runner(runner)`: the API's turns run on `runner` (a test's model) until the test
-    ends (sessions_app/runtime/runner.py, `using_runner`); returns the runner."""
-    from sessions_app.runtime.runner import using_runner
+    ends (sessions_app/turns/runner.py, `using_runner`); returns the runner."""
+    from sessions_app.turns.runner import using_runner
 
     with contextlib.ExitStack() as installed:
         yield lambda runner: installed.enter_context(using_runner(runner))
@@ -182,7 +182,7 @@ def install_runner():
 @pytest.fixture
 def scripted_model(install_runner):
     """Makes the API's Runner use a ScriptedLlm with the given steps; returns the model."""
-    from sessions_app.runtime.runner import build_runner
+    from sessions_app.turns.runner import build_runner
     from tests.scripted_llm import ScriptedLlm
 
     def install(*steps) -> ScriptedLlm:
@@ -252,7 +252,7 @@ def gemini(monkeypatch, install_runner):
     alone, for the servers they start.)"""
     from google.adk.models.google_llm import Gemini
 
-    from sessions_app.runtime.runner import build_runner
+    from sessions_app.turns.runner import build_runner
     from tests.gemini_double import GeminiDouble
 
     double = GeminiDouble().start()

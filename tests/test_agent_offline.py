@@ -10,7 +10,7 @@ from agent import build_agent, is_offline, model_label, select_model
 from agent.offline import OFFLINE_BANNER, OFFLINE_BANNER_ZH, OfflineResumeModel
 from agent.plans import plan_versions
 from agent.verification import verify_reply
-from sessions_app.runtime import turns
+from sessions_app.turns import service as turns
 from tests.scripted_llm import Harness, final_text, function_calls
 
 pytestmark = pytest.mark.backend_independent
@@ -210,7 +210,7 @@ def _stated_count(reply: str) -> tuple[int, int]:
 def test_claim_count_in_the_reply_is_the_turns_verification(fixture):
     resume = RESUMES[fixture]
     turns_ = asyncio.run(_conversation(MESSAGES, resume))
-    # What the service returns: sessions_app.runtime.turns reads the reply from the events and
+    # What the service returns: sessions_app.turns.service reads the reply from the events and
     # runs verify_reply on it (the tools and the model's label are this conversation's agent's).
     agent = turns_[0]["harness"].runner.agent
     for message, turn in zip(MESSAGES, turns_, strict=True):

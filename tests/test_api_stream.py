@@ -1,19 +1,27 @@
 """A turn as Server-Sent Events (`Accept: text/event-stream`): progress while it runs, the verified
 reply at the end, saved only when complete. (A client gone mid-turn: tests/test_stream_servers.py,
-under the real servers.)
+under the real servers.) Every request goes through Django's ASGI handler, as `make run` serves it.
 """
 
 import json
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.storage import turn_lock
+from tests.asgi_client import ASGIClient, run
 
 pytestmark = pytest.mark.django_db
 
 STREAM = {"HTTP_ACCEPT": "text/event-stream"}
 PROGRESS_KEYS = {"stage", "label", "count", "version", "model_call"}
+
+
+@pytest.fixture
+def api():
+    """This module's client (and `new_session`'s): Django's ASGI handler, the one stream path."""
+    return ASGIClient()
 
 
 def _post(api, session_id, token, message="Please draft my job-search plan", **headers):
@@ -101,10 +109,21 @@ def test_a_session_deleted_while_its_turn_streams_ends_with_the_one_404(api, new
     """The error event carries the status and body of the answer the API gives without a stream:
     here the uniform 404 (an answer built outside DRF's Response), for a session erased mid-turn."""
     session_id, token = new_session()
-    events = iter(_post(api, session_id, token, HTTP_ACCEPT_LANGUAGE="en", **STREAM).streaming_content)
-    assert parse([next(events)])[0][0] == "progress"  # the turn has begun
-    assert api.delete(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).status_code == 204
-    name, error = parse(list(events))[-1]
+
+    async def steps():
+        url = f"/agent/sessions/{session_id}/messages"
+        headers = {"HTTP_X_SESSION_TOKEN": token, "HTTP_ACCEPT_LANGUAGE": "en", **STREAM}
+        events = aiter(
+            (
+                await api.request("post", url, {"message": "Please draft my job-search plan"}, **headers)
+            ).streaming_content
+        )
+        assert parse([await anext(events)])[0][0] == "progress"  # the turn has begun
+        deleted = await sync_to_async(api.delete)(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token)
+        assert deleted.status_code == 204
+        return parse([chunk async for chunk in events])[-1]
+
+    name, error = run(steps)
     not_found = api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token, HTTP_ACCEPT_LANGUAGE="en")
     assert name == "error" and error == {"status": 404, **not_found.json()}
     assert not SessionEvent.objects.exists()
@@ -113,12 +132,12 @@ def test_a_session_deleted_while_its_turn_streams_ends_with_the_one_404(api, new
 def test_under_debug_an_unexpected_failure_mid_stream_is_still_the_json_500(api, new_session, settings, monkeypatch):
     """Under DEBUG the API shows Django's debug page, which a stream cannot: the event then
     carries the same 500 answer as without DEBUG."""
-    from sessions_app.runtime import turns
+    from sessions_app.turns import service as turns
 
     def broken(self, result):
         raise RuntimeError("a bug of ours")
 
-    monkeypatch.setattr(turns.StartedTurn, "keep", broken)
+    monkeypatch.setattr(turns.TurnSlot, "keep", broken)
     session_id, token = new_session()
     answers = {}
     for debug in (False, True):
@@ -137,10 +156,12 @@ def test_a_stream_closed_before_its_first_event_frees_the_turn(api, new_session)
     from django.core import signals
     from django.db import close_old_connections
 
-    from sessions_app.runtime.turns import turns_in_flight
+    from sessions_app.turns.limits import turns_in_flight
 
     session_id, token = new_session()
-    response = _post(api, session_id, token, **STREAM)
+    response = api.opened(
+        f"/agent/sessions/{session_id}/messages", {"message": "Plan"}, HTTP_X_SESSION_TOKEN=token, **STREAM
+    )
     assert response.status_code == 200 and turns_in_flight.count == 1
     # What the server does once the client is gone; the test's database connection is kept open
     # meanwhile, as Django's test client keeps it through its own requests.

@@ -236,7 +236,7 @@ def test_a_request_that_gets_no_database_connection_in_time_is_503_busy(language
 def test_a_turn_beyond_the_processs_bound_is_503_busy_and_takes_nothing(api, new_session, settings):
     """AGENT_MAX_TURNS_IN_FLIGHT turns at once per process (tests/test_turns_in_flight.py holds 100
     at the model); one more is refused at once, not queued, and holds no lock and no slot."""
-    from sessions_app.runtime.turns import turns_in_flight
+    from sessions_app.turns.limits import turns_in_flight
 
     session_id, token = new_session()
     settings.AGENT_MAX_TURNS_IN_FLIGHT = 0

@@ -13,16 +13,26 @@ from pathlib import Path
 
 import pytest
 import time_machine
+from asgiref.sync import sync_to_async
 from django.db import connections
 from rest_framework.test import APIClient
 
 from sessions_app.infra.cache_counters import HeldCounts
+from tests.asgi_client import ASGIClient, run
 from tests.scripted_llm import text_response
-from tests.waiting import let_go_together
+from tests.waiting import let_go_together, wait_until_async
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUSED_EN = "Too many messages from your network are being answered at once. Please send it again in a few seconds."
+STREAM = {"HTTP_ACCEPT": "text/event-stream"}
 REFUSED_ZH = "你的網路同時有太多則訊息正在等待回覆，請過幾秒再傳送一次。"
+
+
+def _stream(session, address: str):
+    """A streamed turn through Django's ASGI handler (the one stream path), read to its end."""
+    session_id, token = session
+    url = f"/agent/sessions/{session_id}/messages"
+    return ASGIClient(address).post(url, {"message": "Plan please"}, HTTP_X_SESSION_TOKEN=token, **STREAM)
 
 
 def _say(session, address: str, language: str = "en", **extra):
@@ -157,7 +167,7 @@ def test_every_way_a_turn_ends_gives_its_count_back(bounds, scripted_model, sess
     )
     assert _say(session, "203.0.113.20").status_code == 200
     assert _say(session, "203.0.113.20").status_code >= 500
-    streamed = _say(session, "203.0.113.20", HTTP_ACCEPT="text/event-stream")
+    streamed = _stream(session, "203.0.113.20")
     assert b"event: reply" in b"".join(streamed.streaming_content)
     settings.SESSION_MAX_TURNS = 0  # refused after the count is taken, before the model
     assert _say(session, "203.0.113.20").status_code == 409
@@ -171,11 +181,19 @@ def test_a_client_gone_mid_stream_gives_its_count_back(bounds, held_model, sessi
     release, arrived = held_model
     bounds(client=1)
     session, other = sessions(2)
-    streamed = _say(session, "203.0.113.30", HTTP_ACCEPT="text/event-stream")
-    assert next(iter(streamed.streaming_content)).startswith(b"event: progress")
-    _wait_for(lambda: len(arrived) == 1)
-    assert _say(other, "203.0.113.30").status_code == 429  # the streamed turn holds the count
-    streamed.close()  # the client hangs up: the turn is stopped
+
+    async def steps():
+        session_id, token = session
+        url, client = f"/agent/sessions/{session_id}/messages", ASGIClient("203.0.113.30")
+        streamed = await client.request("post", url, {"message": "Plan please"}, HTTP_X_SESSION_TOKEN=token, **STREAM)
+        assert (await anext(aiter(streamed.streaming_content))).startswith(b"event: progress")
+        assert await wait_until_async(lambda: len(arrived) == 1, timeout=20), "timed out"
+        assert (
+            await sync_to_async(_say)(other, "203.0.113.30")
+        ).status_code == 429  # the streamed turn holds the count
+        await sync_to_async(streamed.close)()  # the client hangs up: the turn is stopped
+
+    run(steps)
     release.set()
     connections.close_all()
     assert _say(other, "203.0.113.30").status_code == 200

@@ -4,7 +4,7 @@ import pytest
 from django.apps import apps
 from django.conf import settings
 
-from sessions_app.runtime.runner import process_runner
+from sessions_app.turns.runner import process_runner
 
 pytestmark = pytest.mark.backend_independent
 

@@ -43,10 +43,10 @@ from sessions_app.receipts.note import Verifier
 from sessions_app.receipts.receipt import Receipt
 from sessions_app.receipts.strict import Rejected
 from sessions_app.receipts.verify import WhoseSession, verify_log_grew, verify_receipt
-from sessions_app.runtime.turns import TurnBuffer
 from sessions_app.security import log_key
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import deletion_log, repository
+from sessions_app.storage.adk.buffer import TurnBuffer
 from tests.factories import make_session
 from tests.privacy import encodings, fixture_markers
 from tests.test_one_erasure import WAYS, _started

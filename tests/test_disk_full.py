@@ -23,8 +23,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sessions_app.infra.supervisor import gunicorn_command
 from tests.privacy import find_in_text, fixture_markers, fixture_resume
-from tests.test_servers import BIN, ROOT, _free_port, service_env, start_server
+from tests.test_servers import ROOT, _free_port, service_env, start_server
 
 pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 
@@ -116,8 +117,8 @@ def test_deleting_and_purging_work_on_a_full_disk(small_volume, tmp_path):
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     port = _free_port()
     log_path = tmp_path / "server.log"
-    command = [str(BIN / "gunicorn"), "config.wsgi", "--workers", "1", "--threads", "2", "--bind"]
-    process, base = start_server([*command, f"127.0.0.1:{port}"], env, log_path, port)
+    command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1, environ=env)
+    process, base = start_server(command, env, log_path, port)
     statuses: list[int] = []
     try:
         with httpx.Client(base_url=base, timeout=30, headers={"Accept-Language": "en"}) as client:

@@ -1,4 +1,4 @@
-"""The process's one event loop for the Runner (sessions_app.runtime.event_loop)."""
+"""The process's one event loop for the Runner (sessions_app.turns.loop)."""
 
 import asyncio
 import contextvars
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from sessions_app.runtime import event_loop
+from sessions_app.turns import loop as event_loop
 
 pytestmark = pytest.mark.backend_independent
 

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from sessions_app.models import AgentSession, IntegrityFailure, SessionEvent
-from sessions_app.runtime.runner import build_runner
 from sessions_app.storage import turn_lock
+from sessions_app.turns.runner import build_runner
 from tests.gemini_double import GeminiDouble, call_answer, text_answer
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +60,7 @@ def test_a_turn_on_the_wire_stores_its_reply(api, new_session, gemini):
 
 
 def test_turns_share_one_model_client_and_its_connection(api, new_session, gemini, caplog):
-    """The Runner runs on one long-lived event loop (sessions_app.runtime.event_loop), so ADK's Gemini keeps
+    """The Runner runs on one long-lived event loop (sessions_app.turns.loop), so ADK's Gemini keeps
     one google-genai client and its connection pool across turns: every model call of five turns
     arrives on one connection, and no closed loop is left for a discarded client's aclose() to fail
     on ("Event loop is closed", an ERROR record of asyncio's)."""

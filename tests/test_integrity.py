@@ -25,7 +25,7 @@ from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import turn_lock
-from sessions_app.storage.adk_service import DjangoSessionService
+from sessions_app.storage.adk.service import DjangoSessionService
 from tests.privacy import encodings, fixture_markers
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,7 @@ from google.genai import Client
 from google.genai import errors as genai_errors
 
 from sessions_app.infra.redaction import CONTENT_LOGGING_LIBRARIES, RedactLibraryRecords
-from sessions_app.runtime.runner import build_runner
+from sessions_app.turns.runner import build_runner
 from tests.privacy import find_in_text
 
 MARKER = "模型錯誤標記-Quillfeather"
@@ -78,7 +78,7 @@ def test_records_without_exception_keep_no_argument():
     assert text == "INFO google_adk.google.adk.runners: google_adk.google.adk.runners record redacted:"
 
 
-@pytest.mark.parametrize("name", ["sessions_app.runtime.turns", "django.request", "django_q", ""])
+@pytest.mark.parametrize("name", ["sessions_app.turns.service", "django.request", "django_q", ""])
 def test_any_logger_carrying_a_library_exception_is_redacted(name):
     chained = RuntimeError(f"wrapper quoting {MARKER}")
     chained.__cause__ = _genai_error(429)
@@ -100,8 +100,8 @@ def test_asyncio_records_with_any_exception_are_redacted():
 
 def test_our_own_records_pass_untouched():
     """Control against over-redaction: our loggers never log content, and their text stays readable."""
-    record = logging.getLogger("sessions_app.runtime.turns").makeRecord(
-        "sessions_app.runtime.turns",
+    record = logging.getLogger("sessions_app.turns.service").makeRecord(
+        "sessions_app.turns.service",
         logging.WARNING,
         __file__,
         1,
@@ -109,7 +109,7 @@ def test_our_own_records_pass_untouched():
         ("ServerError", 503),
         None,
     )
-    assert _format(record) == "WARNING sessions_app.runtime.turns: model turn failed: ServerError 503"
+    assert _format(record) == "WARNING sessions_app.turns.service: model turn failed: ServerError 503"
 
 
 def test_settings_install_the_filter_on_the_console_handler():

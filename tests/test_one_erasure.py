@@ -18,7 +18,7 @@ from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEv
 from sessions_app.purge import purge_expired
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import repository
-from sessions_app.storage.adk_service import DjangoSessionService
+from sessions_app.storage.adk.service import DjangoSessionService
 from tests.privacy import fixture_resume
 
 CHANGELIST = reverse("admin:sessions_app_agentsession_changelist")

@@ -89,7 +89,7 @@ def known_session(many_sessions_allowed):
     from agent import APP_NAME
     from sessions_app.security.crypto import token_context
     from sessions_app.security.tokens import owner_id_for
-    from sessions_app.storage.adk_service import DjangoSessionService
+    from sessions_app.storage.adk.service import DjangoSessionService
     from tests.privacy import fixture_resume
 
     with token_context(KNOWN_TOKEN):

@@ -16,7 +16,7 @@ from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEv
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import repository
-from sessions_app.storage.adk_service import DjangoSessionService, split_state
+from sessions_app.storage.adk.service import DjangoSessionService, split_state
 from tests.scripted_llm import call_response, text_response
 
 pytestmark = pytest.mark.django_db
@@ -129,7 +129,7 @@ def test_no_token_in_context_is_a_logged_500_not_a_404(api, new_session, monkeyp
 
 
 def test_a_session_deleted_while_the_model_runs_is_the_uniform_404(api, new_session, scripted_model, monkeypatch):
-    from sessions_app.runtime import turns
+    from sessions_app.turns import service as turns
 
     session_id, token = new_session()
     scripted_model(text_response("Hi."))

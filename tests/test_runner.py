@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from sessions_app.runtime.runner import build_runner, process_runner, using_runner
+from sessions_app.turns.runner import build_runner, process_runner, using_runner
 from tests.scripted_llm import ScriptedLlm, text_response
 
 pytestmark = pytest.mark.backend_independent
@@ -27,7 +27,7 @@ def test_using_runner_puts_the_runner_back_afterwards():
 
 @pytest.mark.django_db
 def test_a_turn_runs_on_the_runner_it_was_given(api, new_session, install_runner):
-    """The view hands the process's Runner to the turn (`turns.start_turn`): a test's model answers."""
+    """The view hands the process's Runner to the turn (`turns.service.turn_slot`): a test's model answers."""
     model = ScriptedLlm(steps=[text_response("Hello from the test's own model.")])
     install_runner(build_runner(model))
     session_id, token = new_session()

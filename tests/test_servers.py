@@ -1,7 +1,7 @@
-"""The service under real servers: gunicorn (WSGI, what `make run` starts) and uvicorn (ASGI).
+"""The service under real servers: gunicorn as `make run` starts it (its ASGI worker,
+sessions_app/infra/supervisor.gunicorn_command) and uvicorn, another ASGI server.
 
-The ADK Runner is async and the views are sync; this drives a whole flow
-through both kinds of server to prove the bridge works under each.
+This drives a whole flow through both, the turn awaited on the server's event loop.
 """
 
 import os
@@ -14,6 +14,7 @@ import httpx
 import pytest
 from django.conf import settings
 
+from sessions_app.infra.supervisor import gunicorn_command
 from tests.privacy import find_in_text, fixture_markers, fixture_resume
 from tests.waiting import wait_until
 
@@ -21,9 +22,11 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SERVERS = {
-    "gunicorn-wsgi": [str(BIN / "gunicorn"), "config.wsgi", "--workers", "2", "--threads", "4", "--bind"],
-    "uvicorn-asgi": [str(BIN / "uvicorn"), "config.asgi:application", "--workers", "1", "--bind"],
-}
+    "make-run-gunicorn-asgi": lambda port: gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=2),
+    "uvicorn-asgi": lambda port: [
+        str(BIN / "uvicorn"), "config.asgi:application", "--workers", "1", "--host", "127.0.0.1", "--port", str(port)
+    ],
+}  # fmt: skip
 
 
 def _free_port() -> int:
@@ -108,9 +111,7 @@ def migrated_env(tmp_path: Path, **settings: str) -> dict:
 def server(request, tmp_path):
     env = migrated_env(tmp_path, DJANGO_LOG_LEVEL="DEBUG")
     port = _free_port()
-    command = SERVERS[request.param] + [f"127.0.0.1:{port}"]
-    if request.param == "uvicorn-asgi":
-        command = command[:-2] + ["--host", "127.0.0.1", "--port", str(port)]
+    command = SERVERS[request.param](port)
     log_path = tmp_path / "server.log"
     process, base = start_server(command, env, log_path, port)
     try:

@@ -47,7 +47,7 @@ from google.genai import types
 
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security.crypto import token_context
-from sessions_app.storage.adk_service import DjangoSessionService
+from sessions_app.storage.adk.service import DjangoSessionService
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

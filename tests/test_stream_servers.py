@@ -1,5 +1,4 @@
-"""A streamed turn under the real servers (gunicorn's ASGI worker as `make run` serves, its threaded
-WSGI worker, and uvicorn over ASGI),
+"""A streamed turn under the real servers (gunicorn's ASGI worker as `make run` serves, and uvicorn),
 on this test's database, with the model on the local Gemini double: curl sees each event as it
 happens, and a client that hangs up mid-turn leaves the session exactly as it was."""
 
@@ -23,9 +22,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 SERVERS = {
     "make-run-gunicorn-asgi": lambda port: gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1),
-    "gunicorn-wsgi": lambda port: [
-        str(BIN / "gunicorn"), "config.wsgi", "--workers", "1", "--threads", "4", "--bind", f"127.0.0.1:{port}"
-    ],
     "uvicorn-asgi": lambda port: [
         str(BIN / "uvicorn"), "config.asgi:application", "--workers", "1", "--host", "127.0.0.1", "--port", str(port)
     ],

@@ -26,6 +26,7 @@ from django.utils import timezone
 from django_q.models import Task
 from django_q.tasks import async_task
 
+from sessions_app.infra.supervisor import gunicorn_command
 from sessions_app.models import AgentSession, DeletionAudit, DeletionLogEntry
 from sessions_app.receipts.checkpoint import open_checkpoint
 from sessions_app.receipts.lookup import receipt_lookup
@@ -38,7 +39,7 @@ from sessions_app.storage import deletion_log
 from tests.factories import make_session
 from tests.gemini_double import GeminiDouble
 from tests.privacy import fixture_resume
-from tests.test_servers import BIN, ROOT, _free_port, launch, service_env, wait_until_serving
+from tests.test_servers import ROOT, _free_port, launch, service_env, wait_until_serving
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -89,8 +90,7 @@ def two_servers(tmp_path, scale_out_env):
     launched = []
     for name in ("a", "b"):  # started together, then waited for
         port = _free_port()
-        command = [str(BIN / "gunicorn"), "config.wsgi", "--workers", "1", "--threads", "4", "--bind"]
-        command = [*command, f"127.0.0.1:{port}"]
+        command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1)
         launched.append((launch(command, scale_out_env(name), tmp_path / f"{name}.log"), command, port, name))
     servers = [
         wait_until_serving(process, command, tmp_path / f"{name}.log", port)

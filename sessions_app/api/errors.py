@@ -21,6 +21,7 @@ from sessions_app.api.parsers import BodyTooLarge
 from sessions_app.exceptions import (
     ClientTurnsBusy,
     ModelFailure,
+    ModelFailureReason,
     SessionLimitReached,
     SessionMissing,
     TurnInProgress,
@@ -68,42 +69,45 @@ def bad_request_response() -> HttpResponse:
 _UPSTREAM = gettext_noop(
     "The model service is unavailable right now. Please try again later; this message was not saved."
 )
-# A model failure's reason (turns.ModelFailure): its status and message.
-_MODEL_FAILURE_ANSWERS = {
-    "timeout": (
+# A model failure's reason (exceptions.ModelFailureReason): its status and message, for every reason.
+_MODEL_FAILURE_ANSWERS: dict[ModelFailureReason, tuple[int, str]] = {
+    ModelFailureReason.TIMEOUT: (
         504,
         gettext_noop("The model took too long to answer. Please try again later; this message was not saved."),
     ),
-    "quota": (
+    ModelFailureReason.QUOTA: (
         503,
         gettext_noop("The model service is out of quota for now. Please try again later; this message was not saved."),
     ),
-    "unavailable": (503, _UPSTREAM),
-    "upstream": (502, _UPSTREAM),
-    "bad_response": (
+    ModelFailureReason.UNAVAILABLE: (503, _UPSTREAM),
+    ModelFailureReason.UPSTREAM: (502, _UPSTREAM),
+    ModelFailureReason.BAD_RESPONSE: (
         502,
         gettext_noop("The model's answer could not be used. Please try again; this message was not saved."),
     ),
-    "llm_calls_limit": (
+    ModelFailureReason.LLM_CALLS_LIMIT: (
         502,
         gettext_noop(
             "The model called tools too many times in this turn and was stopped. This message was not saved;"
             " please rephrase it and try again."
         ),
     ),
-    # The model ended the turn without an answer to show (turns._without_answer).
-    "blocked": (
+    # The model ended the turn without an answer to show (turns/failures.py, without_answer).
+    ModelFailureReason.BLOCKED: (
         422,
         gettext_noop("The model declined to answer this message. It was not saved; please rephrase it and try again."),
     ),
-    "truncated": (
+    ModelFailureReason.TRUNCATED: (
         502,
         gettext_noop(
             "The model's answer was cut off before any text. This message was not saved; please try again,"
             " perhaps with a shorter message."
         ),
     ),
-    "empty": (502, gettext_noop("The model gave an empty answer. This message was not saved; please try again.")),
+    ModelFailureReason.EMPTY: (
+        502,
+        gettext_noop("The model gave an empty answer. This message was not saved; please try again."),
+    ),
 }
 
 # A full session takes no more turns: the client can export it and start a new one.

@@ -17,11 +17,12 @@ and nothing of the turn is stored.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import functools
 import json
-import queue
-from collections.abc import AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterator
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -35,7 +36,9 @@ from rest_framework.utils.mediatypes import media_type_matches, order_by_precede
 
 from sessions_app.api.errors import error_answer
 from sessions_app.api.serializers import MessageResponse
-from sessions_app.runtime.turns import StartedTurn
+from sessions_app.turns import service as turns
+from sessions_app.turns.service import TurnSlot
+from sessions_app.turns.stages import Stage
 
 MEDIA_TYPE = "text/event-stream"
 
@@ -64,18 +67,18 @@ class JSONOrEventStream(DefaultContentNegotiation):
 
 def _label(stage: dict) -> str:
     match stage["stage"]:
-        case "reading":
+        case Stage.READING:
             return _("Reading your resume and the conversation")
-        case "thinking":
+        case Stage.THINKING:
             return _("Thinking")
-        case "checking_claims":
+        case Stage.CHECKING_CLAIMS:
             count = stage["count"]
             return ngettext("Checking %(count)d claim", "Checking %(count)d claims", count) % {"count": count}
-        case "saving_plan":
+        case Stage.SAVING_PLAN:
             return _("Saving plan v%(version)d") % {"version": stage["version"]}
-        case "checking_reply":
+        case Stage.CHECKING_REPLY:
             return _("Checking the reply against your resume")
-        case "saving":
+        case Stage.SAVING:
             return _("Saving this turn")
     return stage["stage"]
 
@@ -88,38 +91,43 @@ def _progress(stage: dict) -> bytes:
     return _event("progress", {**stage, "label": _label(stage)})
 
 
-_DONE = object()  # put after the last stage, when the model has finished
+class Stages:
+    """What a running turn reports (`report`, called on the turn's event loop), read by the stream
+    on the loop that serves it (`next`): the server's under ASGI, the one Django makes to read a
+    streamed body elsewhere (runserver, the test client). Bound to that loop on first read, so it
+    holds no loop of the view's."""
 
+    def __init__(self):
+        self._kept: collections.deque[dict] = collections.deque()
+        self._lock = threading.Lock()
+        self._reader: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
 
-def _turn_events(turn: StartedTurn, stages: queue.SimpleQueue) -> Iterator[bytes]:
-    try:
-        turn.running.add_done_callback(lambda _: stages.put(_DONE))
-        yield _progress({"stage": "reading"})
-        while True:
-            try:
-                stage = stages.get(timeout=settings.STREAM_HEARTBEAT_SECONDS)
-            except queue.Empty:
-                yield b": working\n\n"  # a write that fails tells us the client has gone
-                continue
-            if stage is _DONE:
-                break
-            yield _progress(stage)
-        try:
-            yield _progress({"stage": "checking_reply"})
-            result = turn.answer()
-            yield _progress({"stage": "saving"})
-            yield _event("reply", MessageResponse(turn.keep(result)).data)
-        except Exception as exc:  # the turn failed after the stream began: the error as an event
-            status, body = error_answer(exc)
-            yield _event("error", {"status": status, **body})
-    finally:
-        turn.close()  # a turn not kept (an error, a client gone) leaves nothing behind
+    def report(self, stage: dict) -> None:
+        with self._lock:
+            self._kept.append(stage)
+            reader = self._reader
+        if reader is not None:
+            loop, arrived = reader
+            loop.call_soon_threadsafe(arrived.set)
+
+    def waiter(self) -> asyncio.Event:
+        """Set whenever a stage arrives; the caller's loop is the one it wakes."""
+        with self._lock:
+            if self._reader is None:
+                self._reader = (asyncio.get_running_loop(), asyncio.Event())
+                if self._kept:
+                    self._reader[1].set()
+            return self._reader[1]
+
+    def take(self) -> dict | None:
+        with self._lock:
+            return self._kept.popleft() if self._kept else None
 
 
 class RequestScope:
     """The request's context variables (its token) and language, for the steps of a streamed
-    body: it is produced after the view has returned, outside the context the view ran in, and
-    maybe in another thread (Django's language is kept per thread, so it is carried by name)."""
+    body: it is produced after the view has returned, outside the context the view ran in
+    (Django's language is kept per thread, so it is carried by name)."""
 
     def __init__(self):
         self.context, self.language = contextvars.copy_context(), translation.get_language()
@@ -132,63 +140,43 @@ class RequestScope:
             return step(*args)
 
 
-def _in_scope(scope: RequestScope, events: Iterator[bytes]) -> Iterator[bytes]:
-    """Iterates `events` in the request's scope."""
-    try:
-        while True:
-            try:
-                yield scope.run(next, events)
-            except StopIteration:
-                return
-    finally:
-        scope.run(events.close)
-
-
-async def _turn_events_served(turn: StartedTurn, stages: asyncio.Queue, scope: RequestScope) -> AsyncIterator[bytes]:
-    """The events for an ASGI server, produced on its event loop: no thread waits while the model
-    thinks. The turn's stages arrive in `stages` (put there from the turn's loop); the steps that
-    reach the database (the answer, storing it, freeing the lock) run in the request's thread,
-    all in the request's context (its token, its language)."""
-
-    def in_thread(step):
-        return sync_to_async(scope.run, thread_sensitive=True)(step)
-
-    finished = asyncio.ensure_future(turn.running.finished())
-    try:
-        yield scope.run(_progress, {"stage": "reading"})
-        while True:
-            stage = asyncio.ensure_future(stages.get())
-            done, _ = await asyncio.wait(
-                {stage, finished}, timeout=settings.STREAM_HEARTBEAT_SECONDS, return_when=asyncio.FIRST_COMPLETED
-            )
-            if stage in done:
-                yield scope.run(_progress, stage.result())
-                continue
-            stage.cancel()
-            if finished in done and stages.empty():  # the stages come before the end: in order
-                break
-            if not done:
-                yield b": working\n\n"  # a write that fails tells us the client has gone
+async def _turn_events(slot: TurnSlot, message: str, stages: Stages, scope: RequestScope) -> AsyncIterator[bytes]:
+    """The events, produced on the serving event loop: no thread waits while the model thinks.
+    The turn runs in the request's context (its token); its events are written in its language.
+    The slot is freed when the events end, also when the client disconnects and the server
+    cancels the response."""
+    async with slot:
+        turn = asyncio.create_task(turns.run(slot, message, stages.report), context=scope.context.copy())
         try:
-            yield scope.run(_progress, {"stage": "checking_reply"})
-            result = await in_thread(turn.answer)
-            yield scope.run(_progress, {"stage": "saving"})
-            kept = await in_thread(lambda: MessageResponse(turn.keep(result)).data)
-            yield _event("reply", kept)
-        except Exception as exc:  # the turn failed after the stream began: the error as an event
-            status, body = await in_thread(functools.partial(error_answer, exc))
-            yield _event("error", {"status": status, **body})
-    finally:  # also when the client disconnects and the server cancels the response
-        finished.cancel()
-        await in_thread(turn.close)
+            yield scope.run(_progress, {"stage": Stage.READING})
+            arrived = stages.waiter()
+            while True:
+                arrived.clear()
+                while (stage := stages.take()) is not None:
+                    yield scope.run(_progress, stage)
+                if turn.done():  # every stage was reported before the turn ended: all shown
+                    break
+                woken = asyncio.ensure_future(arrived.wait())
+                done, _ = await asyncio.wait(
+                    {woken, turn}, timeout=settings.STREAM_HEARTBEAT_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                )
+                woken.cancel()
+                if not done:
+                    yield b": working\n\n"  # a write that fails tells us the client has gone
+            try:
+                yield _event("reply", MessageResponse(turn.result()).data)
+            except Exception as exc:  # the turn failed after the stream began: the error as an event
+                status, body = await sync_to_async(scope.run)(functools.partial(error_answer, exc))
+                yield _event("error", {"status": status, **body})
+        finally:
+            turn.cancel()
 
 
-def turn_stream(turn: StartedTurn, stages, asynchronous: bool) -> StreamingHttpResponse:
-    """The turn as a streamed answer: over ASGI read on the server's loop (`stages` an asyncio
-    queue), elsewhere (WSGI, the test client) a thread's iterator (`stages` a SimpleQueue)."""
-    scope = RequestScope()
-    events = _turn_events_served(turn, stages, scope) if asynchronous else _in_scope(scope, _turn_events(turn, stages))
-    response = TurnStreamResponse(turn, events, content_type=f"{MEDIA_TYPE}; charset=utf-8")
+def turn_stream(slot: TurnSlot, message: str) -> StreamingHttpResponse:
+    """The taken `slot`'s turn of `message`, as a streamed answer read on the serving event loop."""
+    stages = Stages()
+    events = _turn_events(slot, message, stages, RequestScope())
+    response = TurnStreamResponse(slot, events, content_type=f"{MEDIA_TYPE}; charset=utf-8")
     response["X-Accel-Buffering"] = "no"  # a proxy in front must pass each event on at once
     return response
 
@@ -198,12 +186,12 @@ class TurnStreamResponse(StreamingHttpResponse):
     leaves no lock and no place among the turns in flight (the events' own `finally` never runs
     for a stream that never started). The server closes every answer it was given."""
 
-    def __init__(self, turn: StartedTurn, *args, **kwargs):
+    def __init__(self, slot: TurnSlot, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.turn = turn
+        self.slot = slot
 
     def close(self):
         try:
-            self.turn.close()
+            self.slot.close()
         finally:
             super().close()

@@ -19,6 +19,7 @@ from sessions_app.api.serializers import (
     StorageFullResponse,
 )
 from sessions_app.security.tokens import TOKEN_HEADER
+from sessions_app.turns.stages import Stage
 
 
 class CleanTextSchema(OpenApiSerializerFieldExtension):
@@ -121,9 +122,11 @@ STREAMED_TURN = OpenApiResponse(
     OpenApiTypes.STR,
     description=(
         "With `Accept: text/event-stream`: the turn as Server-Sent Events. `progress` events while it"
-        " runs (`{stage, label, count?, version?, model_call?}`: stage is reading, thinking, checking_claims"
-        " with the claims' count, saving_plan with the version, checking_reply, saving; label is the stage in"
-        " the client's language; never the model's text), then one `reply` event with the same body as the"
+        " runs (`{stage, label, count?, version?, model_call?}`: stage is one of "
+        + ", ".join(Stage)
+        + " (thinking with the model call's number, checking_claims with the claims' count, saving_plan with"
+        " the version); label is the stage in the client's language; never the model's text), then one"
+        " `reply` event with the same body as the"
         " JSON answer, sent after the turn is stored, or one `error` event (`{status, code?, detail}`, the"
         " status and body the JSON answer would have had) if the turn fails once the stream has begun:"
         " nothing of it is stored. Comment lines (`: working`) keep the connection alive. A client that"

@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from agent.screening import KINDS, MODEL_FLAG_KIND
+from sessions_app.exceptions import ModelFailureReason
 from sessions_app.model_provider import IDENTIFIER
 
 # Python's whitespace (str.isspace, what str.strip removes), spelled out so the
@@ -229,20 +230,7 @@ class SessionFullResponse(ErrorResponse):
 
 class ModelFailureResponse(ErrorResponse):
     code = serializers.ChoiceField(
-        choices=[
-            f"model_{reason}"
-            for reason in (
-                "timeout",
-                "quota",
-                "unavailable",
-                "upstream",
-                "bad_response",
-                "llm_calls_limit",
-                "blocked",
-                "truncated",
-                "empty",
-            )
-        ],
+        choices=[f"model_{reason}" for reason in ModelFailureReason],
         help_text="What the model did: the same in every language (`detail` is in the client's).",
     )
 

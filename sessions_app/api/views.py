@@ -1,10 +1,7 @@
 """The session API. Views only translate HTTP to service calls and back."""
 
-import asyncio
 import contextlib
 import datetime as dt
-import functools
-import queue
 
 from asgiref.sync import sync_to_async
 from django.urls import reverse
@@ -66,10 +63,10 @@ from sessions_app.api.throttles import (
 from sessions_app.infra.client_address import client_ip
 from sessions_app.models import AgentSession
 from sessions_app.receipts.lookup import receipt_lookup
-from sessions_app.runtime import turns
-from sessions_app.runtime.runner import process_runner
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import TOKEN_HEADER
+from sessions_app.turns import service as turns
+from sessions_app.turns.runner import process_runner
 
 # Debug error pages must not show what people send us: posted fields, and the
 # local variables of every frame that holds a resume, a message or a token.
@@ -267,43 +264,25 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
     )
     @hide_locals
     async def post(self, request, session_id):
-        streamed = self.get_content_negotiator().asks_for_stream(request)
-        # An ASGI request carries its scope: the stream is then read on the server's event loop.
-        asynchronous = getattr(request, "scope", None) is not None
-        stages, report = None, None
-        if streamed and asynchronous:
-            stages, loop = asyncio.Queue(), asyncio.get_running_loop()
-            report = functools.partial(loop.call_soon_threadsafe, stages.put_nowait)
-        elif streamed:
-            stages = queue.SimpleQueue()
-            report = stages.put
-        turn = await sync_to_async(self.start_turn)(session_id, report)
-        if streamed:
-            response = turn_stream(turn, stages, asynchronous)
+        slot, message = await sync_to_async(self.turn)(session_id)
+        if self.get_content_negotiator().asks_for_stream(request):
+            response = turn_stream(await slot.take(), message)
         else:
-            try:
-                await turn.running.finished()  # the model thinks: no thread waits for it
-                result = await sync_to_async(_kept)(turn)
-            finally:
-                await sync_to_async(turn.close)()
+            async with slot:
+                result = await turns.run(slot, message)  # the model thinks: no thread waits for it
             response = Response(MessageResponse(result).data)
         # Only a turn's answer depends on Accept (JSON or a stream); its errors are JSON whatever it says.
         patch_vary_headers(response, ["Accept"])
         return response
 
     @hide_locals
-    def start_turn(self, session_id, report) -> turns.StartedTurn:
+    def turn(self, session_id) -> tuple[turns.TurnSlot, str]:
+        """The owned session's turn, not yet taken, and the message (404 before 400)."""
         session = self.owned_session(session_id)
         payload = MessageRequest(data=self.request.data)
         payload.is_valid(raise_exception=True)
-        message = payload.validated_data["message"]
-        return turns.start_turn(process_runner(), session, message, report, client=client_ip(self.request))
-
-
-@hide_locals
-def _kept(turn: turns.StartedTurn) -> turns.TurnResult:
-    """The finished turn's verified answer, stored."""
-    return turn.keep(turn.answer())
+        slot = turns.turn_slot(process_runner(), session, client=client_ip(self.request))
+        return slot, payload.validated_data["message"]
 
 
 class SessionPlanView(OwnedSessionView):

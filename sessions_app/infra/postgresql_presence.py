@@ -2,7 +2,7 @@
 
 A turn's row lock names this connection as its holder (`holder()`: the backend's pid and start
 time), not the turn's own connection: a turn gives its connection back while the model thinks
-(`runtime/turns.py`), so the turns a server holds at once are not bounded by the database's
+(`turns/service.py`), so the turns a server holds at once are not bounded by the database's
 connections. The presence ends with its process, kill -9 included: its backend leaves
 `pg_stat_activity` and the locks of the process's turns are free at once.
 """

@@ -3,7 +3,7 @@
 It holds no per-session state, so a process needs one. It is built on first use, not at
 start-up: the processes that never run a turn (the `serve` supervisor, the django-q2 cluster,
 management commands) never import ADK. The view hands it to each turn
-(`turns.start_turn(process_runner(), ...)`); a turn runs a copy of it on its own session buffer,
+(`turns.service.turn_slot(process_runner(), ...)`); a turn runs a copy of it on its own session buffer,
 and keeps the Runner it started with until it ends.
 
 A test runs turns on a model of its own inside `using_runner(build_runner(model))`
@@ -19,8 +19,9 @@ from contextlib import contextmanager
 from google.adk.models import BaseLlm
 from google.adk.runners import Runner
 
-from agent import APP_NAME, build_agent
-from sessions_app.storage.adk_service import DjangoSessionService
+from agent import APP_NAME
+from agent.agent import build_agent
+from sessions_app.storage.adk.service import DjangoSessionService
 
 _lock = threading.Lock()
 _runner: Runner | None = None

@@ -1,6 +1,6 @@
 """Turns in flight per client, so that a few strangers cannot hold every place of the server.
 
-A process runs at most AGENT_MAX_TURNS_IN_FLIGHT turns (runtime/turns.py): one pool for everyone,
+A process runs at most AGENT_MAX_TURNS_IN_FLIGHT turns (turns/service.py): one pool for everyone,
 which about 26 IPv4 addresses filled with a slow model (issue 39). Here each client is bounded
 too, across every process and server: per IPv4 address or IPv6 /64 (AGENT_MAX_TURNS_PER_CLIENT),
 per IPv4 /24 and per IPv6 /56 and /48 (AGENT_MAX_TURNS_PER_IPV4_24, _IPV6_56, _IPV6_48).

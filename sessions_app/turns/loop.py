@@ -14,7 +14,7 @@ holding no thread while the model thinks.
 The coroutine runs with a copy of the caller's context variables (the token
 in `crypto.token_context`, say). It must not touch the database: that thread
 has no request's connection or transaction. A turn reads what it needs before
-(`turns.start_turn` preloads the session) and writes after (`StartedTurn.keep`).
+(`TurnSlot.take` reads the session) and writes after (`TurnSlot.keep`).
 
 After a fork (gunicorn's workers) the child starts its own loop on first use:
 threads do not survive a fork.

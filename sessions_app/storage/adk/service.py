@@ -1,7 +1,9 @@
 """ADK's session service on the session repository.
 
-`DjangoSessionService` is what ADK's `Runner` reads and writes sessions
-through. It holds ADK's semantics and nothing about storage: state prefixes
+`DjangoSessionService` is for ADK's tooling and the conformance suite
+(tests/test_session_service_contract.py); the service's own turns run on
+`TurnBuffer` (storage/adk/buffer.py), which uses this module's `read_session`,
+`event_deltas` and `writer_view`. It holds ADK's semantics and nothing about storage: state prefixes
 (`app:`, `user:`, `temp:`), the stale-writer check through the session's
 storage marker, id normalisation; `repository` does the rows and the sealing.
 Behaviour follows ADK's `InMemorySessionService` (the reference of the
@@ -9,11 +11,12 @@ differential tests) and, where only a persistent store can have it, ADK's
 database services.
 
 Each method is one `sync_to_async` (thread-sensitive) call into the
-repository: safe to await from the Runner's loop under WSGI and ASGI, one
-thread hop per call. The token in `crypto.token_context` goes with it.
+repository, one thread hop per call, so it is awaited from an event loop that
+has a request's thread to run in (ADK's tooling, a test's async_to_sync). The
+token in `crypto.token_context` goes with it.
 
 A Session carries the revision it was read at where ADK's own services keep it;
-ADK has no public seam for that, so `adk_marker` alone touches it. State is
+ADK has no public seam for that, so `marker` alone touches it. State is
 split by ADK's public prefixes (`State`) and made JSON-safe with pydantic-core,
 as ADK's own services do (tests/test_repository.py compares the two).
 """
@@ -35,7 +38,7 @@ from typing_extensions import override
 from sessions_app.exceptions import SessionMissing
 from sessions_app.models import DeletionAudit
 from sessions_app.storage import repository
-from sessions_app.storage.adk_marker import mark_revision, read_revision
+from sessions_app.storage.adk.marker import mark_revision, read_revision
 
 _STALE_MESSAGE = (
     "The session object is older than the stored session: another writer has"
