@@ -15,7 +15,8 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 
-from agent import build_agent, decoding, screening
+from agent import decoding, screening
+from agent.agent import build_agent
 from agent.guards import NOTES, PLAN_REFUSED, REDACTED, Taint
 from agent.guards import _items as _guard_items
 from agent.plans import initial_state, plan_versions

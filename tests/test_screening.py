@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent import build_agent, decoding, screening
+from agent import decoding, screening
+from agent.agent import build_agent
 from agent.offline import OfflineResumeModel
 from agent.plans import initial_state
 from agent.prompt import build_instruction, extract_resume
