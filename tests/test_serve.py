@@ -43,6 +43,7 @@ def served(tmp_path):
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST"))},
         "DATABASE_URL": f"sqlite:///{db}",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "DJANGO_SECRET_KEY": "serve-test-key",
         "PYTHONPATH": str(ROOT),
         "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
@@ -52,7 +53,7 @@ def served(tmp_path):
         "CLIENT_MESSAGE_RATE": "10000/min",
         # The loop below deletes as fast as the machine allows: a quick one passes 60 a minute.
         "SESSION_DELETE_RATE": "10000/min",
-        # The scheduler's first look at the schedule at start-up, not 30 s later (config/settings.py).
+        # The scheduler's first look at the schedule at start-up, not 30 s later (config/settings/base.py).
         "Q_GUARD_CYCLE_SECONDS": "30",
         # Its purge of the 300 in 30 batches, 0.1 s apart: seconds of API traffic meet it.
         "PURGE_BATCH_SIZE": "10",
