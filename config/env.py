@@ -9,6 +9,8 @@ the items of a list, are dropped. Every variable: docs/OPERATIONS.md.
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from agent.config import AgentConfig
+
 # What each cast is called in the error message.
 _KINDS = {int: "an integer", float: "a number", bool: "a yes/no flag"}
 
@@ -32,3 +34,11 @@ class Env(environ.Env):
 
 
 env = Env()
+
+
+def agent_config() -> AgentConfig:
+    """The agent's own variables (agent.config reads them, knowing no Django), a bad one named as here."""
+    try:
+        return AgentConfig.from_env(env.ENVIRON)
+    except ValueError as error:
+        raise ImproperlyConfigured(str(error)) from None

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from agent.config import AgentConfig
 from config.env import Env
 from sessions_app.infra.var_directory import check_var_directory
 
@@ -69,3 +70,22 @@ def test_a_var_directory_the_service_cannot_use_fails_the_checks(settings, tmp_p
     settings.VAR_DIR.write_text("")
     [error] = check_var_directory()
     assert error.id == "sessions_app.E009" and str(settings.VAR_DIR) in error.msg
+
+
+def test_the_agent_reads_its_variables_in_one_place_and_names_a_bad_one():
+    config = AgentConfig.from_env(
+        {"AGENT_MODEL": " gemini-2.5-pro ", "PLAN_MAX_VERSIONS": "0", "AGENT_MODEL_ATTEMPTS": ""}
+    )
+    assert (config.model, config.plan_max_versions, config.model_attempts) == ("gemini-2.5-pro", 1, 3)
+    with pytest.raises(ValueError, match="^The environment variable AGENT_MAX_TURNS_IN_FLIGHT must be an integer$"):
+        AgentConfig.from_env({"AGENT_MAX_TURNS_IN_FLIGHT": "many"})
+
+
+def test_the_settings_take_the_agent_s_turns_in_flight_from_it(tmp_path):
+    code = "from django.conf import settings; print(settings.AGENT_MAX_TURNS_IN_FLIGHT)"
+    result = settings_process(code, tmp_path, AGENT_MAX_TURNS_IN_FLIGHT="12")
+    assert result.returncode == 0 and result.stdout.strip() == "12", result.stderr
+    result = settings_process(code, tmp_path, AGENT_MAX_TURNS_IN_FLIGHT="twelve")
+    assert (
+        "ImproperlyConfigured: The environment variable AGENT_MAX_TURNS_IN_FLIGHT must be an integer" in result.stderr
+    )

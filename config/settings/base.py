@@ -12,7 +12,7 @@ from pathlib import Path
 import dj_database_url
 from csp.constants import NONE, SELF
 
-from config.env import env
+from config.env import agent_config, env
 from sessions_app.infra.private_files import PrivateSQLiteConnection
 from sessions_app.infra.redaction import CONTENT_LOGGING_LIBRARIES
 
@@ -335,8 +335,8 @@ AGENT_MAX_LLM_CALLS = env.int("AGENT_MAX_LLM_CALLS", default=10)
 # Turns one server process runs at once. A turn waiting for the model holds no thread (the
 # view awaits it), only memory and a connection to the model; beyond this a turn is answered
 # 503 with Retry-After at once instead of queueing. The model client keeps as many connections
-# (agent.model_selection reads the same variable, with the same default).
-AGENT_MAX_TURNS_IN_FLIGHT = env.int("AGENT_MAX_TURNS_IN_FLIGHT", default=256)
+# (both take it from agent.config, which reads the agent's variables).
+AGENT_MAX_TURNS_IN_FLIGHT = agent_config().max_turns_in_flight
 # Turns one client has in flight at once, across every process and server (counted in the cache,
 # like the rates): with a slow model, 26 IPv4 addresses held all 1,024 places of `make run`
 # (issue 39). Per IPv4 address or IPv6 /64, and per network: an IPv4 /24, an IPv6 /56 (a home's
@@ -381,8 +381,8 @@ DELETION_LOG_PREVIOUS_KEYS = env.str("DELETION_LOG_PREVIOUS_KEYS", default="")
 # bound what a session stores and what its export sends (docs/API.md, "Limits").
 SESSION_MAX_TURNS = env.int("SESSION_MAX_TURNS", default=50)
 SESSION_MAX_BYTES = env.int("SESSION_MAX_BYTES", default=5 * 1024 * 1024)
-# PLAN_MAX_VERSIONS (saved plan versions kept in state, default 20) is read
-# from the environment by agent.plans: the agent package does not import Django.
+# PLAN_MAX_VERSIONS (saved plan versions kept in state, default 20) is read by
+# agent.config: the agent package does not import Django.
 
 # --- API --------------------------------------------------------------------------
 RESUME_MAX_CHARS = env.int("RESUME_MAX_CHARS", default=50000)
