@@ -6,6 +6,9 @@ secret). A variable set to nothing but spaces counts as unset; spaces around a v
 the items of a list, are dropped. Every variable: docs/OPERATIONS.md.
 """
 
+import logging
+import warnings
+
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
@@ -13,10 +16,34 @@ from agent.config import AgentConfig
 
 # What each cast is called in the error message.
 _KINDS = {int: "an integer", float: "a number", bool: "a yes/no flag"}
+# Renamed variables, by prefix: the new one, and the old one still read, for one release, where
+# the new name is unset (the service's SESSION_* beside Django's own SESSION_COOKIE_* and such).
+RENAMED_PREFIXES = {"AGENT_SESSION_": "SESSION_"}
+
+logger = logging.getLogger(__name__)
 
 
 class Env(environ.Env):
+    def __init__(self, **scheme):
+        super().__init__(**scheme)
+        self._warned: set[str] = set()
+
+    def _read_as(self, var: str) -> str:
+        """The name `var`'s value is read under: its own, or, when it is unset, its old name if
+        that is set (said once per process: a DeprecationWarning and a log line)."""
+        for new, old in RENAMED_PREFIXES.items():
+            former = old + var.removeprefix(new)
+            if var.startswith(new) and not self.ENVIRON.get(var, "").strip() and self.ENVIRON.get(former, "").strip():
+                if former not in self._warned:
+                    self._warned.add(former)
+                    message = f"{former} is deprecated and will stop working in the next release: set {var} instead"
+                    warnings.warn(message, DeprecationWarning, stacklevel=4)
+                    logger.warning(message)
+                return former
+        return var
+
     def get_value(self, var, cast=None, default=environ.Env.NOTSET, parse_default=False):
+        var = self._read_as(var)
         if not self.ENVIRON.get(var, "").strip():
             if default is self.NOTSET:
                 raise ImproperlyConfigured(f"Set the {var} environment variable")

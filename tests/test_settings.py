@@ -4,13 +4,14 @@ when they are imported, and var/ checked by `manage.py check`."""
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from agent.config import AgentConfig
-from config.env import Env
+from config.env import RENAMED_PREFIXES, Env
 from sessions_app.infra.var_directory import check_var_directory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,3 +90,22 @@ def test_the_settings_take_the_agent_s_turns_in_flight_from_it(tmp_path):
     assert (
         "ImproperlyConfigured: The environment variable AGENT_MAX_TURNS_IN_FLIGHT must be an integer" in result.stderr
     )
+
+
+def test_a_renamed_variable_is_still_read_under_its_old_name_said_once(monkeypatch, caplog):
+    [(new_prefix, old_prefix)] = RENAMED_PREFIXES.items()
+    monkeypatch.setenv(f"{old_prefix}SOME_LIMIT", "7")
+    env = Env()
+    with pytest.warns(DeprecationWarning, match=f"^{old_prefix}SOME_LIMIT is deprecated .* set {new_prefix}SOME_LIMIT"):
+        assert env.int(f"{new_prefix}SOME_LIMIT", default=1) == 7
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a second warning would fail here
+        assert env.int(f"{new_prefix}SOME_LIMIT", default=1) == 7
+    assert [record.levelname for record in caplog.records] == ["WARNING"]
+    # The new name, once set, wins, and names itself in an error.
+    monkeypatch.setenv(f"{new_prefix}SOME_LIMIT", "8")
+    assert env.int(f"{new_prefix}SOME_LIMIT", default=1) == 8
+    monkeypatch.setenv(f"{old_prefix}SOME_LIMIT", "seven")
+    monkeypatch.delenv(f"{new_prefix}SOME_LIMIT")
+    with pytest.raises(ImproperlyConfigured, match=f"variable {old_prefix}SOME_LIMIT must be an integer"):
+        env.int(f"{new_prefix}SOME_LIMIT", default=1)
