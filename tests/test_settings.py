@@ -41,9 +41,9 @@ def test_an_empty_value_is_the_default_and_spaces_around_values_are_dropped(monk
 
 
 def test_the_service_refuses_to_start_on_a_bad_value_naming_it(tmp_path):
-    result = settings_process("import django; django.setup()", tmp_path, SESSION_MAX_TURNS="fifty")
+    result = settings_process("import django; django.setup()", tmp_path, AGENT_SESSION_MAX_TURNS="fifty")
     assert result.returncode != 0
-    assert "ImproperlyConfigured: The environment variable SESSION_MAX_TURNS must be an integer" in result.stderr
+    assert "ImproperlyConfigured: The environment variable AGENT_SESSION_MAX_TURNS must be an integer" in result.stderr
 
 
 def test_importing_the_settings_writes_nothing(tmp_path):

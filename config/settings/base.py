@@ -238,8 +238,8 @@ AXES_CLIENT_STR_CALLABLE = "sessions_app.admin.login_attempts.login_attempt_labe
 AXES_VERBOSE = False
 
 # --- Retention ----------------------------------------------------------------
-SESSION_TTL_HOURS = env.float("SESSION_TTL_HOURS", default=24.0)
-SESSION_MAX_AGE_HOURS = env.float("SESSION_MAX_AGE_HOURS", default=168.0)
+AGENT_SESSION_TTL_HOURS = env.float("AGENT_SESSION_TTL_HOURS", default=24.0)
+AGENT_SESSION_MAX_AGE_HOURS = env.float("AGENT_SESSION_MAX_AGE_HOURS", default=168.0)
 # The purge deletes in batches, each its own short transaction with a pause
 # after it, so API requests get the write lock in between (the defaults' figures:
 # benchmarks/results/purge.md).
@@ -260,7 +260,7 @@ PURGE_INTERVAL_MINUTES = env.int("PURGE_INTERVAL_MINUTES", default=15)
 STORAGE_HEADROOM_BYTES = env.int("STORAGE_HEADROOM_BYTES", default=64 * 1024 * 1024)
 # SQLite: a preallocated file of this size beside the database, given back when an erasure
 # meets a full disk anyway (another program filled it) and made again afterwards: twice the
-# journal of deleting a session at SESSION_MAX_BYTES, or of one typical purge batch (a batch
+# journal of deleting a session at AGENT_SESSION_MAX_BYTES, or of one typical purge batch (a batch
 # that does not fit is halved, down to one session). 0: no reserve.
 ERASURE_RESERVE_BYTES = env.int("ERASURE_RESERVE_BYTES", default=16 * 1024 * 1024)
 # A directory on the database's volume, for the headroom check: empty means the SQLite
@@ -379,8 +379,8 @@ DELETION_LOG_PREVIOUS_KEYS = env.str("DELETION_LOG_PREVIOUS_KEYS", default="")
 # A full session refuses new turns (409) before the model runs; counted from
 # clear metadata (user events, sealed sizes), so no key is needed. These
 # bound what a session stores and what its export sends (docs/API.md, "Limits").
-SESSION_MAX_TURNS = env.int("SESSION_MAX_TURNS", default=50)
-SESSION_MAX_BYTES = env.int("SESSION_MAX_BYTES", default=5 * 1024 * 1024)
+AGENT_SESSION_MAX_TURNS = env.int("AGENT_SESSION_MAX_TURNS", default=50)
+AGENT_SESSION_MAX_BYTES = env.int("AGENT_SESSION_MAX_BYTES", default=5 * 1024 * 1024)
 # PLAN_MAX_VERSIONS (saved plan versions kept in state, default 20) is read by
 # agent.config: the agent package does not import Django.
 
@@ -416,10 +416,10 @@ REST_FRAMEWORK = {
     # client addresses are IPv4 addresses or IPv6 /64 networks. An IPv6 client is also
     # counted per /56 (a home's delegation: 256 /64s) and per /48 (a site's: 65,536).
     "DEFAULT_THROTTLE_RATES": {
-        "session_create": env.str("SESSION_CREATE_RATE", default="30/hour"),  # per client address
-        "session_create_ipv6_56": env.str("SESSION_CREATE_RATE_IPV6_56", default="120/hour"),
-        "session_create_ipv6_48": env.str("SESSION_CREATE_RATE_IPV6_48", default="480/hour"),
-        "session_message": env.str("SESSION_MESSAGE_RATE", default="30/min"),  # per session token
+        "session_create": env.str("AGENT_SESSION_CREATE_RATE", default="30/hour"),  # per client address
+        "session_create_ipv6_56": env.str("AGENT_SESSION_CREATE_RATE_IPV6_56", default="120/hour"),
+        "session_create_ipv6_48": env.str("AGENT_SESSION_CREATE_RATE_IPV6_48", default="480/hour"),
+        "session_message": env.str("AGENT_SESSION_MESSAGE_RATE", default="30/min"),  # per session token
         "client_message": env.str("CLIENT_MESSAGE_RATE", default="120/min"),  # per client address
         "client_message_ipv6_56": env.str("CLIENT_MESSAGE_RATE_IPV6_56", default="480/min"),
         "client_message_ipv6_48": env.str("CLIENT_MESSAGE_RATE_IPV6_48", default="1920/min"),
@@ -431,16 +431,16 @@ REST_FRAMEWORK = {
         # (issue 39). Generous, so a person deletes whenever they want: one a second is far beyond
         # what people do, even many behind one address; a refused DELETE changes nothing and the
         # page says when to press again (at most a minute), and a session expires on its own anyway.
-        "session_delete": env.str("SESSION_DELETE_RATE", default="60/min"),
-        "session_delete_ipv6_56": env.str("SESSION_DELETE_RATE_IPV6_56", default="240/min"),
-        "session_delete_ipv6_48": env.str("SESSION_DELETE_RATE_IPV6_48", default="960/min"),
+        "session_delete": env.str("AGENT_SESSION_DELETE_RATE", default="60/min"),
+        "session_delete_ipv6_56": env.str("AGENT_SESSION_DELETE_RATE_IPV6_56", default="240/min"),
+        "session_delete_ipv6_48": env.str("AGENT_SESSION_DELETE_RATE_IPV6_48", default="960/min"),
         # Exports, per client address: each holds up to about twice the session (10.5 MB at most)
         # in memory while it is sent, and a reader that stops pinned it (issue 39: 200 unread exports
         # of one 0.84 MB session, 357 MB). A person exports a session once or twice; creations are
         # 30 an hour per address, so 30 exports an hour lets each be exported once, and more.
-        "session_export": env.str("SESSION_EXPORT_RATE", default="30/hour"),
-        "session_export_ipv6_56": env.str("SESSION_EXPORT_RATE_IPV6_56", default="120/hour"),
-        "session_export_ipv6_48": env.str("SESSION_EXPORT_RATE_IPV6_48", default="480/hour"),
+        "session_export": env.str("AGENT_SESSION_EXPORT_RATE", default="30/hour"),
+        "session_export_ipv6_56": env.str("AGENT_SESSION_EXPORT_RATE_IPV6_56", default="120/hour"),
+        "session_export_ipv6_48": env.str("AGENT_SESSION_EXPORT_RATE_IPV6_48", default="480/hour"),
         # The OpenAPI schema, per client address: drf-spectacular builds it on every request, about
         # 136 ms of CPU each (measured: docs/API.md, "Limits"); a client generator reads it once. 30
         # a minute holds one address to about 7 % of a core. (/api/docs/ is a 5 kB page, 2 ms:
