@@ -109,3 +109,12 @@ def test_a_renamed_variable_is_still_read_under_its_old_name_said_once(monkeypat
     monkeypatch.delenv(f"{new_prefix}SOME_LIMIT")
     with pytest.raises(ImproperlyConfigured, match=f"variable {old_prefix}SOME_LIMIT must be an integer"):
         env.int(f"{new_prefix}SOME_LIMIT", default=1)
+
+
+def test_the_service_still_takes_a_session_limit_under_its_old_name(tmp_path):
+    [(new_prefix, old_prefix)] = RENAMED_PREFIXES.items()
+    code = f"from django.conf import settings; print(settings.{new_prefix}MAX_TURNS, settings.{new_prefix}TTL_HOURS)"
+    result = settings_process(code, tmp_path, **{f"{old_prefix}MAX_TURNS": "7", f"{new_prefix}TTL_HOURS": "2"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["7", "2.0"]
+    assert result.stderr.count("is deprecated") == 1 and f"set {new_prefix}MAX_TURNS instead" in result.stderr
