@@ -483,8 +483,9 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Content-Security-Policy (django-csp) -------------------------------------------
-# (one block: "csp" in INSTALLED_APPS and its middleware in MIDDLEWARE are the only lines
-# elsewhere; sessions_app.infra.content_security_policy only sends the directives in a fixed order.)
+# (one block: "csp" in INSTALLED_APPS, its middleware in MIDDLEWARE and the import of NONE and SELF
+# are the only lines elsewhere; sessions_app.infra.content_security_policy only sends the directives
+# in a fixed order.)
 # The person's page at / (sessions_app/page) loads one script and one stylesheet from this
 # origin's /static/ and talks to this origin's API with fetch(): nothing inline (no <script>
 # with code, no on*= handlers, no style=), no other origin, no plugins, never framed, no
