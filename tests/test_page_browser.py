@@ -138,8 +138,8 @@ def _save_screenshots(shots: dict[str, Path], lang: str) -> None:
 def test_a_person_walks_through_the_page(asgi_live_server, settings, tmp_path, locale, lang):
     from playwright.sync_api import expect
 
-    settings.SESSION_TTL_HOURS = 24
-    settings.SESSION_MAX_AGE_HOURS = 168
+    settings.AGENT_SESSION_TTL_HOURS = 24
+    settings.AGENT_SESSION_MAX_AGE_HOURS = 168
     # Everything Django is asked before Playwright's event loop starts in this thread.
     texts = _texts(lang)
     strings = texts["strings"]
@@ -407,7 +407,7 @@ def test_a_reply_shows_which_claims_the_resume_does_not_support(
 def test_an_expired_session_shows_the_apis_not_found_message(asgi_live_server, settings, tmp_path, locale, lang):
     from playwright.sync_api import expect
 
-    settings.SESSION_TTL_HOURS = 60 / 3600  # a minute after the last activity
+    settings.AGENT_SESSION_TTL_HOURS = 60 / 3600  # a minute after the last activity
     texts = _texts(lang)
     with chromium(tmp_path, locale=locale) as context:
         page = context.new_page()
