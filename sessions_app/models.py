@@ -16,16 +16,54 @@ event's author and invocation id, an event's sequence number, the revision,
 the turn lock, the model providers and how many plan versions were saved.
 """
 
+from __future__ import annotations
+
+import datetime as dt
 import uuid
 
 from django.db import models
+from django.db.models import Count, F, Sum
+from django.db.models.functions import Coalesce, Least
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from sessions_app.choices import FailureKind
+from sessions_app import retention
+from sessions_app.choices import ErasureTrigger, FailureKind
+from sessions_app.infra.sql import ByteLength
 
 
 def new_session_id() -> str:
     return str(uuid.uuid4())
+
+
+class AgentSessionQuerySet(models.QuerySet):
+    """The selections the API, the admin, the purge and the erasure make of sessions."""
+
+    def owned(self, app_name: str, owner_id: str, session_id: str) -> AgentSessionQuerySet:
+        """The owner's session by its id, live or expired."""
+        return self.filter(app_name=app_name, owner_id=owner_id, session_id=session_id)
+
+    def expired(self, now: dt.datetime | None = None, ttl_hours: float | None = None) -> AgentSessionQuerySet:
+        """Past their TTL or their maximum age at `now`: waiting for the purge (the API treats them as gone)."""
+        return self.filter(retention.expired_q(now, ttl_hours))
+
+    def live(self) -> AgentSessionQuerySet:
+        """Not expired now."""
+        return self.exclude(retention.expired_q())
+
+    def expiring(self, within: dt.timedelta) -> AgentSessionQuerySet:
+        """Live now, expired `within` from now."""
+        return self.live().filter(retention.expired_q(timezone.now() + within))
+
+    def with_usage(self) -> AgentSessionQuerySet:
+        """With `expires_at` (`retention.expires_at` as SQL, so a list can sort by it), `event_count`
+        and `size_bytes` (the sealed state plus every sealed event: what the session takes on disk,
+        readable without a key), all in the one query."""
+        return self.annotate(
+            expires_at=Least(F("last_activity_at") + retention.ttl(), F("created_at") + retention.max_age()),
+            event_count=Count("events"),
+            size_bytes=ByteLength("state") + Coalesce(Sum(ByteLength("events__event_data")), 0),
+        )
 
 
 class AgentSession(models.Model):
@@ -63,6 +101,8 @@ class AgentSession(models.Model):
     # (a purge) can say in its deletion-log entry what it erased. No content. NULL: not counted
     # (a session stored before this column, until its next turn).
     plan_versions = models.PositiveIntegerField(_("plan versions"), null=True, default=0, db_default=0)
+
+    objects = AgentSessionQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -139,14 +179,7 @@ class UserState(models.Model):
 class DeletionAudit(models.Model):
     """One row per deletion or purge: what went and why, never whose or what it said."""
 
-    class Trigger(models.TextChoices):
-        API = "api", _("API (owner)")
-        TTL = "ttl", _("TTL purge (scheduled)")
-        STARTUP = "startup", _("TTL purge (at start-up)")
-        ADMIN = "admin", _("Admin")
-        COMMAND = "command", _("Management command")
-        ADK = "adk", _("ADK session service")
-        ERASE_ALL = "erase_all", _("Erase every session (incident response)")
+    Trigger = ErasureTrigger
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     trigger = models.CharField(_("trigger"), max_length=16, choices=Trigger.choices)

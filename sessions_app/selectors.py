@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db.models import Count, F, Q, QuerySet, Sum
-from django.db.models.functions import Least
+from django.core.cache import cache
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from django_q.models import Schedule, Task
 
@@ -23,7 +23,7 @@ from sessions_app.models import AgentSession, DeletionAudit, IntegrityFailure
 from sessions_app.receipts.note import open_note
 from sessions_app.receipts.strict import Rejected
 from sessions_app.security import log_key
-from sessions_app.storage import deletion_log, repository, turn_lock
+from sessions_app.storage import deletion_log, sessions, turn_lock
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 
 def owned_live_session(session_id: str, owner_id: str) -> AgentSession | None:
     """The session if it exists, belongs to `owner_id` and has not expired: "missing",
-    "someone else's", "expired" and "deleted" are the same miss (None)."""
-    return repository.owned_live_session(APP_NAME, session_id, owner_id)
+    "someone else's", "expired" and "deleted" are the same miss (None), one query."""
+    return AgentSession.objects.owned(APP_NAME, owner_id, session_id).live().first()
 
 
 # --- Content of an owned session: needs its token in `crypto.token_context` ---
@@ -49,7 +49,7 @@ def session_content(session: AgentSession) -> SessionContent:
     """State and events, opened whole: one value that does not open fails every read
     of the session alike, whichever part that read shows. `session` is the row as read;
     `SessionMissing` when it was deleted since."""
-    state, events = repository.open_content(session)
+    state, events = sessions.open_content(session)
     return SessionContent(state=state, events=events)
 
 
@@ -63,24 +63,9 @@ def session_plan(session: AgentSession) -> dict:
 
 
 # --- Operators (the admin): metadata and retention, never state or event content ---
-EXPIRING_SOON = dt.timedelta(hours=1)
 
 
-def sessions_with_metadata(sessions: QuerySet) -> QuerySet:
-    """Sessions with `expires_at`, `event_count` and `size_bytes`, all in the one query.
-
-    `expires_at` is `retention.expires_at` as SQL, so the list can sort by it;
-    `size_bytes` is the stored (sealed) state plus every sealed event: what the
-    session takes on disk, readable without a key.
-    """
-    return sessions.annotate(
-        expires_at=Least(F("last_activity_at") + retention.ttl(), F("created_at") + retention.max_age()),
-        event_count=Count("events"),
-        size_bytes=repository.STORED_BYTES,
-    )
-
-
-SessionUsage = repository.SessionUsage
+SessionUsage = sessions.SessionUsage
 
 
 def turn_running(session: AgentSession) -> bool:
@@ -90,17 +75,7 @@ def turn_running(session: AgentSession) -> bool:
 
 def session_usage(session: AgentSession) -> SessionUsage | None:
     """What the session holds, for its per-session limits; needs no key (one query). None: deleted."""
-    return repository.usage(session.pk)
-
-
-def expired_sessions(sessions: QuerySet) -> QuerySet:
-    """Expired and waiting for the purge (the API already treats them as gone)."""
-    return sessions.filter(retention.expired_q())
-
-
-def expiring_sessions(sessions: QuerySet, within: dt.timedelta = EXPIRING_SOON) -> QuerySet:
-    """Live now, expired `within` from now."""
-    return retention.live(sessions).filter(retention.expired_q(timezone.now() + within))
+    return sessions.usage(session.pk)
 
 
 @dataclass(frozen=True)
@@ -186,10 +161,6 @@ class StorageStatus:
 
 
 def last_purge() -> LastPurge | None:
-    from django.core.cache import cache
-
-    from sessions_app.models import DeletionAudit
-
     record = cache.get(retention.LAST_PURGE_KEY)
     if not isinstance(record, dict):
         return None
@@ -206,9 +177,7 @@ def last_purge() -> LastPurge | None:
 
 def storage_status() -> StorageStatus:
     return StorageStatus(
-        space=disk_space.space_report(),
-        expired_stored=expired_sessions(AgentSession.objects.all()).count(),
-        last_purge=last_purge(),
+        space=disk_space.space_report(), expired_stored=AgentSession.objects.expired().count(), last_purge=last_purge()
     )
 
 

@@ -4,7 +4,7 @@ Views stay thin and call these; every function takes a session already
 checked by `selectors.owned_live_session`, except `create_session` and
 `delete_owned_session`. Those that read what the person wrote (state,
 events) open it with the token the view put in `crypto.token_context`. The
-rows themselves are the repository's.
+rows themselves are storage's.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
 from google.adk.events.event import Event
@@ -21,12 +20,13 @@ from agent import APP_NAME
 from agent.events import visible_texts
 from agent.plans import initial_state, plan_count, plan_versions
 from agent.screening import MODEL_FLAG_KIND
-from sessions_app import retention, selectors
+from sessions_app import erasure, retention, selectors
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit
 from sessions_app.security.crypto import token_context
+from sessions_app.security.sealing import IntegrityCheckFailed
 from sessions_app.security.tokens import new_token, owner_id_for
-from sessions_app.storage import repository
+from sessions_app.storage import failure_counts, sessions
 
 
 @dataclass
@@ -95,7 +95,7 @@ def create_session(resume_text: str) -> NewSession:
     # with a key derived from its new token.
     with token_context(token):
         deltas = {"app": {}, "user": {}, "session": initial_state(resume_text)}
-        created = repository.create(APP_NAME, owner_id_for(token), None, deltas)
+        created = sessions.create(APP_NAME, owner_id_for(token), None, deltas, count_plans=plan_count)
     return NewSession(
         session_id=created.session_id,
         expires_at=retention.expires_at(created.last_activity_at, created.last_activity_at),
@@ -103,21 +103,19 @@ def create_session(resume_text: str) -> NewSession:
     )
 
 
-def delete_owned_session(session_id: str, owner_id: str) -> bool:
-    """Deletes the owner's session (live or expired) and what only it needed.
+def delete_owned_session(session_id: str, owner_id: str) -> str | None:
+    """Deletes the owner's session (live or expired) and what only it needed; never refused for
+    lack of room (`erasure`). Returns the receipt lookup of its erasure only when a live session
+    was deleted: an expired one is erased too, but for the caller it was already gone."""
+    selection = AgentSession.objects.owned(APP_NAME, owner_id, session_id)
+    erased = erasure.erase_sessions(selection, trigger=DeletionAudit.Trigger.API)
+    return erased.receipts[0] if erased.live else None
 
-    Returns True only when a live session was deleted: an expired one is
-    erased too, but for the caller it was already gone.
-    """
-    sessions = repository.owner_sessions(APP_NAME, owner_id, session_id)
 
-    def erase() -> tuple[bool, repository.Erased]:
-        with transaction.atomic():
-            return retention.live(sessions).exists(), repository.erase(sessions, DeletionAudit.Trigger.API)
-
-    # Never refused for lack of room: on a full disk the erasure reserve is given back for it.
-    was_live, erased = disk_space.run_erasure(erase)
-    return bool(erased.sessions) and was_live
+def integrity_failure_record(failure: IntegrityCheckFailed) -> None:
+    """Counts a read refused because the session did not verify, for the operators (one log line
+    naming the session's public id and the kind, one row): the API answers it with its 404."""
+    failure_counts.record_failure(failure)
 
 
 def conversation(session: AgentSession) -> list[dict]:

@@ -4,8 +4,8 @@ task is given or returns is stored in django-q2's tables."""
 import logging
 
 from sessions_app import log_verification
+from sessions_app.choices import ErasureTrigger
 from sessions_app.infra.disk_space import is_disk_full
-from sessions_app.models import DeletionAudit
 from sessions_app.purge import purge_expired
 
 logger = logging.getLogger(__name__)
@@ -16,7 +16,7 @@ def purge_expired_sessions() -> dict:
     exception's type, never its message) and returns {"failed": reason}: raised, django-q2
     would log the traceback too. The admin reads either outcome (selectors.retention_policy)."""
     try:
-        return purge_expired(trigger=DeletionAudit.Trigger.TTL).as_dict()
+        return purge_expired(trigger=ErasureTrigger.TTL).as_dict()
     except Exception as exc:
         reason = "disk_full" if is_disk_full(exc) else type(exc).__name__
         logger.error("scheduled purge could not run: %s", reason.replace("_", " "))

@@ -21,11 +21,11 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 
 from agent import APP_NAME
 from sessions_app import selectors
+from sessions_app.adk.service import DjangoSessionService
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import turn_lock
-from sessions_app.storage.adk.service import DjangoSessionService
 from tests.privacy import encodings, fixture_markers
 
 pytestmark = pytest.mark.django_db

@@ -140,7 +140,8 @@ def test_audit_rows_hold_counts_not_people():
 
 
 def test_the_audit_row_holds_the_erasures_duration_in_milliseconds():
-    from sessions_app.storage.repository import Erased, record_erasure
+    from sessions_app.erasure import record_erasure
+    from sessions_app.storage.row_erasure import ErasedRows as Erased
 
     before = time.monotonic()
     record_erasure("ttl", Erased(sessions=1), started=before - 100)  # an erasure that took 100 s
@@ -249,7 +250,7 @@ def test_a_purge_skips_the_rows_another_purge_holds_and_counts_only_what_it_dele
 
     from django.db import connections, transaction
 
-    from sessions_app.storage import repository
+    from sessions_app.storage import row_erasure
 
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     long_ago = timezone.now() - 30 * 24 * HOUR
@@ -259,7 +260,7 @@ def test_a_purge_skips_the_rows_another_purge_holds_and_counts_only_what_it_dele
     def first_purge_mid_batch():
         try:
             with transaction.atomic():
-                repository.erase_rows(AgentSession.objects.filter(pk__in=sessions[:2]))
+                row_erasure.erase_rows(AgentSession.objects.filter(pk__in=sessions[:2]))
                 held.set()
                 second_done.wait(10)  # commits only once the second purge is done (or gave up)
         finally:
@@ -343,10 +344,10 @@ def _disk_full() -> Exception:
 def erasures_that_fit(monkeypatch, settings):
     """Batches the disk has room for: an erasure of more than `fits` sessions finds the disk full
     (even after the reserve is given back), as SQLite's journal would; the attempts are counted."""
-    from sessions_app.storage import repository
+    from sessions_app.storage import row_erasure
 
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
-    real, attempts, room = repository.erase_rows, [], {"fits": 1}
+    real, attempts, room = row_erasure.erase_rows, [], {"fits": 1}
 
     def erase_rows(selection, **options):
         attempts.append(selection.count())
@@ -356,7 +357,7 @@ def erasures_that_fit(monkeypatch, settings):
             raise _disk_full()
         return real(selection, **options)
 
-    monkeypatch.setattr(repository, "erase_rows", erase_rows)
+    monkeypatch.setattr(row_erasure, "erase_rows", erase_rows)
     return room, attempts
 
 
@@ -396,7 +397,7 @@ def test_a_purge_that_fails_otherwise_stops_at_once_and_records_the_failures_typ
     from django.db import OperationalError
 
     from sessions_app import selectors
-    from sessions_app.storage import repository
+    from sessions_app.storage import row_erasure
 
     attempts = []
 
@@ -404,7 +405,7 @@ def test_a_purge_that_fails_otherwise_stops_at_once_and_records_the_failures_typ
         attempts.append(selection.count())
         raise OperationalError("database is locked (holding 林語晴's resume)")
 
-    monkeypatch.setattr(repository, "erase_rows", locked)
+    monkeypatch.setattr(row_erasure, "erase_rows", locked)
     make_session("anon-old", last_activity=timezone.now() - 48 * HOUR)
     with pytest.raises(OperationalError):
         purge_expired(batch_size=4, trigger="command")

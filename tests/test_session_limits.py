@@ -106,8 +106,8 @@ def test_session_usage_counts_sealed_bytes_without_a_key(api, new_session):
     usage = selectors.session_usage(session)  # no token_context: no key needed
     stored = len(session.state) + sum(len(data) for data in session.events.values_list("event_data", flat=True))
     assert usage.size_bytes == stored and usage.turns == 1
-    # The admin's figure (the ORM's STORED_BYTES) and the turn's (one SQL statement) agree.
-    listed = selectors.sessions_with_metadata(AgentSession.objects.filter(pk=session.pk)).get()
+    # The admin's figure (the ORM's with_usage()) and the turn's (one SQL statement) agree.
+    listed = AgentSession.objects.filter(pk=session.pk).with_usage().get()
     assert listed.size_bytes == usage.size_bytes
 
 

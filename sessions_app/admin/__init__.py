@@ -2,7 +2,7 @@
 
 Only sessions (metadata only) and the deletion audit are registered; events,
 app state and user state hold resume text and conversations, so they have no
-admin pages. Every deletion made here goes through the repository's `erase`
+admin pages. Every deletion made here goes through `erasure.erase_sessions`
 (directly or by the purge, `purge.py`), which overwrites the bytes and writes
 the audit row.
 

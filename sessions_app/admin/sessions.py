@@ -18,10 +18,9 @@ from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 from django_q.models import Failure, OrmQ, Schedule, Success
 
-from sessions_app import purge, retention, selectors
+from sessions_app import erasure, purge, selectors
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit
-from sessions_app.storage import repository
 
 TEMPLATES = "admin/sessions_app/agentsession"
 
@@ -60,6 +59,9 @@ class PurgeIntervalForm(forms.Form):
     )
 
 
+EXPIRING_SOON = dt.timedelta(hours=1)
+
+
 class RetentionStatusFilter(admin.SimpleListFilter):
     title = _("status")
     parameter_name = "status"
@@ -69,11 +71,11 @@ class RetentionStatusFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "expired":
-            return selectors.expired_sessions(queryset)
+            return queryset.expired()
         if self.value() == "expiring":
-            return selectors.expiring_sessions(queryset)
+            return queryset.expiring(EXPIRING_SOON)
         if self.value() == "live":
-            return retention.live(queryset)
+            return queryset.live()
         return queryset
 
 
@@ -105,7 +107,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return selectors.sessions_with_metadata(super().get_queryset(request))
+        return super().get_queryset(request).with_usage()
 
     def lookup_allowed(self, lookup, value, request):
         # Django accepts a filter on any field from the URL (?state__icontains=...),
@@ -193,7 +195,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
                     "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
                 },
             )
-        erased = repository.erase_in_a_transaction(queryset, DeletionAudit.Trigger.ADMIN)
+        erased = erasure.erase_sessions(queryset, trigger=DeletionAudit.Trigger.ADMIN)
         self.message_user(
             request,
             _("Deleted %(sessions)d sessions and %(events)d events for good.")

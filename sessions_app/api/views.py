@@ -61,7 +61,6 @@ from sessions_app.api.throttles import (
     SessionMessageThrottle,
 )
 from sessions_app.infra.client_address import client_ip
-from sessions_app.models import AgentSession
 from sessions_app.receipts.lookup import receipt_lookup
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import TOKEN_HEADER
@@ -135,7 +134,7 @@ class OwnedSessionView(APIView):
         with self.token_scope(request):
             return super().dispatch(request, *args, **kwargs)
 
-    def owned_session(self, session_id: str) -> AgentSession:
+    def owned_session(self, session_id: str):
         session = selectors.owned_live_session(session_id, self.request.user.owner_id)
         if session is None:
             raise SessionNotFound
@@ -169,10 +168,11 @@ class SessionDetailView(OwnedSessionView):
         summary="Delete the session for good; the answer says where its receipt is",
     )
     def delete(self, request, session_id):
-        if not services.delete_owned_session(session_id, request.user.owner_id):
+        receipt = services.delete_owned_session(session_id, request.user.owner_id)
+        if receipt is None:
             raise SessionNotFound
         response = Response(status=status.HTTP_204_NO_CONTENT)
-        response[RECEIPT_HEADER] = receipt_path(request.user.owner_id, session_id)
+        response[RECEIPT_HEADER] = reverse("deletion-receipt", args=[receipt])
         return response
 
 

@@ -1,6 +1,6 @@
 """The deletion log in the database: its one writer and its reads (issue 31).
 
-`append` is called by the one erasure (`repository.erase`), in the erasure's transaction: one
+`append` is called by the one erasure (`sessions_app.erasure`), in the erasure's transaction: one
 entry per erased session, then one signed checkpoint over the whole log. Either all of it commits
 with the erasure or none of it does, so there is no entry without its erasure and no erasure
 without its entry. One writer at a time: SQLite's write gate already runs one write transaction
