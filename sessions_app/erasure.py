@@ -15,10 +15,11 @@ from dataclasses import asdict, dataclass, field
 from django.db import transaction
 from django.db.models import F, QuerySet
 
+from sessions_app.deletion_log import store as deletion_log
+from sessions_app.deletion_log.formats.lookup import receipt_lookup
 from sessions_app.infra import disk_space
 from sessions_app.models import DeletionAudit
-from sessions_app.receipts.lookup import receipt_lookup
-from sessions_app.storage import deletion_log, row_erasure
+from sessions_app.storage import row_erasure
 
 
 @dataclass

@@ -197,11 +197,11 @@ class DeletionAudit(models.Model):
 
 
 class DeletionLogEntry(models.Model):
-    """One erasure in the deletion log (sessions_app.receipts): the entry's canonical JSON, which
+    """One erasure in the deletion log (sessions_app.deletion_log.formats): the entry's canonical JSON, which
     names the session by its receipt lookup (format 2; format 1: the SHA-256 of its id) and holds
     an hour, a kind of trigger and rounded sizes (format 1: counts, times and names).
 
-    Append-only: written by the erasure's transaction (storage/deletion_log.py), never updated or
+    Append-only: written by the erasure's transaction (deletion_log/store.py), never updated or
     deleted. It is not session data: no purge and no erasure touches it.
     """
 
@@ -225,7 +225,7 @@ class DeletionLogCheckpoint(models.Model):
     size = models.PositiveBigIntegerField(_("size"), primary_key=True)  # entries the checkpoint covers
     root = models.BinaryField()  # the RFC 6962 root over the first `size` entries
     signed = models.TextField()  # the C2SP signed note (checkpoint text and signature)
-    # The tree's right edge at `size` (receipts.merkle.RightEdge): the next erasure appends to it
+    # The tree's right edge at `size` (deletion_log.formats.merkle.RightEdge): the next erasure appends to it
     # without reading the earlier entries back.
     right_edge = models.BinaryField()
     signed_at = models.DateTimeField(_("signed at"))
@@ -244,7 +244,7 @@ class DeletionLogNode(models.Model):
     erasure's transaction, so a proof reads O(log n) of these rows instead of every entry.
     Append-only, like the entries; hashes only."""
 
-    # receipts.merkle.post_order(height, index): the order subtrees complete in, so appends go
+    # deletion_log.formats.merkle.post_order(height, index): the order subtrees complete in, so appends go
     # to the table's end and the subtrees of a range of entries are one range of positions.
     position = models.PositiveBigIntegerField(primary_key=True)
     node_hash = models.BinaryField()

@@ -18,12 +18,13 @@ from agent import APP_NAME
 from agent.plans import plan_versions
 from sessions_app import retention
 from sessions_app.choices import FailureKind
+from sessions_app.deletion_log import key as log_key
+from sessions_app.deletion_log import store as deletion_log
+from sessions_app.deletion_log.formats.note import open_note
+from sessions_app.deletion_log.formats.strict import Rejected
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit, IntegrityFailure
-from sessions_app.receipts.note import open_note
-from sessions_app.receipts.strict import Rejected
-from sessions_app.security import log_key
-from sessions_app.storage import deletion_log, sessions, turn_lock
+from sessions_app.storage import sessions, turn_lock
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
@@ -181,7 +182,7 @@ def storage_status() -> StorageStatus:
     )
 
 
-# --- The deletion log: public, it holds nothing private (storage/deletion_log.py) ---
+# --- The deletion log: public, it holds nothing private (deletion_log/store.py) ---
 
 
 def deletion_receipt(lookup: str) -> str | None:

@@ -3,8 +3,8 @@ task is given or returns is stored in django-q2's tables."""
 
 import logging
 
-from sessions_app import log_verification
 from sessions_app.choices import ErasureTrigger
+from sessions_app.deletion_log import verification as log_verification
 from sessions_app.infra.disk_space import is_disk_full
 from sessions_app.purge import purge_expired
 
@@ -24,6 +24,6 @@ def purge_expired_sessions() -> dict:
 
 
 def verify_deletion_log() -> dict:
-    """The admin's check of the whole deletion log (sessions_app.log_verification): its outcome is
+    """The admin's check of the whole deletion log (sessions_app.deletion_log.verification): its outcome is
     on the admin's deletion-log page; it returns counts and the outcome's name only."""
     return log_verification.run()

@@ -11,10 +11,10 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from sessions_app import erasure, purge
+from sessions_app.deletion_log import key as log_key
+from sessions_app.deletion_log.formats.merkle import leaf_hash
+from sessions_app.deletion_log.formats.note import Signer
 from sessions_app.models import AgentSession, DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry
-from sessions_app.receipts.merkle import leaf_hash
-from sessions_app.receipts.note import Signer
-from sessions_app.security import log_key
 from sessions_app.security.tokens import owner_id_for
 from tests.factories import make_session
 from tests.privacy import find_in_text, fixture_markers

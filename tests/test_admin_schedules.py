@@ -18,7 +18,7 @@ from django.urls import NoReverseMatch, URLPattern, URLResolver, reverse
 from django.utils import timezone
 from django_q.models import Failure, OrmQ, Schedule, Success, Task
 
-from sessions_app import log_verification
+from sessions_app.deletion_log import verification as log_verification
 from sessions_app.purge import set_purge_interval
 from sessions_app.retention import PURGE_TASK
 

@@ -20,16 +20,10 @@ from django.utils import timezone
 
 from sessions_app import erasure, purge
 from sessions_app.adk.buffer import TurnBuffer
-from sessions_app.models import (
-    AgentSession,
-    DeletionAudit,
-    DeletionLogCheckpoint,
-    DeletionLogEntry,
-    DeletionLogNode,
-    SessionEvent,
-)
-from sessions_app.receipts.checkpoint import Checkpoint
-from sessions_app.receipts.entry import (
+from sessions_app.deletion_log import key as log_key
+from sessions_app.deletion_log import store as deletion_log
+from sessions_app.deletion_log.formats.checkpoint import Checkpoint
+from sessions_app.deletion_log.formats.entry import (
     TRIGGER_KINDS,
     TRIGGERS,
     DeletionEntry,
@@ -38,15 +32,21 @@ from sessions_app.receipts.entry import (
     read_entry,
     session_digest,
 )
-from sessions_app.receipts.lookup import receipt_lookup
-from sessions_app.receipts.merkle import MerkleTree, RightEdge, leaf_hash, post_order
-from sessions_app.receipts.note import Verifier
-from sessions_app.receipts.receipt import Receipt
-from sessions_app.receipts.strict import Rejected
-from sessions_app.receipts.verify import WhoseSession, verify_log_grew, verify_receipt
-from sessions_app.security import log_key
+from sessions_app.deletion_log.formats.lookup import receipt_lookup
+from sessions_app.deletion_log.formats.merkle import MerkleTree, RightEdge, leaf_hash, post_order
+from sessions_app.deletion_log.formats.note import Verifier
+from sessions_app.deletion_log.formats.receipt import Receipt
+from sessions_app.deletion_log.formats.strict import Rejected
+from sessions_app.deletion_log.formats.verify import WhoseSession, verify_log_grew, verify_receipt
+from sessions_app.models import (
+    AgentSession,
+    DeletionAudit,
+    DeletionLogCheckpoint,
+    DeletionLogEntry,
+    DeletionLogNode,
+    SessionEvent,
+)
 from sessions_app.security.tokens import owner_id_for
-from sessions_app.storage import deletion_log
 from tests.factories import make_session
 from tests.privacy import encodings, fixture_markers
 from tests.test_one_erasure import WAYS, _started
@@ -291,7 +291,7 @@ def _verify_with_the_command_line(receipt: bytes, vkey: str, tmp_path: Path, *op
     path = tmp_path / "receipt.tlog-proof"
     path.write_bytes(receipt)
     environment = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
-    command = [sys.executable, "-m", "sessions_app.receipts.verify", "--key", vkey, *options, str(path)]
+    command = [sys.executable, "-m", "sessions_app.deletion_log.formats.verify", "--key", vkey, *options, str(path)]
     result = subprocess.run(command, cwd=ROOT_DIR, env=environment, input=key.encode(), capture_output=True)
     assert result.returncode == 0, result.stderr
     return result.stdout

@@ -60,8 +60,8 @@ from sessions_app.api.throttles import (
     SessionCreateThrottle,
     SessionMessageThrottle,
 )
+from sessions_app.deletion_log.formats.lookup import receipt_lookup
 from sessions_app.infra.client_address import client_ip
-from sessions_app.receipts.lookup import receipt_lookup
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import TOKEN_HEADER
 from sessions_app.turns import service as turns
@@ -178,7 +178,7 @@ class SessionDetailView(OwnedSessionView):
 
 def receipt_path(owner_id: str, session_id: str) -> str:
     """Where the receipt of the session's erasure is (or will be): no token needed to read it, and
-    only the token's holder can compute it (sessions_app.receipts.lookup)."""
+    only the token's holder can compute it (sessions_app.deletion_log.formats.lookup)."""
     return reverse("deletion-receipt", args=[receipt_lookup(owner_id, session_id)])
 
 

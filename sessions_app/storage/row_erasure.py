@@ -11,9 +11,9 @@ from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
 from sessions_app import retention
+from sessions_app.deletion_log.store import ErasedSession
 from sessions_app.infra import sql
 from sessions_app.models import AgentSession, SessionEvent, UserState
-from sessions_app.storage.deletion_log import ErasedSession
 
 S, E = AgentSession, SessionEvent
 

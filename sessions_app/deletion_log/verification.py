@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
-from sessions_app.storage import deletion_log
+from sessions_app.deletion_log import store as deletion_log
 
 logger = logging.getLogger(__name__)
 
