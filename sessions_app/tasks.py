@@ -14,7 +14,7 @@ logger = logging.getLogger(__name__)
 def purge_expired_sessions() -> dict:
     """The scheduled purge. A run that fails logs one line (the reason: "disk full" or the
     exception's type, never its message) and returns {"failed": reason}: raised, django-q2
-    would log the traceback too. The admin reads either outcome (selectors.retention_policy)."""
+    would log the traceback too. The admin reads either outcome (selectors_admin.retention_policy)."""
     try:
         return purge_expired(trigger=ErasureTrigger.TTL).as_dict()
     except Exception as exc:

@@ -18,7 +18,7 @@ from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 from django_q.models import Failure, OrmQ, Schedule, Success
 
-from sessions_app import erasure, purge, selectors
+from sessions_app import erasure, purge, selectors, selectors_admin
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit
 
@@ -237,14 +237,14 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 "title": _("Purge expired sessions now?"),
                 "opts": self.opts,
                 "preview": purge.purge_expired(dry_run=True, trigger=DeletionAudit.Trigger.ADMIN),
-                "storage": selectors.storage_status(),
+                "storage": selectors_admin.storage_status(),
             },
         )
 
     def policy_view(self, request):
         if not self.has_view_permission(request):
             raise PermissionDenied
-        policy = selectors.retention_policy()
+        policy = selectors_admin.retention_policy()
         # Changing the interval decides how soon expired sessions are erased:
         # the same duty as "purge now", so the same (delete) permission.
         can_change = self.has_erase_permission(request)
@@ -273,8 +273,8 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 "opts": self.opts,
                 "policy": policy,
                 "interval_form": interval_form,
-                "integrity_failures": selectors.integrity_failure_counts(),
-                "storage": selectors.storage_status(),
+                "integrity_failures": selectors_admin.integrity_failure_counts(),
+                "storage": selectors_admin.storage_status(),
             },
         )
 

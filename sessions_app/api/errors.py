@@ -190,7 +190,7 @@ def _answer(exc, context) -> Response | None:
         return storage_full_response("storage_full")
     if isinstance(exc, _NOT_FOUND):
         if isinstance(exc, IntegrityCheckFailed):
-            services.integrity_failure_record(exc)  # one log line and one count; the caller sees only the 404
+            services.integrity_failure_record(failure=exc)  # one log line and one count; the caller sees only the 404
         return Response(session_not_found_body(), status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, TurnInProgress):
         return Response(

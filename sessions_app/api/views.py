@@ -103,7 +103,7 @@ class SessionCreateView(APIView):
     def post(self, request):
         payload = CreateSessionRequest(data=request.data)
         payload.is_valid(raise_exception=True)
-        created = services.create_session(payload.validated_data["resume_text"])
+        created = services.session_create(resume_text=payload.validated_data["resume_text"])
         body = {
             "session_id": created.session_id,
             "token": created.token,
@@ -160,7 +160,7 @@ class SessionDetailView(OwnedSessionView):
     )
     def get(self, request, session_id):
         session = self.owned_session(session_id)
-        return Response(SessionMetadata(services.metadata(session)).data)
+        return Response(SessionMetadata(selectors.session_metadata(session)).data)
 
     @extend_schema(
         parameters=[*SESSION_PARAMETERS, DELETION_RECEIPT],
@@ -168,7 +168,7 @@ class SessionDetailView(OwnedSessionView):
         summary="Delete the session for good; the answer says where its receipt is",
     )
     def delete(self, request, session_id):
-        receipt = services.delete_owned_session(session_id, request.user.owner_id)
+        receipt = services.session_delete(session_id=session_id, owner_id=request.user.owner_id)
         if receipt is None:
             raise SessionNotFound
         response = Response(status=status.HTTP_204_NO_CONTENT)
@@ -252,7 +252,7 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
 
     def conversation(self, session_id):
         session = self.owned_session(session_id)
-        body = {"session_id": session.session_id, "messages": services.conversation(session)}
+        body = {"session_id": session.session_id, "messages": selectors.session_conversation(session)}
         return Response(Conversation(body).data)
 
     @extend_schema(
@@ -319,7 +319,7 @@ class SessionExportView(OwnedSessionView):
     @hide_locals
     def get(self, request, session_id):
         session = self.owned_session(session_id)
-        exported = services.export(session)
+        exported = selectors.session_export(session)
         exported["deletion_receipt"] = {
             "url": receipt_path(request.user.owner_id, session.session_id),
             "about": _(

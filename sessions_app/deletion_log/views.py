@@ -24,6 +24,7 @@ from sessions_app.api.schema import NOT_FOUND, RETRY_AFTER, THROTTLED, json_only
 from sessions_app.api.serializers import ConsistencyErrors, ErrorResponse
 from sessions_app.api.throttles import DeletionLogPer48Throttle, DeletionLogPer56Throttle, DeletionLogThrottle
 from sessions_app.deletion_log import key as log_key
+from sessions_app.deletion_log import store
 
 LOOKUP = re.compile(r"[0-9a-f]{64}")
 TEXT = "text/plain"
@@ -97,7 +98,7 @@ class DeletionReceiptView(LogRead):
         summary="The receipt of a session's erasure (no token needed)",
     )
     def get(self, request, lookup):
-        return self.text(selectors.deletion_receipt(lookup) if LOOKUP.fullmatch(lookup) else None)
+        return self.text(store.receipt(lookup) if LOOKUP.fullmatch(lookup) else None)
 
 
 class DeletionCheckpointView(LogRead):
@@ -107,7 +108,7 @@ class DeletionCheckpointView(LogRead):
         summary="The deletion log's latest signed checkpoint",
     )
     def get(self, request):
-        return self.text(selectors.deletion_checkpoint())
+        return self.text(store.checkpoint())
 
 
 class ConsistencyQuery(serializers.Serializer):
