@@ -17,7 +17,7 @@ from agent.screening import KINDS, MODEL_FLAG_KIND
 from sessions_app import retention
 from sessions_app.deletion_log import store as deletion_log
 from sessions_app.models import AgentSession
-from sessions_app.storage import sessions, turn_lock
+from sessions_app.storage import sessions
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
@@ -147,22 +147,6 @@ def session_export(session: AgentSession) -> dict:
         "suspicious_flags": session_flags(state),
         "events": [event.model_dump(mode="json", exclude_none=True) for event in events],
     }
-
-
-# --- Usage and the turn lock: no key (the turn's limits, the admin's session page) ---
-
-
-SessionUsage = sessions.SessionUsage
-
-
-def turn_running(session: AgentSession) -> bool:
-    """Whether a turn of the session runs now (holds its turn lock)."""
-    return turn_lock.turn_is_locked(session.pk)
-
-
-def session_usage(session: AgentSession) -> SessionUsage | None:
-    """What the session holds, for its per-session limits; needs no key (one query). None: deleted."""
-    return sessions.usage(session.pk)
 
 
 # --- The deletion log: public, it holds nothing private (deletion_log/store.py) ---

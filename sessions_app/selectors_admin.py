@@ -20,6 +20,13 @@ from sessions_app.deletion_log.formats.note import open_note
 from sessions_app.deletion_log.formats.strict import Rejected
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit, IntegrityFailure
+from sessions_app.storage import turn_lock
+
+
+def turn_running(session: AgentSession) -> bool:
+    """Whether a turn of the session runs now (holds its turn lock: a row on PostgreSQL, a file
+    lock on SQLite, so no query of the list can say it)."""
+    return turn_lock.turn_is_locked(session.pk)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 from django_q.models import Failure, OrmQ, Schedule, Success
 
-from sessions_app import erasure, purge, selectors, selectors_admin
+from sessions_app import erasure, purge, selectors_admin
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit
 
@@ -145,7 +145,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("turn running"), boolean=True)
     def turn_running(self, session):
-        return selectors.turn_running(session)
+        return selectors_admin.turn_running(session)
 
     @admin.display(description=_("session"), ordering="session_id")
     def short_id(self, session):
