@@ -1,6 +1,6 @@
-"""The purge: erases expired sessions (or, for an incident, every session) in batches, and sets
-how often the scheduled purge runs. The command, the scheduled task, the start-up purge and the
-admin call it; what counts as expired is retention's (sessions_app/retention.py)."""
+"""The purge: erases expired sessions (or, for an incident, every session) in batches. The command,
+the scheduled task, the start-up purge and the admin call it; what counts as expired is
+retention's (sessions_app/retention.py); how often it runs is `services.purge_interval_set`."""
 
 from __future__ import annotations
 
@@ -15,12 +15,11 @@ from django.core.cache import cache
 from django.db import DatabaseError
 from django.db.models import QuerySet
 from django.utils import timezone
-from django_q.models import Schedule
 
 from sessions_app import erasure
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit
-from sessions_app.retention import LAST_PURGE_KEY, PURGE_TASK
+from sessions_app.retention import LAST_PURGE_KEY
 from sessions_app.storage import planner_statistics
 
 logger = logging.getLogger(__name__)
@@ -142,23 +141,3 @@ def _erase_in_batches(selection: QuerySet, *, batch_size, trigger, progress) -> 
         time.sleep(settings.PURGE_BATCH_PAUSE_SECONDS)  # let waiting writers take the lock
     result.seconds = time.monotonic() - started
     return result
-
-
-# How often the scheduled purge may run: at least once a day, at most once a minute.
-PURGE_INTERVAL_MIN_MINUTES = 1
-PURGE_INTERVAL_MAX_MINUTES = 24 * 60
-
-
-def set_purge_interval(minutes: int) -> int:
-    """Sets how many minutes apart the scheduled purge runs, and nothing else.
-
-    The only write the admin makes to django-q2's tables: one column, never a
-    schedule's function, arguments or hook (the scheduler would run those as
-    the service). Returns how many schedules changed: 0 when there is none.
-    """
-    if not PURGE_INTERVAL_MIN_MINUTES <= minutes <= PURGE_INTERVAL_MAX_MINUTES:
-        raise ValueError(
-            f"purge interval {minutes} min is outside {PURGE_INTERVAL_MIN_MINUTES}..{PURGE_INTERVAL_MAX_MINUTES}"
-        )
-    # update(), not save(): the statement names `minutes` alone.
-    return Schedule.objects.filter(func=PURGE_TASK, schedule_type=Schedule.MINUTES).update(minutes=minutes)

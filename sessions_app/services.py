@@ -1,4 +1,5 @@
-"""The API's writes: a session created, a session deleted, an integrity failure counted.
+"""The writes: a session created, a session deleted, an integrity failure counted, the purge's
+interval set.
 
 Views call these and the reads in `selectors`; the rows are storage's, the erasure is `erasure`'s.
 """
@@ -9,6 +10,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.views.decorators.debug import sensitive_variables
+from django_q.models import Schedule
 
 from agent import APP_NAME
 from agent.plans import initial_state, plan_count
@@ -60,3 +62,23 @@ def integrity_failure_record(*, failure: IntegrityCheckFailed) -> None:
     """Counts a read refused because the session did not verify, for the operators (one log line
     naming the session's public id and the kind, one row): the API answers it with its 404."""
     failure_counts.record_failure(failure)
+
+
+# How often the scheduled purge may run: at least once a day, at most once a minute.
+PURGE_INTERVAL_MIN_MINUTES = 1
+PURGE_INTERVAL_MAX_MINUTES = 24 * 60
+
+
+def purge_interval_set(*, minutes: int) -> int:
+    """Sets how many minutes apart the scheduled purge runs, and nothing else.
+
+    The only write the admin makes to django-q2's tables: one column, never a
+    schedule's function, arguments or hook (the scheduler would run those as
+    the service). Returns how many schedules changed: 0 when there is none.
+    """
+    if not PURGE_INTERVAL_MIN_MINUTES <= minutes <= PURGE_INTERVAL_MAX_MINUTES:
+        raise ValueError(
+            f"purge interval {minutes} min is outside {PURGE_INTERVAL_MIN_MINUTES}..{PURGE_INTERVAL_MAX_MINUTES}"
+        )
+    # update(), not save(): the statement names `minutes` alone.
+    return Schedule.objects.filter(func=retention.PURGE_TASK, schedule_type=Schedule.MINUTES).update(minutes=minutes)

@@ -18,7 +18,7 @@ from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 from django_q.models import Failure, OrmQ, Schedule, Success
 
-from sessions_app import erasure, purge, selectors_admin
+from sessions_app import erasure, purge, selectors_admin, services
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit
 
@@ -53,8 +53,8 @@ class PurgeIntervalForm(forms.Form):
 
     minutes = forms.IntegerField(
         label=_("Purge every (minutes)"),
-        min_value=purge.PURGE_INTERVAL_MIN_MINUTES,
-        max_value=purge.PURGE_INTERVAL_MAX_MINUTES,
+        min_value=services.PURGE_INTERVAL_MIN_MINUTES,
+        max_value=services.PURGE_INTERVAL_MAX_MINUTES,
         help_text=_("From 1 to 1440 (once a day). The new interval counts from the next run."),
     )
 
@@ -255,7 +255,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
             interval_form = PurgeIntervalForm(request.POST)
             if interval_form.is_valid():
                 minutes = interval_form.cleaned_data["minutes"]
-                if purge.set_purge_interval(minutes):
+                if services.purge_interval_set(minutes=minutes):
                     self.message_user(
                         request, _("The purge now runs every %(minutes)d min.") % {"minutes": minutes}, messages.SUCCESS
                     )
