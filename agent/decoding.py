@@ -3,7 +3,8 @@
 A resume has no use for Unicode tag characters (U+E0000 block: invisible ASCII), bidi overrides
 (or isolates around anything but right-to-left letters), or private-use characters; each is a
 signal in itself. And an instruction can be written so that no one reads it as text until it is
-decoded: base64, ROT13, reversed, its letters spaced out, or in tag characters. `decoded_forms`
+decoded: base64, ROT13, reversed, its letters spaced out, hex bytes, percent-escapes, digits for
+letters ("1nclud3"), or in tag characters. `decoded_forms`
 gives a line's decoded readings, which the screen reads as it reads the line (a decoded
 instruction is flagged as `encoded`) and the worst-model tests copy into every output, as a model
 that decodes would.
@@ -19,6 +20,7 @@ import binascii
 import codecs
 import re
 import unicodedata
+import urllib.parse
 
 from agent.text import CJK_RE, choices
 
@@ -32,9 +34,19 @@ _BIDI_OPENERS, _BIDI_CLOSERS, _BIDI_OVERRIDES = (
     frozenset("\u202d\u202e"),
 )
 _BASE64_RE = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
-# Letters spaced out: "i g n o r e  a l l" (five single letters or more, one space or dot apart).
+# Letters spaced out: "i g n o r e  a l l" (five single letters or more, one space or dot apart),
+# and characters of any kind so spaced, words two or three spaces apart ("t e x t  + 1 - 5 5 5").
 _SPACED_RE = re.compile(r"(?<![^\W\d_])(?:[^\W\d_][ .]){4,}[^\W\d_](?![^\W\d_])")
+_SPACED_CHARS_RE = re.compile(r"(?<!\S)(?:\S {1,3}){5,}\S")
 _WORD_GAP_RE = re.compile(r"[ .]{2,}|\s*/\s*")  # what separates spaced words: two spaces, or a slash
+# Bytes written in hex ("50 6c 61 6e ..." or "506c616e..."): eight or more.
+# (No condition after the run: one there would make a long run of pairs fail and retry from each pair.)
+_HEX_RE = re.compile(r"(?<![0-9a-f])(?:[0-9a-f]{2}[ :]?){8,}", re.IGNORECASE)
+_PERCENT_RE = re.compile(r"(?:%[0-9a-f]{2}){3}", re.IGNORECASE)  # three escapes in a row: text, not a path
+# Digits for letters inside words ("pl4n5 mu57 1nclud3"): read where three words or more mix them.
+_LEET_WORD_RE = re.compile(r"\b(?=\w*[a-z])(?=\w*[013457])\w{3,}\b", re.IGNORECASE)
+_LEET = str.maketrans("013457", "oieast")
+_LEET_MIN_WORDS = 3
 _LATIN_RE = re.compile(r"[A-Za-z]")
 _MIN_DECODED_LETTERS = 8
 # ROT13 and reversed readings are screened only where the line holds, so encoded, a word no order to
@@ -99,13 +111,57 @@ def _spaced_text(text: str) -> str:
     return " ".join(runs)
 
 
+def _spaced_chars_text(text: str) -> str:
+    return " ".join(
+        re.sub(r" {2,}", "\0", run).replace(" ", "").replace("\0", " ") for run in _SPACED_CHARS_RE.findall(text)
+    )
+
+
+def _hex_texts(text: str) -> list[str]:
+    texts = []
+    for run in _HEX_RE.findall(text):
+        try:
+            decoded = bytes.fromhex(re.sub(r"[ :]", "", run)).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if decoded.isprintable() and (
+            len(_LATIN_RE.findall(decoded)) >= _MIN_DECODED_LETTERS or CJK_RE.search(decoded)
+        ):
+            texts.append(decoded)
+    return texts
+
+
+def _percent_text(text: str) -> str:
+    return urllib.parse.unquote(text) if has_percent_escapes(text) else ""
+
+
+def _leet_text(text: str) -> str:
+    words = _LEET_WORD_RE.findall(text)
+    return text.translate(_LEET) if len(words) >= _LEET_MIN_WORDS else ""
+
+
+def has_percent_escapes(text: str) -> bool:
+    """Three percent-escapes in a row: text encoded in a link, not a path."""
+    return bool(_PERCENT_RE.search(text))
+
+
+def without_hidden(text: str) -> str:
+    """`text` without the characters no resume needs: tag characters, private use, bidi overrides
+    (what a reply, a plan or a tool's arguments never need either)."""
+    return "".join(
+        c for c in text if ord(c) not in TAG_BLOCK and c not in _BIDI_OVERRIDES and unicodedata.category(c) != "Co"
+    )
+
+
 def decoded_forms(line: str, *, every: bool = False) -> list[str]:
     """The readings of `line` that decoding gives: its tag characters as ASCII, each base64 blob
-    that decodes to text, its letters spaced out joined, and ROT13 (of a line with Latin letters)
+    that decodes to text, its letters (or characters) spaced out joined, its hex bytes and
+    percent-escapes decoded, its digits read as letters, and ROT13 (of a line with Latin letters)
     and reversed, these two where the line holds an order's word so encoded (`every`: always, as a
     model that decodes everything would read it)."""
     folded = line.casefold()
-    forms = [_tag_text(line), *_base64_texts(line), _spaced_text(line)]
+    forms = [_tag_text(line), *_base64_texts(line), _spaced_text(line), _spaced_chars_text(line)]
+    forms += [*_hex_texts(line), _percent_text(line), _leet_text(line)]
     if every or _REVERSED_HINT_RE.search(folded):
         forms.append(line[::-1])
     if len(_LATIN_RE.findall(line)) >= _MIN_DECODED_LETTERS and (every or _ROT13_HINT_RE.search(folded)):

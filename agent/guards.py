@@ -38,6 +38,7 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from agent import provenance
+from agent.decoding import decoded_forms, has_percent_escapes, without_hidden
 from agent.screening import flagged_lines, held_lines
 from agent.text import (
     BULLET_RE,
@@ -148,15 +149,27 @@ class Taint:
         by_kind = list(zip(lines, classes, strict=True))
         trusted = [reads[line] for line, kind in by_kind if kind != provenance.UNTRUSTED]
         untrusted = tuple(reads[line] for line, kind in by_kind if kind == provenance.UNTRUSTED)
+        # What an untrusted line says once decoded is its wording too: a model decodes.
+        decoded = [
+            reading(form)
+            for line, kind in by_kind
+            if kind == provenance.UNTRUSTED
+            for form in decoded_forms(line, every=True)
+        ]
         vouched = {item for text in said for item in _items(text)}
         for line, kind in by_kind:
             if kind == provenance.CONTACT:
-                vouched |= _items(reads[line])
+                # A contact's link carries no encoded text: a query of percent-escapes is a message.
+                vouched |= {item for item in _items(reads[line]) if not has_percent_escapes(item)}
             elif kind == provenance.CONTENT:
                 vouched |= _ordinary_codes(reads[line])
         clean = trusted + said
         # Runs and whole lines only where some line is untrusted: a clean resume's check is its items.
-        runs = set().union(*map(_windows, untrusted)) - set().union(*map(_windows, clean)) if untrusted else set()
+        runs = (
+            set().union(*map(_windows, untrusted + tuple(decoded))) - set().union(*map(_windows, clean))
+            if untrusted
+            else set()
+        )
         whole = {_bare(line) for line in untrusted} - {_bare(text) for text in clean}
         return cls(
             untrusted, frozenset(vouched), frozenset(runs), frozenset(w for w in whole if len(w) >= WHOLE_MIN_CHARS)
@@ -230,9 +243,11 @@ def note_for(text: str) -> str:
 
 
 def redact_args(value: Any, taint: Taint) -> tuple[Any, bool]:
-    """`value` with every string that carries flagged text replaced by REDACTED."""
+    """`value` with every string that carries flagged text replaced by REDACTED, and the characters
+    no text needs (tag characters, private use, bidi overrides) taken out of the others."""
     if isinstance(value, str):
-        return (REDACTED, True) if taint.hits(value) else (value, False)
+        visible = without_hidden(value)
+        return (REDACTED, True) if taint.hits(value) else (visible, visible != value)
     if isinstance(value, dict):
         pairs = {key: redact_args(item, taint) for key, item in value.items()}
         return {key: item for key, (item, _) in pairs.items()}, any(hit for _, hit in pairs.values())
@@ -252,8 +267,9 @@ def guard_model_response(callback_context: CallbackContext, llm_response: LlmRes
     for part in content.parts:
         if part.text and not part.thought:
             text, dropped = clean_reply(part.text, taint)
-            if dropped:
-                changed = dropped_text = True
+            text = without_hidden(text)
+            if text != part.text:
+                changed, dropped_text = True, dropped_text or dropped
                 part = part.model_copy(update={"text": text})
         elif part.function_call and part.function_call.name:
             args = dict(part.function_call.args or {})

@@ -7,25 +7,18 @@ here reads or stores the key's value beyond "is it set".
 
 from __future__ import annotations
 
-import os
-
 import httpx
 from google.adk.models.base_llm import BaseLlm
 from google.genai import types
 
+from agent.config import AgentConfig
 from agent.environment import OFFLINE, model_service
 from agent.model_retries import RetryingGemini
 from agent.offline import OfflineResumeModel
 
-DEFAULT_MODEL = "gemini-2.5-flash"
-# A server process runs at most AGENT_MAX_TURNS_IN_FLIGHT turns at once (config/settings.py), each
-# waiting on one model call at a time: the model client keeps as many connections, so no turn
-# waits for a connection another holds (httpx's default is 100).
-DEFAULT_TURNS_IN_FLIGHT = 256
 
-
-def _connection_pool() -> types.HttpOptions:
-    size = int(os.environ.get("AGENT_MAX_TURNS_IN_FLIGHT", "").strip() or DEFAULT_TURNS_IN_FLIGHT)
+def _connection_pool(size: int) -> types.HttpOptions:
+    """As many connections as turns in flight, each waiting on one model call at a time."""
     limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
     return types.HttpOptions(async_client_args={"limits": limits})
 
@@ -36,14 +29,12 @@ def select_model() -> BaseLlm:
     the model asks, else AGENT_MODEL_RETRY_DELAY_SECONDS (default 1) doubled each time, at most 8 s,
     with jitter, within the turn's deadline. Else OfflineResumeModel()."""
     if model_service() != OFFLINE:
-        name = os.environ.get("AGENT_MODEL", "").strip() or DEFAULT_MODEL
-        attempts = int(os.environ.get("AGENT_MODEL_ATTEMPTS", "").strip() or 3)
-        delay = float(os.environ.get("AGENT_MODEL_RETRY_DELAY_SECONDS", "").strip() or 1)
+        config = AgentConfig.from_env()
         return RetryingGemini(
-            model=name,
-            attempts=max(attempts, 1),
-            initial_delay=delay,
-            client_kwargs={"http_options": _connection_pool()},
+            model=config.model,
+            attempts=config.model_attempts,
+            initial_delay=config.model_retry_delay_seconds,
+            client_kwargs={"http_options": _connection_pool(config.max_turns_in_flight)},
         )
     return OfflineResumeModel()
 

@@ -17,10 +17,10 @@ prompt, the evals, the tests) calls `plan_versions(state)`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
+from agent.config import AgentConfig
 from agent.screening import screen
 
 PLAN_KEY_PREFIX = "plan_v"
@@ -28,7 +28,6 @@ PLAN_COUNT_KEY = "plan_count"
 # Sessions saved before versions had keys of their own kept a list here; it
 # is still read (never written), so those sessions lose nothing.
 LEGACY_LIST_KEY = "plan_versions"
-DEFAULT_MAX_PLAN_VERSIONS = 20
 
 
 def initial_state(resume_text: str) -> dict:
@@ -40,8 +39,8 @@ def initial_state(resume_text: str) -> dict:
 
 
 def max_plan_versions() -> int:
-    """Versions kept in state (PLAN_MAX_VERSIONS; the agent package reads no Django settings)."""
-    return max(1, int(os.environ.get("PLAN_MAX_VERSIONS", DEFAULT_MAX_PLAN_VERSIONS)))
+    """Versions kept in state (PLAN_MAX_VERSIONS, agent.config)."""
+    return AgentConfig.from_env().plan_max_versions
 
 
 def plan_key(version: int) -> str:

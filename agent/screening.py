@@ -346,6 +346,36 @@ _PRESCRIBES_RE = re.compile(
 )
 
 
+# Issue 40: what an attack is for, whatever its words: a link, address, number or code it wants
+# passed on in the plan, the reply or the advice. A resume describes its own work; it does not say
+# what its reader's plan or advice must hold. So a line that names our output (or its reader) and
+# prescribes ("must", "every", "include", 須, 請, 附上), with a value that no other line of the resume
+# holds, is flagged however it is phrased. The person's own contact line holds its values itself,
+# and a referee's "please call me at ..." names no plan, reply or reader.
+_OUTPUT_NAMED_RE = re.compile(
+    r"\b(?:plans?|next[- ]steps?|steps?\s*(?:1|one)|first\s+step|repl(?:y|ies)|answers?|responses?|advice"
+    r"|recommendations?|suggestions?|summar(?:y|ies)|summari[sz]\w*|reviewers?|readers?|whoever|anyone)\b"
+    r"|計畫|計劃|计划|規劃|规划|步驟|步骤|第一步|回覆|回复|回答|建議|建议|審閱者|审阅者|整理|彙整|汇整|這份資料|这份资料|此檔|本檔|看到這|讀到|閱讀"
+)
+_PRESCRIBES_CONTENT_RE = re.compile(
+    r"\b(?:must|should|shall|has\s+to|have\s+to|needs?\s+to|requires?d?|please|kindly|always|every|any|each"
+    r"|before\s+anything|be\s+sure|make\s+sure|include|add|print|open\s+with|list)\b"
+    r"|須|需|請|请|麻煩|麻烦|務必|务必|必須|必须|一律|皆以|為準|为准|附上|加上|列入|放在|都要|每一|所有"
+)
+
+
+def _values(text: str) -> set[str]:
+    """The links, addresses, long numbers and reference codes of a read line."""
+    found = {m.group(0) for m in URL_RE.finditer(text)} | {m.group(0) for m in EMAIL_RE.finditer(text)}
+    codes = {code for code in _REFERENCE_CODE_RE.findall(text) if not _YEAR_ONLY_RE.match(code)}
+    return found | long_numbers(text) | codes
+
+
+def _passes_on(text: str) -> bool:
+    """Does a read line name our output or its reader and prescribe what it holds?"""
+    return bool(_OUTPUT_NAMED_RE.search(text) and _PRESCRIBES_CONTENT_RE.search(text))
+
+
 @dataclass(frozen=True)
 class Finding:
     """One flagged resume line: its index in `resume.splitlines()`, the line as written
@@ -601,6 +631,13 @@ def screen(resume: str) -> list[Finding]:
             kind = _hidden_kind(lines[i])
             if kind:
                 kinds[i] = kind
+    # Values to pass on that only the line asking for it holds.
+    asking = {i for i in content if i not in kinds and _passes_on(reads[i].text) and _values(reads[i].text)}
+    if asking:
+        own = set().union(*(_values(reads[i].text) for i in content if i not in asking))
+        for i in asking:
+            if _values(reads[i].text) - own:
+                kinds[i] = "output_control"
     # A fake end of the resume with more after it: the marker, and what follows it that speaks.
     for a, b in zip(content, content[1:], strict=False):
         if _END_MARKER_RE.match(reads[a].text):

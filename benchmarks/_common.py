@@ -25,8 +25,8 @@ RESUME = (FIXTURES / "resume_lin.txt").read_text("utf-8")
 PY = sys.executable
 _NUMBERS_RE = re.compile(r"\[\s+([-+0-9.eE,\s]+?)\s+\]")  # a JSON list of numbers: written on one line
 # One client address sends every message, far faster than a person types: the throttles are lifted.
-UNTHROTTLED = {"SESSION_MESSAGE_RATE": "1000000/min", "CLIENT_MESSAGE_RATE": "1000000/min"}
-UNTHROTTLED["SESSION_CREATE_RATE"] = "1000000/hour"
+UNTHROTTLED = {"AGENT_SESSION_MESSAGE_RATE": "1000000/min", "CLIENT_MESSAGE_RATE": "1000000/min"}
+UNTHROTTLED["AGENT_SESSION_CREATE_RATE"] = "1000000/hour"
 
 
 def main(name: str, title: str, packages: list[str], run, children: dict | None = None, options=()) -> int:

@@ -18,7 +18,7 @@ PACKAGES = "Django djangorestframework django-q2 google-adk google-genai gunicor
 PY, APP_NAME, PEER = _common.PY, "resume_agent", "adk api_server"
 # Our agent, offline model, as a module for `adk api_server`.
 PEER_AGENT = f"""import sys; sys.path.insert(0, {str(_common.ROOT_DIR)!r})
-from agent import build_agent; from agent.offline import OfflineResumeModel
+from agent.agent import build_agent; from agent.offline import OfflineResumeModel
 root_agent = build_agent(OfflineResumeModel())
 """
 SLOW_LATENCIES, SLOW_CLIENTS = (0, 0.5, 2, 10), (8, 32, 128)

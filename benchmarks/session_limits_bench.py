@@ -16,7 +16,13 @@ from benchmarks._common import fmt_ms  # noqa: E402
 PACKAGES = ["Django", "djangorestframework", "google-adk", "google-genai"]
 EXPORT_EVERY = 5  # turns between two export measurements
 TURNS = "turn | turn time (ms) | turn CPU (ms) | stored after (KB) | added by the turn (KB) | largest event (KB)"
-LIMITS = ("SESSION_MAX_TURNS", "SESSION_MAX_BYTES", "AGENT_MAX_LLM_CALLS", "RESUME_MAX_CHARS", "MESSAGE_MAX_CHARS")
+LIMITS = (
+    "AGENT_SESSION_MAX_TURNS",
+    "AGENT_SESSION_MAX_BYTES",
+    "AGENT_MAX_LLM_CALLS",
+    "RESUME_MAX_CHARS",
+    "MESSAGE_MAX_CHARS",
+)
 RESUME_LINES = {
     "latin": "- Logistics analyst, Harbor Freight Lines (fictional), 2019-2024: cut late deliveries by 12%.\n"
     "- Built Python and SQL dashboards for 40 depots; trained 15 planners on forecasting.\n",
@@ -97,13 +103,13 @@ def judge(results: list[dict]) -> list[str]:
 
 def run(args) -> tuple[list[str], dict]:
     with tempfile.TemporaryDirectory(prefix="session-limits-bench-") as tmp:
-        _common.setup_in_process(Path(tmp), **({"SESSION_MAX_TURNS": "10"} if args.quick else {}))
+        _common.setup_in_process(Path(tmp), **({"AGENT_SESSION_MAX_TURNS": "10"} if args.quick else {}))
         from django.conf import settings
 
         from agent.plans import max_plan_versions
 
         limits = {name: getattr(settings, name) for name in LIMITS} | {"PLAN_MAX_VERSIONS": max_plan_versions()}
-        results = [run_scenario(kind, settings.SESSION_MAX_TURNS + 1) for kind in ("latin", "cjk")]
+        results = [run_scenario(kind, settings.AGENT_SESSION_MAX_TURNS + 1) for kind in ("latin", "cjk")]
     kb = "{:,.1f}".format
     lines = [
         "In-process through the API (Django test client, offline model, temporary SQLite file), message"

@@ -75,11 +75,13 @@ from google.adk.runners import Runner  # noqa: E402
 from google.adk.sessions import InMemorySessionService  # noqa: E402
 from google.genai import types  # noqa: E402
 
-from agent import APP_NAME, build_agent, is_offline, model_label, select_model  # noqa: E402
+from agent import APP_NAME  # noqa: E402
+from agent.agent import build_agent  # noqa: E402
 from agent.events import tool_calls, visible_texts  # noqa: E402
 from agent.guards import NOTES as GUARD_NOTES  # noqa: E402
 from agent.guards import PLAN_REFUSED as GUARD_PLAN_REFUSED  # noqa: E402
 from agent.guards import REDACTED as GUARD_REDACTED  # noqa: E402
+from agent.model_selection import is_offline, model_label, select_model  # noqa: E402
 from agent.offline import OfflineResumeModel  # noqa: E402
 from agent.plans import initial_state, plan_versions  # noqa: E402
 from agent.prompt import build_instruction  # noqa: E402
@@ -87,7 +89,7 @@ from agent.prompt import build_instruction  # noqa: E402
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 HOLDOUT_DIR = CASES_DIR / "holdout"
 REDTEAM_DIR = CASES_DIR / "redteam"
-PARTS = ("tuned", "holdout", "redteam", "blind", "blind2")
+PARTS = ("tuned", "holdout", "redteam", "blind", "blind2", "blind3")
 DEFAULT_OUTPUT_DIR = ROOT / "var" / "evals"
 FLAG_TOOL = "flag_suspicious_text"
 USER_ID = "eval-injection-user"

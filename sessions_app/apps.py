@@ -8,6 +8,10 @@ class SessionsAppConfig(AppConfig):
     verbose_name = _("Resume sessions")
 
     def ready(self) -> None:
+        from sessions_app.infra import redaction, var_directory
+
+        redaction.keep_content_out_of_traces()
+        var_directory.prepare()
         # Importing registers the connection_created receiver, the system checks
         # and the OpenAPI description of the token header.
         from sessions_app import model_provider  # noqa: F401

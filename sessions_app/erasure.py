@@ -3,7 +3,7 @@ admin, ADK's delete_session, the purge and the start-up purge).
 
 `erase_sessions` runs, in one transaction, the rows' erasure (`storage.row_erasure`), the audit
 row (`DeletionAudit`: counts, trigger, duration) and one deletion-log entry per erased session
-under one signed checkpoint (`storage.deletion_log.append`): a failure anywhere undoes all of it.
+under one signed checkpoint (`deletion_log.store.append`): a failure anywhere undoes all of it.
 On a full disk it runs once more on the erasure reserve's room (`disk_space.run_erasure`).
 """
 

@@ -1,7 +1,7 @@
 """How long a session lives: the TTL since last activity and the maximum age.
 
-A session expires `SESSION_TTL_HOURS` after its last activity, or
-`SESSION_MAX_AGE_HOURS` after it was created, whichever comes first. The
+A session expires `AGENT_SESSION_TTL_HOURS` after its last activity, or
+`AGENT_SESSION_MAX_AGE_HOURS` after it was created, whichever comes first. The
 API treats an expired session as gone at once; the purge removes it later.
 """
 
@@ -18,11 +18,11 @@ logger = logging.getLogger(__name__)
 
 
 def ttl(ttl_hours: float | None = None) -> dt.timedelta:
-    return dt.timedelta(hours=settings.SESSION_TTL_HOURS if ttl_hours is None else ttl_hours)
+    return dt.timedelta(hours=settings.AGENT_SESSION_TTL_HOURS if ttl_hours is None else ttl_hours)
 
 
 def max_age() -> dt.timedelta:
-    return dt.timedelta(hours=settings.SESSION_MAX_AGE_HOURS)
+    return dt.timedelta(hours=settings.AGENT_SESSION_MAX_AGE_HOURS)
 
 
 def expires_at(created_at: dt.datetime, last_activity_at: dt.datetime) -> dt.datetime:

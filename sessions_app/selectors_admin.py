@@ -56,8 +56,8 @@ class RetentionPolicy:
 
 def retention_policy() -> RetentionPolicy:
     return RetentionPolicy(
-        ttl_hours=settings.SESSION_TTL_HOURS,
-        max_age_hours=settings.SESSION_MAX_AGE_HOURS,
+        ttl_hours=settings.AGENT_SESSION_TTL_HOURS,
+        max_age_hours=settings.AGENT_SESSION_MAX_AGE_HOURS,
         batch_size=settings.PURGE_BATCH_SIZE,
         # By function, not name: operators may rename the schedule in the admin.
         schedule=Schedule.objects.filter(func=retention.PURGE_TASK).order_by("next_run").first(),

@@ -10,6 +10,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from tests.browser import asgi_live_server  # noqa: F401  (a fixture, for the browser tests)
 from tests.privacy import database_files
 
 

@@ -129,7 +129,7 @@ def test_times_on_admin_pages_are_localized_and_a_missing_one_is_a_dash(settings
 
 
 def test_list_shows_time_left_and_expired_sessions(admin_client, settings):
-    settings.SESSION_TTL_HOURS = 24
+    settings.AGENT_SESSION_TTL_HOURS = 24
     make_session(last_activity=timezone.now() - dt.timedelta(hours=18, minutes=47, seconds=30))
     _expired()
     html = _html(admin_client.get(CHANGELIST))
@@ -309,7 +309,7 @@ def test_purge_now_shows_what_would_go_then_deletes_only_expired(staff_client, s
 def test_policy_page_shows_ttl_schedule_and_runs(staff_client, settings):
     from django_q.tasks import async_task
 
-    settings.SESSION_TTL_HOURS, settings.SESSION_MAX_AGE_HOURS, settings.PURGE_BATCH_SIZE = 6, 48, 150
+    settings.AGENT_SESSION_TTL_HOURS, settings.AGENT_SESSION_MAX_AGE_HOURS, settings.PURGE_BATCH_SIZE = 6, 48, 150
     next_run = timezone.now().replace(microsecond=0) + dt.timedelta(minutes=9)
     _purge_schedule(next_run)
 
@@ -325,7 +325,7 @@ def test_policy_page_shows_ttl_schedule_and_runs(staff_client, settings):
     assert "not yet" in html
 
     assert "whichever comes first" in html and "times are UTC" in html
-    for variable in ("SESSION_TTL_HOURS", "SESSION_MAX_AGE_HOURS", "PURGE_BATCH_SIZE"):
+    for variable in ("AGENT_SESSION_TTL_HOURS", "AGENT_SESSION_MAX_AGE_HOURS", "PURGE_BATCH_SIZE"):
         assert f"<code>{variable}</code>" in html
 
     make_session("anon-old", last_activity=timezone.now() - dt.timedelta(hours=7), events=3)
@@ -457,9 +457,9 @@ def test_no_resume_content_on_any_admin_page(admin_client, api, new_session, set
     gone_id, gone_token = new_session()
     api.delete(f"/agent/sessions/{gone_id}", HTTP_X_SESSION_TOKEN=gone_token)  # an audit row
     _purge_schedule(timezone.now() + HOUR)
-    settings.SESSION_TTL_HOURS = 10_000  # keep every session through the task run below
+    settings.AGENT_SESSION_TTL_HOURS = 10_000  # keep every session through the task run below
     async_task(PURGE_TASK)
-    settings.SESSION_TTL_HOURS = 24
+    settings.AGENT_SESSION_TTL_HOURS = 24
     session = AgentSession.objects.get(session_id=session_id)
     expired = AgentSession.objects.get(session_id=expired_id)
 

@@ -34,7 +34,9 @@ def _make_session(owner_id, last_activity, events=2):
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_operator_purges_expired_sessions_in_the_browser(live_server, django_user_model, settings, tmp_path, language):
+def test_operator_purges_expired_sessions_in_the_browser(
+    asgi_live_server, django_user_model, settings, tmp_path, language
+):
     from django.utils import translation
     from django.utils.translation import gettext
     from playwright.sync_api import expect
@@ -68,7 +70,7 @@ def test_operator_purges_expired_sessions_in_the_browser(live_server, django_use
     with chromium(tmp_path, locale=LANGUAGES[language], viewport={"width": 1400, "height": 480}) as context:
         page = context.new_page()
         page.set_default_timeout(20_000)
-        page.goto(f"{live_server.url}/admin/sessions_app/agentsession/")
+        page.goto(f"{asgi_live_server.url}/admin/sessions_app/agentsession/")
         page.fill("#id_username", "operator")
         page.fill("#id_password", password)
         page.click("input[type=submit]")
@@ -84,7 +86,7 @@ def test_operator_purges_expired_sessions_in_the_browser(live_server, django_use
 
         # Then the deletion log: the purge's two entries, and "verify the whole log" starts the check,
         # whose outcome the page shows.
-        page.goto(f"{live_server.url}/admin/sessions_app/deletionlogcheckpoint/")
+        page.goto(f"{asgi_live_server.url}/admin/sessions_app/deletionlogcheckpoint/")
         expect(page.locator("#log-size")).to_have_text("2")
         page.click(f"input[value='{texts['verify']}']")  # the task runs at once in tests (django-q2's sync)
         expect(page.locator("ul.messagelist")).to_contain_text(texts["started"])

@@ -1,4 +1,4 @@
-"""The admin login locks out after repeated wrong passwords (django-axes, config/settings.py)."""
+"""The admin login locks out after repeated wrong passwords (django-axes, config/settings/base.py)."""
 
 import datetime as dt
 

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from agent import build_agent
+from agent.agent import build_agent
 from agent.offline import OfflineResumeModel
 from agent.plans import initial_state
 from agent.prompt import RESUME_END, build_instruction, extract_resume

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent import build_agent, is_offline, model_label, select_model
+from agent.agent import build_agent
+from agent.model_selection import is_offline, model_label, select_model
 from agent.offline import OFFLINE_BANNER, OFFLINE_BANNER_ZH, OfflineResumeModel
 from agent.plans import plan_versions
 from agent.verification import verify_reply

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agent import build_agent
+from agent.agent import build_agent
 from agent.plans import plan_versions
 from agent.prompt import extract_resume
 from agent.verification import verify_reply

@@ -83,7 +83,7 @@ def test_every_miss_on_every_endpoint_is_the_same_404(api, new_session, scripted
 
 
 def test_expired_session_is_the_same_404_before_any_purge(api, new_session, settings):
-    settings.SESSION_TTL_HOURS = 24
+    settings.AGENT_SESSION_TTL_HOURS = 24
     session_id, token = new_session()
     baseline = _comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=token))
     start = dt.datetime.now(dt.UTC)
@@ -96,7 +96,7 @@ def test_expired_session_is_the_same_404_before_any_purge(api, new_session, sett
 
 
 def test_activity_moves_expiry_forward(api, new_session, settings):
-    settings.SESSION_TTL_HOURS = 24
+    settings.AGENT_SESSION_TTL_HOURS = 24
     session_id, token = new_session()
     start = dt.datetime.now(dt.UTC)
     with time_machine.travel(start + dt.timedelta(hours=20)):

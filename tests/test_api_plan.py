@@ -124,7 +124,7 @@ def test_every_miss_is_the_404_of_the_other_endpoints_byte_for_byte(api, new_ses
 
 
 def test_an_expired_session_is_the_same_404(api, new_session, settings):
-    settings.SESSION_TTL_HOURS = 24
+    settings.AGENT_SESSION_TTL_HOURS = 24
     session_id, token = new_session()
     baseline = _comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=token))
     with time_machine.travel(dt.datetime.now(dt.UTC) + dt.timedelta(hours=24, minutes=1)):

@@ -75,7 +75,7 @@ def _serve(tmp: Path, app: str | None = None):
         SERVER_SEND_TIMEOUT_SECONDS=str(TIMEOUT),
         SERVER_KEEPALIVE_SECONDS=str(KEEPALIVE),
         SERVER_WORKER_CONNECTIONS=str(CAP),
-        SESSION_MESSAGE_RATE="10000/min",
+        AGENT_SESSION_MESSAGE_RATE="10000/min",
         CLIENT_MESSAGE_RATE="10000/min",
         DJANGO_ALLOWED_HOSTS="127.0.0.1",
     )

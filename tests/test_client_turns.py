@@ -169,9 +169,9 @@ def test_every_way_a_turn_ends_gives_its_count_back(bounds, scripted_model, sess
     assert _say(session, "203.0.113.20").status_code >= 500
     streamed = _stream(session, "203.0.113.20")
     assert b"event: reply" in b"".join(streamed.streaming_content)
-    settings.SESSION_MAX_TURNS = 0  # refused after the count is taken, before the model
+    settings.AGENT_SESSION_MAX_TURNS = 0  # refused after the count is taken, before the model
     assert _say(session, "203.0.113.20").status_code == 409
-    settings.SESSION_MAX_TURNS = 50
+    settings.AGENT_SESSION_MAX_TURNS = 50
     assert _say(session, "203.0.113.20").status_code == 200
     assert not model.steps
 

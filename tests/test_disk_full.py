@@ -109,8 +109,8 @@ def test_deleting_and_purging_work_on_a_full_disk(small_volume, tmp_path):
         DATABASE_URL=f"sqlite:///{db}",
         STORAGE_HEADROOM_BYTES=str(HEADROOM),
         ERASURE_RESERVE_BYTES=str(RESERVE),
-        SESSION_CREATE_RATE="100000/hour",
-        SESSION_MESSAGE_RATE="100000/min",
+        AGENT_SESSION_CREATE_RATE="100000/hour",
+        AGENT_SESSION_MESSAGE_RATE="100000/min",
         CLIENT_MESSAGE_RATE="100000/min",
         PURGE_BATCH_PAUSE_SECONDS="0",
     )

@@ -171,7 +171,7 @@ def selected_gemini(monkeypatch, install_runner):
     monkeypatch.setenv("AGENT_MODEL_RETRY_DELAY_SECONDS", "0.01")
 
     def select(attempts: str) -> GeminiDouble:
-        from agent import select_model
+        from agent.model_selection import select_model
 
         monkeypatch.setenv("AGENT_MODEL_ATTEMPTS", attempts)
         install_runner(build_runner(select_model()))

@@ -151,7 +151,7 @@ def _session_created_at(api, instant) -> tuple[str, str]:
 
 
 def test_api_treats_a_session_as_expired_at_the_exact_ttl_instant(api, settings):
-    settings.SESSION_TTL_HOURS, settings.SESSION_MAX_AGE_HOURS = 24, 168
+    settings.AGENT_SESSION_TTL_HOURS, settings.AGENT_SESSION_MAX_AGE_HOURS = 24, 168
     session_id, token = _session_created_at(api, T0)
     url = f"/agent/sessions/{session_id}"
     with time_machine.travel(T0 + 24 * HOUR - dt.timedelta(microseconds=1), tick=False):
@@ -163,7 +163,7 @@ def test_api_treats_a_session_as_expired_at_the_exact_ttl_instant(api, settings)
 
 
 def test_api_treats_a_session_as_expired_at_the_exact_max_age_instant(api, settings):
-    settings.SESSION_TTL_HOURS, settings.SESSION_MAX_AGE_HOURS = 24, 2
+    settings.AGENT_SESSION_TTL_HOURS, settings.AGENT_SESSION_MAX_AGE_HOURS = 24, 2
     session_id, token = _session_created_at(api, T0)
     url = f"/agent/sessions/{session_id}"
     with time_machine.travel(T0 + HOUR, tick=False):  # activity: the TTL moves on, the max age does not
@@ -186,7 +186,7 @@ def _sessions_ending_at(instant):
 
 
 def test_admin_status_filter_counts_the_exact_instant_as_expired(client, admin_user, settings):
-    settings.SESSION_TTL_HOURS, settings.SESSION_MAX_AGE_HOURS = 24, 168
+    settings.AGENT_SESSION_TTL_HOURS, settings.AGENT_SESSION_MAX_AGE_HOURS = 24, 168
     sessions = _sessions_ending_at(T0)
     changelist = reverse("admin:sessions_app_agentsession_changelist")
 
@@ -201,7 +201,7 @@ def test_admin_status_filter_counts_the_exact_instant_as_expired(client, admin_u
 
 
 def test_purge_deletes_sessions_at_the_exact_instant(settings):
-    settings.SESSION_TTL_HOURS, settings.SESSION_MAX_AGE_HOURS = 24, 168
+    settings.AGENT_SESSION_TTL_HOURS, settings.AGENT_SESSION_MAX_AGE_HOURS = 24, 168
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     sessions = _sessions_ending_at(T0)
     assert purge_expired(now=T0, trigger="ttl").sessions == 2
@@ -257,7 +257,7 @@ def test_connection_that_keeps_secure_delete_off_is_refused(tmp_path, monkeypatc
 
 
 def test_delete_of_an_expired_session_erases_its_rows_and_is_audited(api, settings):
-    settings.SESSION_TTL_HOURS = 24
+    settings.AGENT_SESSION_TTL_HOURS = 24
     token = "expired-delete-token-not-a-real-one"
     owner = owner_id_for(token)
     expired = make_session(owner, last_activity=T0 - 25 * HOUR, events=3)

@@ -21,7 +21,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agent import APP_NAME, build_agent
+from agent import APP_NAME
+from agent.agent import build_agent
 from sessions_app.turns.runner import build_runner
 from tests.privacy import find_in_text, fixture_markers, fixture_resume
 

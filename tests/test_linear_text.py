@@ -40,6 +40,9 @@ PIECES = [
     # issue 40: what decoding reads (base64 runs, spaced letters, tags) and the lines it classifies
     *("QUJDREVGR0hJSktMTU5PUA", "==", "=", "a ", "a.", "i g n o r e ", "\U000e0069\U000e0067", "\ue000"),
     *("Email: ", "Skills: ", "(2019-present)", "主旨：", "whoever processes this", "Led ", "ZEBRA-4471", "匯款"),
+    # hex bytes, percent-escapes, digits for letters, spaced characters, an order about our output
+    *("aa ", "4f", "%41", "%4", "pl4n5 ", "1 ", "a  ", "every plan must ", "any reply "),
+    *("第一步須附上", "整理這份資料"),
 ]
 # Work per character of the folded resume (NFKC can make one character eighteen, ﷺ). A clean
 # resume costs about 130 characters scanned, a line of one piece repeated 55 to 80; screening

@@ -30,7 +30,7 @@ def _english_shell(monkeypatch):
 
 
 def test_purge_deletes_just_outside_the_ttl_and_keeps_just_inside(settings):
-    settings.SESSION_TTL_HOURS = 24
+    settings.AGENT_SESSION_TTL_HOURS = 24
     now = timezone.now()
     inside = make_session("anon-in", last_activity=now - 24 * HOUR + dt.timedelta(seconds=1))
     outside = make_session("anon-out", last_activity=now - 24 * HOUR - dt.timedelta(seconds=1))
@@ -41,7 +41,7 @@ def test_purge_deletes_just_outside_the_ttl_and_keeps_just_inside(settings):
 
 
 def test_max_age_ends_a_session_kept_alive_by_activity(settings):
-    settings.SESSION_MAX_AGE_HOURS = 168
+    settings.AGENT_SESSION_MAX_AGE_HOURS = 168
     now = timezone.now()
     make_session(last_activity=now - HOUR, created=now - 169 * HOUR)
     assert purge_expired(now=now, trigger="ttl").sessions == 1
@@ -223,7 +223,7 @@ def test_task_runs_the_purge_and_stores_counts_only():
 
 @pytest.mark.django_db(transaction=True)
 def test_purged_resume_leaves_no_bytes_in_database_files(api, new_session, stored_files, settings):
-    settings.SESSION_TTL_HOURS = 1
+    settings.AGENT_SESSION_TTL_HOURS = 1
     session_id, token = new_session()
     turn = api.post(
         f"/agent/sessions/{session_id}/messages", {"message": "hi"}, format="json", HTTP_X_SESSION_TOKEN=token

@@ -43,16 +43,17 @@ def served(tmp_path):
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST"))},
         "DATABASE_URL": f"sqlite:///{db}",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "DJANGO_SECRET_KEY": "serve-test-key",
         "PYTHONPATH": str(ROOT),
         "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
-        "SESSION_TTL_HOURS": "1",
-        "SESSION_CREATE_RATE": "10000/hour",
-        "SESSION_MESSAGE_RATE": "10000/min",
+        "AGENT_SESSION_TTL_HOURS": "1",
+        "AGENT_SESSION_CREATE_RATE": "10000/hour",
+        "AGENT_SESSION_MESSAGE_RATE": "10000/min",
         "CLIENT_MESSAGE_RATE": "10000/min",
         # The loop below deletes as fast as the machine allows: a quick one passes 60 a minute.
-        "SESSION_DELETE_RATE": "10000/min",
-        # The scheduler's first look at the schedule at start-up, not 30 s later (config/settings.py).
+        "AGENT_SESSION_DELETE_RATE": "10000/min",
+        # The scheduler's first look at the schedule at start-up, not 30 s later (config/settings/base.py).
         "Q_GUARD_CYCLE_SECONDS": "30",
         # Its purge of the 300 in 30 batches, 0.1 s apart: seconds of API traffic meet it.
         "PURGE_BATCH_SIZE": "10",

@@ -97,10 +97,11 @@ def migrated_env(tmp_path: Path, **settings: str) -> dict:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST"))},
         "DATABASE_URL": f"sqlite:///{tmp_path / 'server.db'}",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "DJANGO_SECRET_KEY": "server-test-key",
         "PYTHONPATH": str(ROOT),
         "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
-        "SESSION_CREATE_RATE": "10000/hour",
+        "AGENT_SESSION_CREATE_RATE": "10000/hour",
         **settings,
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)

@@ -73,7 +73,7 @@ def test_a_session_saved_with_a_plan_list_keeps_its_versions():
 
 # --- turns and bytes per session ---------------------------------------------------------
 def test_a_session_takes_at_most_session_max_turns(api, new_session, settings, scripted_model):
-    settings.SESSION_MAX_TURNS = 2
+    settings.AGENT_SESSION_MAX_TURNS = 2
     session_id, token = new_session()
     scripted_model(text_response("one"), text_response("two"))  # nothing scripted for a third turn
     assert [_say(api, session_id, token).status_code for _ in range(2)] == [200, 200]
@@ -92,10 +92,10 @@ def test_a_session_over_session_max_bytes_takes_no_more_turns(api, new_session, 
     assert _say(api, session_id, token).status_code == 200
     stored = sessions.usage(AgentSession.objects.get(session_id=session_id).pk)
     assert stored.turns == 1 and stored.size_bytes > 0
-    settings.SESSION_MAX_BYTES = stored.size_bytes  # full now: the model must not run again
+    settings.AGENT_SESSION_MAX_BYTES = stored.size_bytes  # full now: the model must not run again
     refused = _say(api, session_id, token)
     assert refused.status_code == 409 and refused.json()["code"] == "session_size_limit"
-    settings.SESSION_MAX_BYTES = stored.size_bytes + 1
+    settings.AGENT_SESSION_MAX_BYTES = stored.size_bytes + 1
     scripted_model(text_response("two"))
     assert _say(api, session_id, token).status_code == 200
 

@@ -43,7 +43,7 @@ def server(request, tmp_path, gemini):
         GOOGLE_API_KEY="key-of-the-local-double",
         GOOGLE_GEMINI_BASE_URL=gemini.url,
         STREAM_HEARTBEAT_SECONDS="0.1",
-        SESSION_CREATE_RATE="1000/hour",
+        AGENT_SESSION_CREATE_RATE="1000/hour",
     )
     process, base = start_server(SERVERS[request.param](port), env, tmp_path / "server.log", port)
     yield base

@@ -156,7 +156,7 @@ def test_processes_sharing_the_cache_let_exactly_the_limit_through(tmp_path):
         "DJANGO_DEBUG": "1",
         "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
         "DATABASE_URL": f"sqlite:///{tmp_path / 'unused.db'}",
-        "SESSION_CREATE_RATE": "30/hour",
+        "AGENT_SESSION_CREATE_RATE": "30/hour",
         "PYTHONPATH": str(ROOT),
     }
     # All 60 requests at once: each process reports ready, then all are let go together.

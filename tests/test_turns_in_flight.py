@@ -36,8 +36,8 @@ def _serve(tmp_path, **env):
         GOOGLE_GEMINI_BASE_URL=double.url,
         AGENT_MODEL_ATTEMPTS="1",
         CLIENT_MESSAGE_RATE="100000/min",
-        SESSION_MESSAGE_RATE="100000/min",
-        SESSION_CREATE_RATE="100000/hour",
+        AGENT_SESSION_MESSAGE_RATE="100000/min",
+        AGENT_SESSION_CREATE_RATE="100000/hour",
         **env,
     )
     port, log_path = _free_port(), tmp_path / "server.log"

@@ -75,10 +75,10 @@ def scale_out_env(tmp_path, gemini):
             DELETION_LOG_RATE="1000/min",
             GOOGLE_API_KEY="key-of-the-local-double",
             GOOGLE_GEMINI_BASE_URL=gemini.url,
-            SESSION_CREATE_RATE=f"{CREATES_ALLOWED}/hour",
+            AGENT_SESSION_CREATE_RATE=f"{CREATES_ALLOWED}/hour",
             PURGE_BATCH_SIZE="10",
             PURGE_BATCH_PAUSE_SECONDS="0.05",
-            SESSION_MESSAGE_RATE="1000/min",
+            AGENT_SESSION_MESSAGE_RATE="1000/min",
             CLIENT_MESSAGE_RATE="1000/min",
         )
 

@@ -8,7 +8,7 @@ after the body had reached the disk. Here a body is refused while it streams:
 - by its Content-Length, before any of it is read;
 - by counting, for a chunked body: the chunk that would pass the limit is never handed on, and
   Django, told the request was aborted, drops the little it holds (in memory: the settings
-  keep FILE_UPLOAD_MAX_MEMORY_SIZE at this limit, config/settings.py).
+  keep FILE_UPLOAD_MAX_MEMORY_SIZE at this limit, config/settings/base.py).
 
 A body that takes longer than SERVER_BODY_TIMEOUT_SECONDS to arrive is answered 408; an upload
 the client abandons is logged as such (one warning line, and 499 in the access line: nothing

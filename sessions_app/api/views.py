@@ -299,7 +299,7 @@ class SessionPlanView(OwnedSessionView):
 # The export's size follows from the session limits (docs/API.md, "Limits").
 EXPORT_BOUND = (
     "Everything stored about the session, as a JSON attachment. Its size is bounded: a session takes at most"
-    " SESSION_MAX_TURNS turns (default 50), and no turn starts once the session stores SESSION_MAX_BYTES"
+    " AGENT_SESSION_MAX_TURNS turns (default 50), and no turn starts once the session stores AGENT_SESSION_MAX_BYTES"
     " (default 5 MiB, sealed). The export holds the state once and each event's text twice (in `events` and"
     " in `conversation`), so it is at most about twice the stored bytes: about 10.5 MB with the defaults, plus"
     " twice the last turn. A 50-turn session of 4,000-character messages with a 50,000-character resume"

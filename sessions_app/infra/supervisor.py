@@ -35,7 +35,7 @@ WORKER_CONNECTIONS = "1000"
 # An idle kept-alive connection's life (gunicorn's --keep-alive; its default, now said).
 KEEPALIVE_SECONDS = "2"
 STOP_SIGNALS = {"web": signal.SIGTERM, "scheduler": signal.SIGINT}
-# PostgreSQL connections each web worker keeps in its pool (config/settings.py), unless the
+# PostgreSQL connections each web worker keeps in its pool (config/settings/service.py), unless the
 # environment says: 4 workers x 10 leave room under PostgreSQL's default max_connections (100)
 # for the scheduler and a second server's pool. Not the scheduler's: its forked workers must not
 # share one.

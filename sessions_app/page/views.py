@@ -71,7 +71,7 @@ def _script_strings() -> dict[str, str]:
         "expires": _(
             "Expires at %(time)s (in %(remaining)s), extended by each message, at most %(max_age)s after the start."
         ),
-        "max_age": _duration(settings.SESSION_MAX_AGE_HOURS),
+        "max_age": _duration(settings.AGENT_SESSION_MAX_AGE_HOURS),
         "remaining_hours": _("%(hours)s h %(minutes)s min"),
         "remaining_minutes": _("%(minutes)s min"),
         "remaining_less": _("less than a minute"),

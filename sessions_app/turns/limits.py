@@ -55,7 +55,7 @@ class TurnPlace:
 
 
 def check_session_limits(session: AgentSession) -> None:
-    """Refuses a turn on a session that already has SESSION_MAX_TURNS turns or SESSION_MAX_BYTES stored.
+    """Refuses a turn on a session that already has AGENT_SESSION_MAX_TURNS turns or AGENT_SESSION_MAX_BYTES stored.
 
     Counted without a key (event authors and sealed sizes are in clear). A
     turn that starts under the limit may end over it by one turn's size.
@@ -63,7 +63,7 @@ def check_session_limits(session: AgentSession) -> None:
     usage = sessions.usage(session.pk)
     if usage is None:
         raise SessionMissing(session.session_id)  # deleted (or purged) since the view found it
-    if usage.turns >= settings.SESSION_MAX_TURNS:
+    if usage.turns >= settings.AGENT_SESSION_MAX_TURNS:
         raise SessionLimitReached("turns")
-    if usage.size_bytes >= settings.SESSION_MAX_BYTES:
+    if usage.size_bytes >= settings.AGENT_SESSION_MAX_BYTES:
         raise SessionLimitReached("bytes")

@@ -1,4 +1,4 @@
-"""The process's ADK Runner: the agent, on the model the settings choose (`agent.select_model`).
+"""The process's ADK Runner: the agent, on the model the settings choose (`agent.model_selection.select_model`).
 
 It holds no per-session state, so a process needs one. It is built on first use, not at
 start-up: the processes that never run a turn (the `serve` supervisor, the django-q2 cluster,

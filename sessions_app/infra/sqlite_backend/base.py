@@ -16,7 +16,7 @@ changes who waits how: SQLite's own locking still guarantees correctness,
 and writes outside a transaction (autocommit statements) are not gated.
 
 The gate is this backend's, not a patch of Django's wrapper: `ENGINE` names this
-module where settings use SQLite (config/settings.py). The PRAGMAs every
+module where settings use SQLite (config/settings/base.py). The PRAGMAs every
 connection gets stay in `sessions_app.infra.sqlite`'s `connection_created` receiver.
 """
 

@@ -29,7 +29,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--dry-run", action="store_true", help="count what would go, delete nothing")
-        parser.add_argument("--ttl-hours", type=float, help="TTL for this run instead of SESSION_TTL_HOURS")
+        parser.add_argument("--ttl-hours", type=float, help="TTL for this run instead of AGENT_SESSION_TTL_HOURS")
         parser.add_argument("--batch-size", type=int, help="sessions per transaction")
         parser.add_argument("--all", action="store_true", help="erase every session now, live ones included")
         parser.add_argument("--yes", action="store_true", help="with --all: do not ask for confirmation")

@@ -1,59 +1,36 @@
-"""Django settings for the resume agent service.
+"""What every process of the service needs (web server, scheduler, manage.py commands).
 
-Everything that differs between a laptop and a deployment comes from the
-environment; the defaults are safe for a local `make run`.
+`config.settings` is this plus config/settings/service.py; the tests run on config/settings/test.py.
+Every value that differs between a laptop and a deployment is read here or in service.py, once,
+through config.env; the defaults are safe for a local `make run`. Each variable: docs/OPERATIONS.md.
+Nothing here touches the disk: var/ is made by the app's ready() (sessions_app.infra.var_directory).
 """
 
-import os
-import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
+from csp.constants import NONE, SELF
 
-from agent.environment import is_truthy
-from sessions_app.infra.private_files import PrivateSQLiteConnection, private_directory, read_or_create_secret_key
+from config.env import agent_config, env
+from sessions_app.infra.private_files import PrivateSQLiteConnection
 from sessions_app.infra.redaction import CONTENT_LOGGING_LIBRARIES
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
 # Databases, secret key, file cache: never committed, and readable by the
 # service's OS user only (0700; sessions_app.infra.private_files). DJANGO_VAR_DIR must be
 # a directory of the service's own.
-VAR_DIR = private_directory(Path(os.environ.get("DJANGO_VAR_DIR", BASE_DIR / "var")))
-(VAR_DIR / "static").mkdir(exist_ok=True)
+VAR_DIR = Path(env.str("DJANGO_VAR_DIR", default=str(BASE_DIR / "var")))
 
-TESTING = "pytest" in sys.modules
-
-
-def env_bool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return is_truthy(value)
-
-
-def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
-
-DEBUG = env_bool("DJANGO_DEBUG", False)
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
 
 # The secret key signs admin sessions and CSRF tokens. `make run` creates one in
-# var/secret_key and passes it in; a deployment must set DJANGO_SECRET_KEY.
-# With DEBUG on (or under pytest) and no key set, the same var/secret_key is
-# read, or made (0600): random per var/ but shared by every process on it, so
-# an admin login works across gunicorn workers and restarts.
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
-if not SECRET_KEY:
-    if DEBUG or TESTING:
-        SECRET_KEY = read_or_create_secret_key(VAR_DIR / "secret_key")
-    else:
-        raise ImproperlyConfigured(
-            "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off (make run sets one for you)."
-        )
+# var/secret_key and passes it in; a deployment must set DJANGO_SECRET_KEY. Without one,
+# service.py and test.py say what takes its place.
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
 
-ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
-CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -116,7 +93,7 @@ ASGI_APPLICATION = "config.asgi.application"
 # gets (secure_delete, journal mode, ...) are set in sessions_app.infra.sqlite.
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'sessions.db'}", conn_max_age=0
+        env.str("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'sessions.db'}"), conn_max_age=0
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -133,22 +110,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         # it; SQLite would create it 0644 under the usual umask.
         "factory": PrivateSQLiteConnection,
     }
-    # Tests run on a real file (not :memory:) so they can scan its bytes; one
-    # file per test process, so two test runs never share (or lock) a file.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test_sessions_{os.getpid()}.db")}
-else:
-    # One test database per test process here too (two runs may share a server).
-    DATABASES["default"]["TEST"] = {"NAME": f"test_sessions_{os.getpid()}"}
-    # A web server process serves hundreds of requests at once (ASGI): without a pool each
-    # would open a connection of its own, past PostgreSQL's max_connections. `manage.py serve`
-    # gives its web workers a pool of this many (a request that waits DATABASE_POOL_TIMEOUT_SECONDS
-    # for one is answered 503 `busy`); not the scheduler, whose forked workers must not share one.
-    if pool_size := int(os.environ.get("DATABASE_POOL_SIZE") or 0):
-        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-            "min_size": 1,
-            "max_size": pool_size,
-            "timeout": float(os.environ.get("DATABASE_POOL_TIMEOUT_SECONDS") or 10),
-        }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -184,16 +145,16 @@ SESSION_COOKIE_SAMESITE = "Lax"
 # its X-Forwarded-Proto header: only for a proxy that sets it on every
 # request, or a client could claim HTTPS. Without it, behind such a proxy,
 # the redirect would loop.
-HTTPS_ONLY = env_bool("DJANGO_HTTPS")
+HTTPS_ONLY = env.bool("DJANGO_HTTPS", default=False)
 SECURE_SSL_REDIRECT = HTTPS_ONLY
 SESSION_COOKIE_SECURE = HTTPS_ONLY
 CSRF_COOKIE_SECURE = HTTPS_ONLY
-SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "31536000")) if HTTPS_ONLY else 0
-SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS_ONLY and env_bool("DJANGO_HSTS_SUBDOMAINS", True)
+SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=31536000) if HTTPS_ONLY else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS_ONLY and env.bool("DJANGO_HSTS_SUBDOMAINS", default=True)
 # Only asks to be on browsers' preload list; that takes a submission by the
 # domain's owner (hstspreload.org), which requires includeSubDomains.
 SECURE_HSTS_PRELOAD = SECURE_HSTS_INCLUDE_SUBDOMAINS
-if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER"):
+if env.bool("DJANGO_SECURE_PROXY_SSL_HEADER", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Django's defaults, stated because the deployment relies on them. The
 # referrer policy must keep same-origin Referer headers: Django's CSRF check
@@ -226,21 +187,20 @@ STATIC_ROOT = VAR_DIR / "static"
 # Redis (RedisCache) is, when one is deployed.
 # CACHE_URL (or REDIS_URL) names a Redis shared by several servers: Django's
 # RedisCache, whose add (SET NX) and incr (INCRBY) are single commands.
-CACHE_URL = os.environ.get("CACHE_URL") or os.environ.get("REDIS_URL")
+CACHE_URL = env.str("CACHE_URL", default="") or env.str("REDIS_URL", default="")
 if CACHE_URL:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": CACHE_URL,
-            "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "resume-agent"),
+            "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="resume-agent"),
         }
     }
 else:
+    # The tests' own directory when DJANGO_CACHE_DIR is unset: config/settings/test.py.
+    CACHE_DIR = env.str("DJANGO_CACHE_DIR", default="")
     CACHES = {
-        "default": {
-            "BACKEND": "sessions_app.infra.cache.SQLiteCache",
-            "LOCATION": os.environ.get("DJANGO_CACHE_DIR", str(VAR_DIR / ("test_cache" if TESTING else "cache"))),
-        }
+        "default": {"BACKEND": "sessions_app.infra.cache.SQLiteCache", "LOCATION": CACHE_DIR or str(VAR_DIR / "cache")}
     }
 
 # --- Admin login attempts (django-axes) -------------------------------------------
@@ -253,8 +213,6 @@ else:
 # that operator out for the cool-off; `manage.py axes_reset_username NAME` lifts it.
 # Failed attempts are rows in axes' tables in this database, counted under a
 # row lock (on SQLite the IMMEDIATE transaction), so parallel guesses all count.
-from datetime import timedelta  # noqa: E402  (here to keep this block self-contained)
-
 INSTALLED_APPS += ["axes"]
 MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last, as axes asks
 AUTHENTICATION_BACKENDS = [
@@ -280,18 +238,18 @@ AXES_CLIENT_STR_CALLABLE = "sessions_app.admin.login_attempts.login_attempt_labe
 AXES_VERBOSE = False
 
 # --- Retention ----------------------------------------------------------------
-SESSION_TTL_HOURS = float(os.environ.get("SESSION_TTL_HOURS", "24"))
-SESSION_MAX_AGE_HOURS = float(os.environ.get("SESSION_MAX_AGE_HOURS", "168"))
+AGENT_SESSION_TTL_HOURS = env.float("AGENT_SESSION_TTL_HOURS", default=24.0)
+AGENT_SESSION_MAX_AGE_HOURS = env.float("AGENT_SESSION_MAX_AGE_HOURS", default=168.0)
 # The purge deletes in batches, each its own short transaction with a pause
 # after it, so API requests get the write lock in between (the defaults' figures:
 # benchmarks/results/purge.md).
-PURGE_BATCH_SIZE = int(os.environ.get("PURGE_BATCH_SIZE", "100"))
-PURGE_BATCH_PAUSE_SECONDS = float(os.environ.get("PURGE_BATCH_PAUSE_SECONDS", "0.05"))
+PURGE_BATCH_SIZE = env.int("PURGE_BATCH_SIZE", default=100)
+PURGE_BATCH_PAUSE_SECONDS = env.float("PURGE_BATCH_PAUSE_SECONDS", default=0.05)
 # The admin's "verify the whole log" (sessions_app/log_verification.py): one check at a time, and
 # at most one started per staff user this often.
-DELETION_LOG_VERIFY_INTERVAL_SECONDS = int(os.environ.get("DELETION_LOG_VERIFY_INTERVAL_SECONDS", "600"))
+DELETION_LOG_VERIFY_INTERVAL_SECONDS = env.int("DELETION_LOG_VERIFY_INTERVAL_SECONDS", default=600)
 # Used by the migration that creates the django-q2 schedule (changed on the admin's policy page afterwards).
-PURGE_INTERVAL_MINUTES = int(os.environ.get("PURGE_INTERVAL_MINUTES", "15"))
+PURGE_INTERVAL_MINUTES = env.int("PURGE_INTERVAL_MINUTES", default=15)
 
 # --- Disk space (sessions_app/infra/disk_space.py; docs/RETENTION.md, "When the disk is full") -------
 # New content (a create, a message) is refused with 507 while the volume holding the
@@ -299,16 +257,16 @@ PURGE_INTERVAL_MINUTES = int(os.environ.get("PURGE_INTERVAL_MINUTES", "15"))
 # purging never are. Under secure_delete a delete first copies every page it changes into the
 # rollback journal: the default holds the journal of deleting the largest session, and of one
 # purge batch, with a fourfold margin (the figures: benchmarks/results/erasure_space.md).
-STORAGE_HEADROOM_BYTES = int(os.environ.get("STORAGE_HEADROOM_BYTES", str(64 * 1024 * 1024)))
+STORAGE_HEADROOM_BYTES = env.int("STORAGE_HEADROOM_BYTES", default=64 * 1024 * 1024)
 # SQLite: a preallocated file of this size beside the database, given back when an erasure
 # meets a full disk anyway (another program filled it) and made again afterwards: twice the
-# journal of deleting a session at SESSION_MAX_BYTES, or of one typical purge batch (a batch
+# journal of deleting a session at AGENT_SESSION_MAX_BYTES, or of one typical purge batch (a batch
 # that does not fit is halved, down to one session). 0: no reserve.
-ERASURE_RESERVE_BYTES = int(os.environ.get("ERASURE_RESERVE_BYTES", str(16 * 1024 * 1024)))
+ERASURE_RESERVE_BYTES = env.int("ERASURE_RESERVE_BYTES", default=16 * 1024 * 1024)
 # A directory on the database's volume, for the headroom check: empty means the SQLite
 # file's directory; on PostgreSQL the check runs only where this names a directory on the
 # server's data volume (the same machine), and the service relies on 53100 disk_full.
-STORAGE_VOLUME_PATH = os.environ.get("STORAGE_VOLUME_PATH", "")
+STORAGE_VOLUME_PATH = env.str("STORAGE_VOLUME_PATH", default="")
 
 # --- Logging --------------------------------------------------------------------
 # Our code never logs resume text, messages, model output or tokens. google-adk,
@@ -317,7 +275,7 @@ STORAGE_VOLUME_PATH = os.environ.get("STORAGE_VOLUME_PATH", "")
 # INFO whatever DJANGO_LOG_LEVEL says, and the handler's filter drops their DEBUG
 # records and reduces the others to name, level, exception type and status code
 # (sessions_app/infra/redaction.py, docs/DATA_INVENTORY.md).
-LOG_LEVEL = os.environ.get("DJANGO_LOG_LEVEL", "INFO")
+LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -342,11 +300,6 @@ LOGGING = {
 # Error pages hide what views and services mark as sensitive, DEBUG or not.
 DEFAULT_EXCEPTION_REPORTER_FILTER = "sessions_app.infra.redaction.AlwaysSafeExceptionReporterFilter"
 
-# ADK's tracing spans would carry prompt and response text by default; we
-# also pass a no-content TelemetryConfig with every run (sessions_app.turns.service).
-os.environ["ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS"] = "false"
-os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "NO_CONTENT"
-
 # --- django-q2 ------------------------------------------------------------------
 # The ORM broker keeps the queue in this same database: no extra server.
 # Tasks never carry personal data (the purge task takes no arguments); the
@@ -361,11 +314,11 @@ Q_CLUSTER = {
     "save_limit": 50,
     "ack_failures": True,
     "catch_up": False,
-    "sync": TESTING,
+    "sync": False,
     # How often the cluster checks its workers. Its scheduler runs once 30 s of these
     # cycles have passed (django-q2's guard loop), so with 30 or more the first schedule
     # check comes at start-up instead of 30 s later (tests/test_serve.py uses that).
-    "guard_cycle": float(os.environ.get("Q_GUARD_CYCLE_SECONDS", "0.5")),
+    "guard_cycle": env.float("Q_GUARD_CYCLE_SECONDS", default=0.5),
     # More clusters on the same database: any number may share this name (and its queue;
     # the schedule fires once, whichever runs it); one started with Q_CLUSTER_NAME=<other>
     # takes only tasks queued for that name (django-q2's ALT_CLUSTERS, none configured).
@@ -375,15 +328,15 @@ Q_CLUSTER = {
 # --- Agent ----------------------------------------------------------------------
 # The model is chosen in agent.model_selection (Gemini with GOOGLE_API_KEY,
 # otherwise the offline model). A turn longer than this answers 504.
-AGENT_TURN_TIMEOUT_SECONDS = float(os.environ.get("AGENT_TURN_TIMEOUT_SECONDS", "60"))
+AGENT_TURN_TIMEOUT_SECONDS = env.float("AGENT_TURN_TIMEOUT_SECONDS", default=60.0)
 # Model calls within one turn (ADK's default is 500): a model that keeps
 # calling tools is stopped, the turn answers 502 and nothing is saved.
-AGENT_MAX_LLM_CALLS = int(os.environ.get("AGENT_MAX_LLM_CALLS", "10"))
+AGENT_MAX_LLM_CALLS = env.int("AGENT_MAX_LLM_CALLS", default=10)
 # Turns one server process runs at once. A turn waiting for the model holds no thread (the
 # view awaits it), only memory and a connection to the model; beyond this a turn is answered
 # 503 with Retry-After at once instead of queueing. The model client keeps as many connections
-# (agent.model_selection reads the same variable, with the same default).
-AGENT_MAX_TURNS_IN_FLIGHT = int(os.environ.get("AGENT_MAX_TURNS_IN_FLIGHT", "256"))
+# (both take it from agent.config, which reads the agent's variables).
+AGENT_MAX_TURNS_IN_FLIGHT = agent_config().max_turns_in_flight
 # Turns one client has in flight at once, across every process and server (counted in the cache,
 # like the rates): with a slow model, 26 IPv4 addresses held all 1,024 places of `make run`
 # (issue 39). Per IPv4 address or IPv6 /64, and per network: an IPv4 /24, an IPv6 /56 (a home's
@@ -391,13 +344,10 @@ AGENT_MAX_TURNS_IN_FLIGHT = int(os.environ.get("AGENT_MAX_TURNS_IN_FLIGHT", "256
 # /24s, or 8 IPv6 /48s. Beyond a bound a turn is answered 429 (`turns_in_flight`) with Retry-After,
 # before anything runs; 0 switches a bound off. Requests with no address (a Unix socket and no
 # NUM_PROXIES) are bounded by the process's places only.
-AGENT_MAX_TURNS_PER_CLIENT = int(os.environ.get("AGENT_MAX_TURNS_PER_CLIENT", "16"))
-AGENT_MAX_TURNS_PER_IPV4_24 = int(os.environ.get("AGENT_MAX_TURNS_PER_IPV4_24", "64"))
-AGENT_MAX_TURNS_PER_IPV6_56 = int(os.environ.get("AGENT_MAX_TURNS_PER_IPV6_56", "64"))
-AGENT_MAX_TURNS_PER_IPV6_48 = int(os.environ.get("AGENT_MAX_TURNS_PER_IPV6_48", "128"))
-# A streamed turn (Accept: text/event-stream) sends a comment line this often while the model
-# works: a client that went away is noticed when such a write fails, and its turn is stopped.
-STREAM_HEARTBEAT_SECONDS = float(os.environ.get("STREAM_HEARTBEAT_SECONDS", "1"))
+AGENT_MAX_TURNS_PER_CLIENT = env.int("AGENT_MAX_TURNS_PER_CLIENT", default=16)
+AGENT_MAX_TURNS_PER_IPV4_24 = env.int("AGENT_MAX_TURNS_PER_IPV4_24", default=64)
+AGENT_MAX_TURNS_PER_IPV6_56 = env.int("AGENT_MAX_TURNS_PER_IPV6_56", default=64)
+AGENT_MAX_TURNS_PER_IPV6_48 = env.int("AGENT_MAX_TURNS_PER_IPV6_48", default=128)
 
 # --- The model provider (sessions_app/model_provider.py; docs/OPERATIONS.md, "The model provider") ---
 # With a real model, every turn sends the resume and the conversation to its provider; the page
@@ -409,8 +359,8 @@ STREAM_HEARTBEAT_SECONDS = float(os.environ.get("STREAM_HEARTBEAT_SECONDS", "1")
 # description). Unset with a GOOGLE_API_KEY, people are told the unpaid quota's terms (a key does
 # not tell its quota) and `manage.py check` warns; without credentials (the offline model) both
 # are ignored: nothing leaves the server.
-MODEL_PROVIDER = os.environ.get("MODEL_PROVIDER", "").strip()
-MODEL_PROVIDER_DESCRIPTION = os.environ.get("MODEL_PROVIDER_DESCRIPTION", "").strip()
+MODEL_PROVIDER = env.str("MODEL_PROVIDER", default="")
+MODEL_PROVIDER_DESCRIPTION = env.str("MODEL_PROVIDER_DESCRIPTION", default="")
 
 # --- The deletion log (issue 31; sessions_app/receipts, docs/DATA_INVENTORY.md) ------------
 # Every erasure appends an entry to an append-only log whose checkpoints are signed with an
@@ -418,29 +368,29 @@ MODEL_PROVIDER_DESCRIPTION = os.environ.get("MODEL_PROVIDER_DESCRIPTION", "").st
 # PRIVATE+KEY+<origin>+<key id>+<key>), or else made on first use in var/deletion_log_key
 # (0600, beside var/secret_key). The log's name, in every checkpoint and in the public key:
 # a schema-less URL-like name of this service's (docs/API.md, "Deletion receipts"; rotation there).
-DELETION_LOG_ORIGIN = os.environ.get("DELETION_LOG_ORIGIN", "localhost/resume-agent/deletion-log").strip()
-DELETION_LOG_SIGNING_KEY = os.environ.get("DELETION_LOG_SIGNING_KEY", "").strip()
-DELETION_LOG_KEY_FILE = Path(os.environ.get("DELETION_LOG_KEY_FILE", VAR_DIR / "deletion_log_key"))
+DELETION_LOG_ORIGIN = env.str("DELETION_LOG_ORIGIN", default="localhost/resume-agent/deletion-log")
+DELETION_LOG_SIGNING_KEY = env.str("DELETION_LOG_SIGNING_KEY", default="")
+DELETION_LOG_KEY_FILE = Path(env.str("DELETION_LOG_KEY_FILE", default=str(VAR_DIR / "deletion_log_key")))
 # The public keys this log signed with before its last rotation (verifier keys, <origin>+<key
 # id>+<key>, separated by spaces or newlines): checkpoints signed before verify with them only.
-DELETION_LOG_PREVIOUS_KEYS = os.environ.get("DELETION_LOG_PREVIOUS_KEYS", "").strip()
+DELETION_LOG_PREVIOUS_KEYS = env.str("DELETION_LOG_PREVIOUS_KEYS", default="")
 
 # --- Abuse limits -------------------------------------------------------------------
 # A full session refuses new turns (409) before the model runs; counted from
 # clear metadata (user events, sealed sizes), so no key is needed. These
 # bound what a session stores and what its export sends (docs/API.md, "Limits").
-SESSION_MAX_TURNS = int(os.environ.get("SESSION_MAX_TURNS", "50"))
-SESSION_MAX_BYTES = int(os.environ.get("SESSION_MAX_BYTES", str(5 * 1024 * 1024)))
-# PLAN_MAX_VERSIONS (saved plan versions kept in state, default 20) is read
-# from the environment by agent.plans: the agent package does not import Django.
+AGENT_SESSION_MAX_TURNS = env.int("AGENT_SESSION_MAX_TURNS", default=50)
+AGENT_SESSION_MAX_BYTES = env.int("AGENT_SESSION_MAX_BYTES", default=5 * 1024 * 1024)
+# PLAN_MAX_VERSIONS (saved plan versions kept in state, default 20) is read by
+# agent.config: the agent package does not import Django.
 
 # --- API --------------------------------------------------------------------------
-RESUME_MAX_CHARS = int(os.environ.get("RESUME_MAX_CHARS", "50000"))
-MESSAGE_MAX_CHARS = int(os.environ.get("MESSAGE_MAX_CHARS", "4000"))
+RESUME_MAX_CHARS = env.int("RESUME_MAX_CHARS", default=50000)
+MESSAGE_MAX_CHARS = env.int("MESSAGE_MAX_CHARS", default=4000)
 # Bodies are parsed by DRF, which ignores DATA_UPLOAD_MAX_MEMORY_SIZE; the
 # API's own parser enforces this limit (413). 6 bytes per character covers
 # the largest resume even when every character is JSON-escaped (\uXXXX).
-API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(RESUME_MAX_CHARS * 6 + 1024)))
+API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=RESUME_MAX_CHARS * 6 + 1024)
 # No request body ever goes to a temporary file (a resume in clear on disk, outside the sealed
 # rows). The ASGI guard (sessions_app/api/asgi_guard.py) refuses, while it streams, a body over
 # REQUEST_MAX_BODY_BYTES: the API's largest plus room for the admin's forms. Django's ASGI handler
@@ -450,13 +400,6 @@ REQUEST_MAX_BODY_BYTES = API_MAX_BODY_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
 FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler"]
-# The bare server's timeouts (sessions_app/infra/asgi_worker.py, the ASGI guard): a new
-# connection's request headers, a request's whole body, and a response the client stops reading
-# (no progress for this long drops the connection and frees what it held). Idle kept-alive
-# connections: gunicorn's --keep-alive (sessions_app/infra/supervisor.py).
-SERVER_HEADER_TIMEOUT_SECONDS = float(os.environ.get("SERVER_HEADER_TIMEOUT_SECONDS", "10"))
-SERVER_BODY_TIMEOUT_SECONDS = float(os.environ.get("SERVER_BODY_TIMEOUT_SECONDS", "30"))
-SERVER_SEND_TIMEOUT_SECONDS = float(os.environ.get("SERVER_SEND_TIMEOUT_SECONDS", "30"))
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -473,42 +416,42 @@ REST_FRAMEWORK = {
     # client addresses are IPv4 addresses or IPv6 /64 networks. An IPv6 client is also
     # counted per /56 (a home's delegation: 256 /64s) and per /48 (a site's: 65,536).
     "DEFAULT_THROTTLE_RATES": {
-        "session_create": os.environ.get("SESSION_CREATE_RATE", "30/hour"),  # per client address
-        "session_create_ipv6_56": os.environ.get("SESSION_CREATE_RATE_IPV6_56", "120/hour"),
-        "session_create_ipv6_48": os.environ.get("SESSION_CREATE_RATE_IPV6_48", "480/hour"),
-        "session_message": os.environ.get("SESSION_MESSAGE_RATE", "30/min"),  # per session token
-        "client_message": os.environ.get("CLIENT_MESSAGE_RATE", "120/min"),  # per client address
-        "client_message_ipv6_56": os.environ.get("CLIENT_MESSAGE_RATE_IPV6_56", "480/min"),
-        "client_message_ipv6_48": os.environ.get("CLIENT_MESSAGE_RATE_IPV6_48", "1920/min"),
+        "session_create": env.str("AGENT_SESSION_CREATE_RATE", default="30/hour"),  # per client address
+        "session_create_ipv6_56": env.str("AGENT_SESSION_CREATE_RATE_IPV6_56", default="120/hour"),
+        "session_create_ipv6_48": env.str("AGENT_SESSION_CREATE_RATE_IPV6_48", default="480/hour"),
+        "session_message": env.str("AGENT_SESSION_MESSAGE_RATE", default="30/min"),  # per session token
+        "client_message": env.str("CLIENT_MESSAGE_RATE", default="120/min"),  # per client address
+        "client_message_ipv6_56": env.str("CLIENT_MESSAGE_RATE_IPV6_56", default="480/min"),
+        "client_message_ipv6_48": env.str("CLIENT_MESSAGE_RATE_IPV6_48", default="1920/min"),
         # The deletion log's public reads (receipts, checkpoints, proofs, the key): per client address.
-        "deletion_log": os.environ.get("DELETION_LOG_RATE", "120/min"),
-        "deletion_log_ipv6_56": os.environ.get("DELETION_LOG_RATE_IPV6_56", "480/min"),
-        "deletion_log_ipv6_48": os.environ.get("DELETION_LOG_RATE_IPV6_48", "1920/min"),
+        "deletion_log": env.str("DELETION_LOG_RATE", default="120/min"),
+        "deletion_log_ipv6_56": env.str("DELETION_LOG_RATE_IPV6_56", default="480/min"),
+        "deletion_log_ipv6_48": env.str("DELETION_LOG_RATE_IPV6_48", default="1920/min"),
         # Deleting a session, per client address: 195 DELETEs a second slowed every owner's turns
         # (issue 39). Generous, so a person deletes whenever they want: one a second is far beyond
         # what people do, even many behind one address; a refused DELETE changes nothing and the
         # page says when to press again (at most a minute), and a session expires on its own anyway.
-        "session_delete": os.environ.get("SESSION_DELETE_RATE", "60/min"),
-        "session_delete_ipv6_56": os.environ.get("SESSION_DELETE_RATE_IPV6_56", "240/min"),
-        "session_delete_ipv6_48": os.environ.get("SESSION_DELETE_RATE_IPV6_48", "960/min"),
+        "session_delete": env.str("AGENT_SESSION_DELETE_RATE", default="60/min"),
+        "session_delete_ipv6_56": env.str("AGENT_SESSION_DELETE_RATE_IPV6_56", default="240/min"),
+        "session_delete_ipv6_48": env.str("AGENT_SESSION_DELETE_RATE_IPV6_48", default="960/min"),
         # Exports, per client address: each holds up to about twice the session (10.5 MB at most)
         # in memory while it is sent, and a reader that stops pinned it (issue 39: 200 unread exports
         # of one 0.84 MB session, 357 MB). A person exports a session once or twice; creations are
         # 30 an hour per address, so 30 exports an hour lets each be exported once, and more.
-        "session_export": os.environ.get("SESSION_EXPORT_RATE", "30/hour"),
-        "session_export_ipv6_56": os.environ.get("SESSION_EXPORT_RATE_IPV6_56", "120/hour"),
-        "session_export_ipv6_48": os.environ.get("SESSION_EXPORT_RATE_IPV6_48", "480/hour"),
+        "session_export": env.str("AGENT_SESSION_EXPORT_RATE", default="30/hour"),
+        "session_export_ipv6_56": env.str("AGENT_SESSION_EXPORT_RATE_IPV6_56", default="120/hour"),
+        "session_export_ipv6_48": env.str("AGENT_SESSION_EXPORT_RATE_IPV6_48", default="480/hour"),
         # The OpenAPI schema, per client address: drf-spectacular builds it on every request, about
         # 136 ms of CPU each (measured: docs/API.md, "Limits"); a client generator reads it once. 30
         # a minute holds one address to about 7 % of a core. (/api/docs/ is a 5 kB page, 2 ms:
         # not counted; the schema it loads is.)
-        "schema": os.environ.get("SCHEMA_RATE", "30/min"),
-        "schema_ipv6_56": os.environ.get("SCHEMA_RATE_IPV6_56", "120/min"),
-        "schema_ipv6_48": os.environ.get("SCHEMA_RATE_IPV6_48", "480/min"),
+        "schema": env.str("SCHEMA_RATE", default="30/min"),
+        "schema_ipv6_56": env.str("SCHEMA_RATE_IPV6_56", default="120/min"),
+        "schema_ipv6_48": env.str("SCHEMA_RATE_IPV6_48", default="480/min"),
     },
     # Number of reverse proxies in front of the service, so throttling sees the
     # client's address; 0 (default) trusts only REMOTE_ADDR.
-    "NUM_PROXIES": int(os.environ.get("NUM_PROXIES", "0")),
+    "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
     "COMPACT_JSON": False,
 }
 
@@ -540,8 +483,9 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Content-Security-Policy (django-csp) -------------------------------------------
-# (one block: "csp" in INSTALLED_APPS and its middleware in MIDDLEWARE are the only lines
-# elsewhere; sessions_app.infra.content_security_policy only sends the directives in a fixed order.)
+# (one block: "csp" in INSTALLED_APPS, its middleware in MIDDLEWARE and the import of NONE and SELF
+# are the only lines elsewhere; sessions_app.infra.content_security_policy only sends the directives
+# in a fixed order.)
 # The person's page at / (sessions_app/page) loads one script and one stylesheet from this
 # origin's /static/ and talks to this origin's API with fetch(): nothing inline (no <script>
 # with code, no on*= handlers, no style=), no other origin, no plugins, never framed, no
@@ -551,8 +495,6 @@ SPECTACULAR_SETTINGS = {
 # out, as it was: /api/docs/, where drf-spectacular's Swagger UI starts with an inline script
 # and sets inline styles; the policy is scoped away from it rather than loosened for
 # everyone. Static files are answered by WhiteNoise before this middleware runs.
-from csp.constants import NONE, SELF  # noqa: E402  (here to keep this block self-contained)
-
 CONTENT_SECURITY_POLICY = {
     "EXCLUDE_URL_PREFIXES": ["/api/docs/"],
     "DIRECTIVES": {
