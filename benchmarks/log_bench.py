@@ -23,7 +23,7 @@ SESSION = ("log-bench-session", "anon-log-bench-owner", dt.datetime(2026, 1, 1, 
 
 def _log(url: str):  # the storage module, Django set up on `url`
     _common.setup_django(url)
-    from sessions_app.storage import deletion_log
+    from sessions_app.deletion_log import store as deletion_log
 
     return deletion_log
 
@@ -40,9 +40,9 @@ def child_build(url: str, entries: str) -> None:
     log = _log(url)
     from django.db import connection, transaction
 
+    from sessions_app.deletion_log.formats.checkpoint import Checkpoint
+    from sessions_app.deletion_log.formats.merkle import RightEdge, leaf_hash, post_order
     from sessions_app.models import DeletionLogCheckpoint, DeletionLogEntry, DeletionLogNode
-    from sessions_app.receipts.checkpoint import Checkpoint
-    from sessions_app.receipts.merkle import RightEdge, leaf_hash, post_order
 
     _append(log)
     first, signer, now = DeletionLogEntry.objects.get(index=0), log.log_key.signer(), dt.datetime.now(dt.UTC)

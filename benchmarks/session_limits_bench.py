@@ -44,18 +44,18 @@ def message_text(kind: str, chars: int, turn: int) -> str:
 
 def run_scenario(kind: str, max_turns_to_try: int) -> dict:
     """Per turn: the POST's time and CPU (of the whole process: the Runner runs in another thread; steadier than
-    wall time on a shared machine), the sealed bytes stored (`selectors.session_usage`), what the turn added and its
+    wall time on a shared machine), the sealed bytes stored (`storage.sessions.usage`), what the turn added and its
     largest event; every EXPORT_EVERY turns the export's size and time."""
     from django.conf import settings
     from django.test import Client
 
-    from sessions_app import selectors
     from sessions_app.models import AgentSession
+    from sessions_app.storage import sessions
 
     client = Client()
     session_id, headers = _common.api_session(client, resume_text(kind, settings.RESUME_MAX_CHARS))
     session = AgentSession.objects.get(session_id=session_id)
-    stored, turns, exports, refusal = selectors.session_usage(session).size_bytes, [], [], None
+    stored, turns, exports, refusal = sessions.usage(session.pk).size_bytes, [], [], None
 
     def export(turn: int) -> None:
         started = time.perf_counter()
@@ -75,7 +75,7 @@ def run_scenario(kind: str, max_turns_to_try: int) -> dict:
             refusal = {"turn": number, "status": response.status_code, **response.json(), "seconds": elapsed}
             break
         added = [len(data) for data in session.events.filter(pk__gt=last_pk).values_list("event_data", flat=True)]
-        now_stored = selectors.session_usage(session).size_bytes
+        now_stored = sessions.usage(session.pk).size_bytes
         turn = {"turn": number, "seconds": elapsed, "cpu_seconds": cpu, "stored_bytes": now_stored}
         turn |= {"added_bytes": now_stored - stored, "events_added": len(added), "largest_event_bytes": max(added)}
         turns.append(turn)

@@ -146,8 +146,8 @@ def run(args) -> tuple[list[str], dict]:
         from google.adk.sessions import DatabaseSessionService, InMemorySessionService
         from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-        from sessions_app.storage import deletion_log
-        from sessions_app.storage.adk.service import DjangoSessionService
+        from sessions_app.adk.service import DjangoSessionService
+        from sessions_app.deletion_log import store as deletion_log
 
         class WithoutReceipts(DjangoSessionService):  # the receipt's cost: the log's append a no-op (bench only)
             def _delete_session(self, *args):

@@ -2,9 +2,9 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerView
 
-from sessions_app.api import deletion_log
 from sessions_app.api.errors import bad_request_response, session_not_found_response
 from sessions_app.api.schema_views import SchemaView
+from sessions_app.deletion_log import views as deletion_log
 from sessions_app.page.views import session_page
 
 urlpatterns = [

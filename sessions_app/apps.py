@@ -16,5 +16,5 @@ class SessionsAppConfig(AppConfig):
         # and the OpenAPI description of the token header.
         from sessions_app import model_provider  # noqa: F401
         from sessions_app.api import schema  # noqa: F401
+        from sessions_app.deletion_log import admin, key  # noqa: F401  (admin: the log's pages)
         from sessions_app.infra import sqlite  # noqa: F401
-        from sessions_app.security import log_key  # noqa: F401

@@ -4,6 +4,18 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 
+class ErasureTrigger(models.TextChoices):
+    """Who asked for an erasure (`DeletionAudit.trigger`, and the kind of the deletion log's entry)."""
+
+    API = "api", _("API (owner)")
+    TTL = "ttl", _("TTL purge (scheduled)")
+    STARTUP = "startup", _("TTL purge (at start-up)")
+    ADMIN = "admin", _("Admin")
+    COMMAND = "command", _("Management command")
+    ADK = "adk", _("ADK session service")
+    ERASE_ALL = "erase_all", _("Erase every session (incident response)")
+
+
 class FailureKind(models.TextChoices):
     """What did not verify. Through the API the key always belongs to the row's owner, so a
     value that does not open was altered, moved or put back."""

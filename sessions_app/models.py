@@ -16,16 +16,54 @@ event's author and invocation id, an event's sequence number, the revision,
 the turn lock, the model providers and how many plan versions were saved.
 """
 
+from __future__ import annotations
+
+import datetime as dt
 import uuid
 
 from django.db import models
+from django.db.models import Count, F, Sum
+from django.db.models.functions import Coalesce, Least
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from sessions_app.choices import FailureKind
+from sessions_app import retention
+from sessions_app.choices import ErasureTrigger, FailureKind
+from sessions_app.infra.sql import ByteLength
 
 
 def new_session_id() -> str:
     return str(uuid.uuid4())
+
+
+class AgentSessionQuerySet(models.QuerySet):
+    """The selections the API, the admin, the purge and the erasure make of sessions."""
+
+    def owned(self, app_name: str, owner_id: str, session_id: str) -> AgentSessionQuerySet:
+        """The owner's session by its id, live or expired."""
+        return self.filter(app_name=app_name, owner_id=owner_id, session_id=session_id)
+
+    def expired(self, now: dt.datetime | None = None, ttl_hours: float | None = None) -> AgentSessionQuerySet:
+        """Past their TTL or their maximum age at `now`: waiting for the purge (the API treats them as gone)."""
+        return self.filter(retention.expired_q(now, ttl_hours))
+
+    def live(self) -> AgentSessionQuerySet:
+        """Not expired now."""
+        return self.exclude(retention.expired_q())
+
+    def expiring(self, within: dt.timedelta) -> AgentSessionQuerySet:
+        """Live now, expired `within` from now."""
+        return self.live().filter(retention.expired_q(timezone.now() + within))
+
+    def with_usage(self) -> AgentSessionQuerySet:
+        """With `expires_at` (`retention.expires_at` as SQL, so a list can sort by it), `event_count`
+        and `size_bytes` (the sealed state plus every sealed event: what the session takes on disk,
+        readable without a key), all in the one query."""
+        return self.annotate(
+            expires_at=Least(F("last_activity_at") + retention.ttl(), F("created_at") + retention.max_age()),
+            event_count=Count("events"),
+            size_bytes=ByteLength("state") + Coalesce(Sum(ByteLength("events__event_data")), 0),
+        )
 
 
 class AgentSession(models.Model):
@@ -63,6 +101,8 @@ class AgentSession(models.Model):
     # (a purge) can say in its deletion-log entry what it erased. No content. NULL: not counted
     # (a session stored before this column, until its next turn).
     plan_versions = models.PositiveIntegerField(_("plan versions"), null=True, default=0, db_default=0)
+
+    objects = AgentSessionQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -139,14 +179,7 @@ class UserState(models.Model):
 class DeletionAudit(models.Model):
     """One row per deletion or purge: what went and why, never whose or what it said."""
 
-    class Trigger(models.TextChoices):
-        API = "api", _("API (owner)")
-        TTL = "ttl", _("TTL purge (scheduled)")
-        STARTUP = "startup", _("TTL purge (at start-up)")
-        ADMIN = "admin", _("Admin")
-        COMMAND = "command", _("Management command")
-        ADK = "adk", _("ADK session service")
-        ERASE_ALL = "erase_all", _("Erase every session (incident response)")
+    Trigger = ErasureTrigger
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     trigger = models.CharField(_("trigger"), max_length=16, choices=Trigger.choices)
@@ -164,11 +197,11 @@ class DeletionAudit(models.Model):
 
 
 class DeletionLogEntry(models.Model):
-    """One erasure in the deletion log (sessions_app.receipts): the entry's canonical JSON, which
+    """One erasure in the deletion log (sessions_app.deletion_log.formats): the entry's canonical JSON, which
     names the session by its receipt lookup (format 2; format 1: the SHA-256 of its id) and holds
     an hour, a kind of trigger and rounded sizes (format 1: counts, times and names).
 
-    Append-only: written by the erasure's transaction (storage/deletion_log.py), never updated or
+    Append-only: written by the erasure's transaction (deletion_log/store.py), never updated or
     deleted. It is not session data: no purge and no erasure touches it.
     """
 
@@ -192,7 +225,7 @@ class DeletionLogCheckpoint(models.Model):
     size = models.PositiveBigIntegerField(_("size"), primary_key=True)  # entries the checkpoint covers
     root = models.BinaryField()  # the RFC 6962 root over the first `size` entries
     signed = models.TextField()  # the C2SP signed note (checkpoint text and signature)
-    # The tree's right edge at `size` (receipts.merkle.RightEdge): the next erasure appends to it
+    # The tree's right edge at `size` (deletion_log.formats.merkle.RightEdge): the next erasure appends to it
     # without reading the earlier entries back.
     right_edge = models.BinaryField()
     signed_at = models.DateTimeField(_("signed at"))
@@ -211,7 +244,7 @@ class DeletionLogNode(models.Model):
     erasure's transaction, so a proof reads O(log n) of these rows instead of every entry.
     Append-only, like the entries; hashes only."""
 
-    # receipts.merkle.post_order(height, index): the order subtrees complete in, so appends go
+    # deletion_log.formats.merkle.post_order(height, index): the order subtrees complete in, so appends go
     # to the table's end and the subtrees of a range of entries are one range of positions.
     position = models.PositiveBigIntegerField(primary_key=True)
     node_hash = models.BinaryField()

@@ -1,6 +1,6 @@
-"""The purge: erases expired sessions (or, for an incident, every session) in batches, and sets
-how often the scheduled purge runs. The command, the scheduled task, the start-up purge and the
-admin call it; what counts as expired is retention's (sessions_app/retention.py)."""
+"""The purge: erases expired sessions (or, for an incident, every session) in batches. The command,
+the scheduled task, the start-up purge and the admin call it; what counts as expired is
+retention's (sessions_app/retention.py); how often it runs is `services.purge_interval_set`."""
 
 from __future__ import annotations
 
@@ -8,32 +8,46 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from sessions_app import erasure
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit
-from sessions_app.retention import LAST_PURGE_KEY, PURGE_TASK, expired_q
-from sessions_app.storage import planner_statistics, repository
+from sessions_app.retention import LAST_PURGE_KEY
+from sessions_app.storage import planner_statistics
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class PurgeResult(repository.Erased):
-    """What a purge erased (the counts of every erasure), in how many batches and how long."""
+class PurgeResult:
+    """What a purge erased (the counts of all its batches), in how many batches and how long."""
 
+    erased: erasure.ErasureCounts = field(default_factory=erasure.ErasureCounts)
     batches: int = 0
     seconds: float = 0.0
     dry_run: bool = False
 
+    @property
+    def sessions(self) -> int:
+        return self.erased.sessions
+
+    @property
+    def events(self) -> int:
+        return self.erased.events
+
+    @property
+    def user_states(self) -> int:
+        return self.erased.user_states
+
     def as_dict(self) -> dict:
-        return {name: value for name, value in asdict(self).items() if name not in ("audit", "erased")}
+        return {**self.erased.as_dict(), "batches": self.batches, "seconds": self.seconds, "dry_run": self.dry_run}
 
 
 def purge_expired(
@@ -54,7 +68,7 @@ def purge_expired(
     that expire while it runs wait for the next purge. `trigger` (who asked,
     for the audit row) has no default: each caller names itself.
     """
-    expired = AgentSession.objects.filter(expired_q(now or timezone.now(), ttl_hours))
+    expired = AgentSession.objects.expired(now or timezone.now(), ttl_hours)
     if dry_run:
         return _what_would_be_erased(expired)
     try:
@@ -95,8 +109,7 @@ def erase_all_sessions(
 
 def _what_would_be_erased(selection: QuerySet) -> PurgeResult:
     started = time.monotonic()
-    would = repository.count(selection)
-    return PurgeResult(sessions=would.sessions, events=would.events, seconds=time.monotonic() - started, dry_run=True)
+    return PurgeResult(erasure.would_erase(selection), seconds=time.monotonic() - started, dry_run=True)
 
 
 def _erase_in_batches(selection: QuerySet, *, batch_size, trigger, progress) -> PurgeResult:
@@ -105,60 +118,26 @@ def _erase_in_batches(selection: QuerySet, *, batch_size, trigger, progress) -> 
     planner_statistics.analyse_if_never_analysed()
     result = PurgeResult()
 
-    def erase_batch() -> repository.Erased | None:
-        with transaction.atomic():
-            # On PostgreSQL, two purges at once (two clusters, or the admin's and the
-            # schedule's) each lock their own batch and skip the other's; SQLite has one
-            # writer at a time and ignores the clause.
-            batch = list(
-                selection.order_by("pk").select_for_update(skip_locked=True).values_list("pk", flat=True)[:batch_size]
-            )
-            if not batch:
-                return None
-            # Each batch commits with its count in the purge's one audit row.
-            return repository.erase(
-                AgentSession.objects.filter(pk__in=batch), trigger, started=started, adding_to=result.audit
-            )
-
     while True:
-        # On a full disk a batch runs on the erasure reserve's room (disk_space.run_erasure);
-        # where even that is too little, smaller batches, down to one session.
+        # On a full disk a batch runs on the erasure reserve's room (erase_sessions); where
+        # even that is too little, smaller batches, down to one session.
         try:
-            erased = disk_space.run_erasure(erase_batch)
+            # Each batch commits with its count in the purge's one audit row.
+            erased = erasure.erase_sessions(
+                selection, trigger=trigger, batch_size=batch_size, started=started, adding_to=result.erased.audit
+            )
         except DatabaseError as exc:
             if batch_size <= 1 or not disk_space.is_disk_full(exc):
                 raise
             batch_size = max(1, batch_size // 2)
             logger.warning("disk full: purge batches of %d sessions from now on", batch_size)
             continue
-        if erased is None:
+        if not erased.sessions:
             break
-        result += erased
+        result.erased += erased
         result.batches += 1
         if progress:
             progress(result)
         time.sleep(settings.PURGE_BATCH_PAUSE_SECONDS)  # let waiting writers take the lock
     result.seconds = time.monotonic() - started
     return result
-
-
-# How often the scheduled purge may run: at least once a day, at most once a minute.
-PURGE_INTERVAL_MIN_MINUTES = 1
-PURGE_INTERVAL_MAX_MINUTES = 24 * 60
-
-
-def set_purge_interval(minutes: int) -> int:
-    """Sets how many minutes apart the scheduled purge runs, and nothing else.
-
-    The only write the admin makes to django-q2's tables: one column, never a
-    schedule's function, arguments or hook (the scheduler would run those as
-    the service). Returns how many schedules changed: 0 when there is none.
-    """
-    from django_q.models import Schedule
-
-    if not PURGE_INTERVAL_MIN_MINUTES <= minutes <= PURGE_INTERVAL_MAX_MINUTES:
-        raise ValueError(
-            f"purge interval {minutes} min is outside {PURGE_INTERVAL_MIN_MINUTES}..{PURGE_INTERVAL_MAX_MINUTES}"
-        )
-    # update(), not save(): the statement names `minutes` alone.
-    return Schedule.objects.filter(func=PURGE_TASK, schedule_type=Schedule.MINUTES).update(minutes=minutes)

@@ -11,7 +11,7 @@ import datetime as dt
 import logging
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -33,11 +33,6 @@ def expired_q(now: dt.datetime | None = None, ttl_hours: float | None = None) ->
     """Sessions past their TTL or their maximum age at `now`."""
     now = now or timezone.now()
     return Q(last_activity_at__lte=now - ttl(ttl_hours)) | Q(created_at__lte=now - max_age())
-
-
-def live(sessions: QuerySet) -> QuerySet:
-    """Not expired now."""
-    return sessions.exclude(expired_q())
 
 
 # The last purge's outcome, whoever ran it: counts and an exception's type only. Kept in the

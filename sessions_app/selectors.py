@@ -1,6 +1,6 @@
-"""Reads. Every read the API makes of a session goes through `owned_live_session`,
-and its content (state, events) is opened with the caller's token; the admin's
-reads (metadata and retention, never content, no key) are below them."""
+"""The API's reads. Every read it makes of a session goes through `owned_live_session`, and its
+content (state, events) is opened with the caller's token. The admin's dashboards read through
+`selectors_admin`."""
 
 from __future__ import annotations
 
@@ -8,31 +8,27 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from django.conf import settings
-from django.db.models import Count, F, Q, QuerySet, Sum
-from django.db.models.functions import Least
-from django.utils import timezone
-from django_q.models import Schedule, Task
+from django.views.decorators.debug import sensitive_variables
 
 from agent import APP_NAME
-from agent.plans import plan_versions
+from agent.events import visible_texts
+from agent.plans import plan_count, plan_versions
+from agent.screening import KINDS, MODEL_FLAG_KIND
 from sessions_app import retention
-from sessions_app.choices import FailureKind
-from sessions_app.infra import disk_space
-from sessions_app.models import AgentSession, DeletionAudit, IntegrityFailure
-from sessions_app.receipts.note import open_note
-from sessions_app.receipts.strict import Rejected
-from sessions_app.security import log_key
-from sessions_app.storage import deletion_log, repository, turn_lock
+from sessions_app.deletion_log import store as deletion_log
+from sessions_app.models import AgentSession
+from sessions_app.storage import sessions
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
 
+FLAG_KINDS = {*KINDS, MODEL_FLAG_KIND}
+
 
 def owned_live_session(session_id: str, owner_id: str) -> AgentSession | None:
     """The session if it exists, belongs to `owner_id` and has not expired: "missing",
-    "someone else's", "expired" and "deleted" are the same miss (None)."""
-    return repository.owned_live_session(APP_NAME, session_id, owner_id)
+    "someone else's", "expired" and "deleted" are the same miss (None), one query."""
+    return AgentSession.objects.owned(APP_NAME, owner_id, session_id).live().first()
 
 
 # --- Content of an owned session: needs its token in `crypto.token_context` ---
@@ -49,7 +45,7 @@ def session_content(session: AgentSession) -> SessionContent:
     """State and events, opened whole: one value that does not open fails every read
     of the session alike, whichever part that read shows. `session` is the row as read;
     `SessionMissing` when it was deleted since."""
-    state, events = repository.open_content(session)
+    state, events = sessions.open_content(session)
     return SessionContent(state=state, events=events)
 
 
@@ -62,167 +58,98 @@ def session_plan(session: AgentSession) -> dict:
     return {"session_id": session.session_id, "current": versions[-1] if versions else None, "versions": versions}
 
 
-# --- Operators (the admin): metadata and retention, never state or event content ---
-EXPIRING_SOON = dt.timedelta(hours=1)
+# --- What the API shows of an owned session (its token in `crypto.token_context`) ---
 
 
-def sessions_with_metadata(sessions: QuerySet) -> QuerySet:
-    """Sessions with `expires_at`, `event_count` and `size_bytes`, all in the one query.
-
-    `expires_at` is `retention.expires_at` as SQL, so the list can sort by it;
-    `size_bytes` is the stored (sealed) state plus every sealed event: what the
-    session takes on disk, readable without a key.
-    """
-    return sessions.annotate(
-        expires_at=Least(F("last_activity_at") + retention.ttl(), F("created_at") + retention.max_age()),
-        event_count=Count("events"),
-        size_bytes=repository.STORED_BYTES,
-    )
-
-
-SessionUsage = repository.SessionUsage
-
-
-def turn_running(session: AgentSession) -> bool:
-    """Whether a turn of the session runs now (holds its turn lock)."""
-    return turn_lock.turn_is_locked(session.pk)
-
-
-def session_usage(session: AgentSession) -> SessionUsage | None:
-    """What the session holds, for its per-session limits; needs no key (one query). None: deleted."""
-    return repository.usage(session.pk)
-
-
-def expired_sessions(sessions: QuerySet) -> QuerySet:
-    """Expired and waiting for the purge (the API already treats them as gone)."""
-    return sessions.filter(retention.expired_q())
+def session_flags(state: dict) -> list[dict]:
+    """The session's flags as the person sees them: where each came from (the screen at the
+    start, or the model), what kind it is (the serializer labels it) and the resume line it
+    points at. Flags stored before kinds existed are the model's."""
+    resume_lines = [line.strip() for line in str(state.get("resume_text") or "").splitlines()]
+    shown = []
+    for flag in state.get("suspicious_flags") or []:
+        if not isinstance(flag, dict):
+            continue
+        source = "screen" if flag.get("source") == "screen" else "model"
+        kind = str(flag.get("kind") or MODEL_FLAG_KIND)
+        kind = kind if kind in FLAG_KINDS else MODEL_FLAG_KIND
+        excerpt = str(flag.get("excerpt") or "")
+        line = flag.get("line")
+        if not isinstance(line, int):
+            line = next((i for i, text in enumerate(resume_lines) if excerpt and excerpt.strip() in text), None)
+        shown.append(
+            {
+                "source": source,
+                "kind": kind,
+                "excerpt": excerpt,
+                "reason": str(flag.get("reason") or ""),
+                "line": None if line is None else line + 1,
+                "flagged_at": flag.get("flagged_at"),
+            }
+        )
+    return shown
 
 
-def expiring_sessions(sessions: QuerySet, within: dt.timedelta = EXPIRING_SOON) -> QuerySet:
-    """Live now, expired `within` from now."""
-    return retention.live(sessions).filter(retention.expired_q(timezone.now() + within))
+def session_conversation(session: AgentSession) -> list[dict]:
+    """The user's and the agent's texts, in order (tool calls and results left out)."""
+    return _conversation(session_content(session).events)
 
 
-@dataclass(frozen=True)
-class RetentionPolicy:
-    ttl_hours: float
-    max_age_hours: float
-    batch_size: int
-    schedule: Schedule | None  # None: nothing purges expired sessions on its own
-    last_run: Task | None  # the purge task's latest Success or Failure
-
-    @property
-    def last_run_deleted(self) -> dict | None:
-        """What the last successful run deleted: the counts the task returned (sessions, events)."""
-        result = self.last_run.result if self.last_run and self.last_run.success else None
-        return result if isinstance(result, dict) and "failed" not in result else None
-
-    @property
-    def last_run_failed(self) -> str | None:
-        """Why the last run failed: "disk_full", an exception's type, or "error" (django-q2's own failure)."""
-        if self.last_run is None:
-            return None
-        if not self.last_run.success:
-            return "error"
-        result = self.last_run.result
-        return result.get("failed") if isinstance(result, dict) else None
+def _conversation(events: list[Event]) -> list[dict]:
+    messages = []
+    for event in events:
+        text = "".join(visible_texts(event))
+        if not text:
+            continue
+        messages.append(
+            {
+                "role": "user" if event.author == "user" else "agent",
+                "text": text,
+                "timestamp": dt.datetime.fromtimestamp(event.timestamp, tz=dt.UTC),
+            }
+        )
+    return messages
 
 
-def retention_policy() -> RetentionPolicy:
-    return RetentionPolicy(
-        ttl_hours=settings.AGENT_SESSION_TTL_HOURS,
-        max_age_hours=settings.AGENT_SESSION_MAX_AGE_HOURS,
-        batch_size=settings.PURGE_BATCH_SIZE,
-        # By function, not name: operators may rename the schedule in the admin.
-        schedule=Schedule.objects.filter(func=retention.PURGE_TASK).order_by("next_run").first(),
-        # Task holds both Success and Failure rows (they are proxies of it).
-        last_run=Task.objects.filter(func=retention.PURGE_TASK).order_by("-stopped").first(),
-    )
+def session_metadata(session: AgentSession) -> dict:
+    content = session_content(session)
+    return _metadata(session, content.state, _conversation(content.events))
 
 
-@dataclass(frozen=True)
-class IntegrityFailureCounts:
-    last_day: int
-    total: int
-    by_kind: list[tuple[str, int, int]]  # (kind's label, last 24 h, total), most frequent first
+def _metadata(session: AgentSession, state: dict, messages: list[dict]) -> dict:
+    return {
+        "session_id": session.session_id,
+        "created_at": session.created_at,
+        "last_activity_at": session.last_activity_at,
+        "expires_at": retention.expires_at(session.created_at, session.last_activity_at),
+        "turns": sum(1 for message in messages if message["role"] == "user"),
+        # Versions saved so far (the oldest may have been dropped: agent.plans).
+        "plan_versions": plan_count(state),
+        "flags": session_flags(state),
+        # Who received its content: the providers its turns went to, not today's configuration.
+        "model_providers": session.model_provider_ids,
+    }
 
 
-def integrity_failure_counts(now: dt.datetime | None = None) -> IntegrityFailureCounts:
-    """Reads refused because a session did not verify (`sessions_app.storage.failure_counts`), in one query."""
-    since = (now or timezone.now()) - dt.timedelta(hours=24)
-    rows = (
-        IntegrityFailure.objects.order_by()
-        .values("kind")
-        .annotate(total=Count("pk"), last_day=Count("pk", filter=Q(created_at__gte=since)))
-        .order_by("-total", "kind")
-    )
-    labels = dict(FailureKind.choices)
-    by_kind = [(labels.get(row["kind"], row["kind"]), row["last_day"], row["total"]) for row in rows]
-    return IntegrityFailureCounts(
-        last_day=sum(last_day for _, last_day, _ in by_kind),
-        total=sum(total for _, _, total in by_kind),
-        by_kind=by_kind,
-    )
+@sensitive_variables()
+def session_export(session: AgentSession) -> dict:
+    """Everything stored about the session, for the person to take with them."""
+    content = session_content(session)
+    state, events = content.state, content.events
+    messages = _conversation(events)
+    described = _metadata(session, state, messages)
+    del described["flags"]  # the export holds them as suspicious_flags
+    return {
+        **described,
+        "resume_text": state.get("resume_text", ""),
+        "conversation": messages,
+        "plan_versions": plan_versions(state),
+        "suspicious_flags": session_flags(state),
+        "events": [event.model_dump(mode="json", exclude_none=True) for event in events],
+    }
 
 
-@dataclass(frozen=True)
-class LastPurge:
-    at: dt.datetime
-    trigger: str  # DeletionAudit.Trigger's label
-    outcome: str  # "ok", "disk_full" or "failed"
-    sessions: int
-    events: int
-    error: str  # the exception's type, for "failed"
-
-
-@dataclass(frozen=True)
-class StorageStatus:
-    """What the operator sees of storage: free space against the headroom, the erasure reserve,
-    sessions past their TTL still stored, and how the last purge (whoever ran it) ended."""
-
-    space: disk_space.SpaceReport
-    expired_stored: int
-    last_purge: LastPurge | None
-
-
-def last_purge() -> LastPurge | None:
-    from django.core.cache import cache
-
-    from sessions_app.models import DeletionAudit
-
-    record = cache.get(retention.LAST_PURGE_KEY)
-    if not isinstance(record, dict):
-        return None
-    labels = dict(DeletionAudit.Trigger.choices)
-    return LastPurge(
-        at=dt.datetime.fromisoformat(record["at"]),
-        trigger=labels.get(record["trigger"], record["trigger"]),
-        outcome=record["outcome"],
-        sessions=record["sessions"],
-        events=record["events"],
-        error=record["error"],
-    )
-
-
-def storage_status() -> StorageStatus:
-    return StorageStatus(
-        space=disk_space.space_report(),
-        expired_stored=expired_sessions(AgentSession.objects.all()).count(),
-        last_purge=last_purge(),
-    )
-
-
-# --- The deletion log: public, it holds nothing private (storage/deletion_log.py) ---
-
-
-def deletion_receipt(lookup: str) -> str | None:
-    """The receipt of the session filed under `lookup` (its receipt lookup); None when the log has none."""
-    return deletion_log.receipt(lookup)
-
-
-def deletion_checkpoint(size: int | None = None) -> str | None:
-    """The signed checkpoint of `size` entries, the latest if None; None where none was signed."""
-    return deletion_log.checkpoint(size)
+# --- The deletion log: public, it holds nothing private (deletion_log/store.py) ---
 
 
 def deletion_consistency_proof(old_size: int, size: int | None = None) -> str | None:
@@ -230,33 +157,3 @@ def deletion_consistency_proof(old_size: int, size: int | None = None) -> str | 
     if size is None:
         size = deletion_log.status().size
     return deletion_log.consistency_proof(old_size, size)
-
-
-@dataclass(frozen=True)
-class DeletionLogOverview:
-    """What the admin shows of the deletion log: sizes, the latest checkpoint and the public key."""
-
-    status: deletion_log.LogStatus
-    root: str | None  # the latest checkpoint's root, base64 as in its text
-    public_key: str  # `<origin>+<key id>+<key>`, as served at /.well-known/deletion-log-key
-    previous_keys: tuple[str, ...]  # the public keys it replaced (DELETION_LOG_PREVIOUS_KEYS)
-    audited_sessions: int  # sessions erased according to the deletion audit: the log's size, when both agree
-    # Whether this server's keys (current or previous) signed the latest checkpoint: False where
-    # another server appends with a key of its own, whose receipts this key cannot check.
-    latest_signed_by_our_keys: bool | None = None  # None: no checkpoint yet
-
-
-def deletion_log_status() -> DeletionLogOverview:
-    """The log's size, latest signed checkpoint and public key, beside the audit's count (for the admin)."""
-    status = deletion_log.status()
-    root = status.checkpoint.splitlines()[2] if status.checkpoint else None  # origin, size, root, ...
-    audited = DeletionAudit.objects.aggregate(total=Sum("sessions_deleted"))["total"] or 0
-    previous = tuple(key.vkey for key in log_key.previous_verifiers())
-    ours = None
-    if status.checkpoint:
-        try:
-            open_note(status.checkpoint, list(log_key.verifiers()))
-            ours = True
-        except Rejected:
-            ours = False
-    return DeletionLogOverview(status, root, log_key.verifier().vkey, previous, audited, ours)

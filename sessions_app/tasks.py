@@ -3,9 +3,9 @@ task is given or returns is stored in django-q2's tables."""
 
 import logging
 
-from sessions_app import log_verification
+from sessions_app.choices import ErasureTrigger
+from sessions_app.deletion_log import verification as log_verification
 from sessions_app.infra.disk_space import is_disk_full
-from sessions_app.models import DeletionAudit
 from sessions_app.purge import purge_expired
 
 logger = logging.getLogger(__name__)
@@ -14,9 +14,9 @@ logger = logging.getLogger(__name__)
 def purge_expired_sessions() -> dict:
     """The scheduled purge. A run that fails logs one line (the reason: "disk full" or the
     exception's type, never its message) and returns {"failed": reason}: raised, django-q2
-    would log the traceback too. The admin reads either outcome (selectors.retention_policy)."""
+    would log the traceback too. The admin reads either outcome (selectors_admin.retention_policy)."""
     try:
-        return purge_expired(trigger=DeletionAudit.Trigger.TTL).as_dict()
+        return purge_expired(trigger=ErasureTrigger.TTL).as_dict()
     except Exception as exc:
         reason = "disk_full" if is_disk_full(exc) else type(exc).__name__
         logger.error("scheduled purge could not run: %s", reason.replace("_", " "))
@@ -24,6 +24,6 @@ def purge_expired_sessions() -> dict:
 
 
 def verify_deletion_log() -> dict:
-    """The admin's check of the whole deletion log (sessions_app.log_verification): its outcome is
+    """The admin's check of the whole deletion log (sessions_app.deletion_log.verification): its outcome is
     on the admin's deletion-log page; it returns counts and the outcome's name only."""
     return log_verification.run()

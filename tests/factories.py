@@ -4,8 +4,8 @@ Their content is sealed with `sealing`'s own functions and places, as the
 repository seals it, under FACTORY_TOKEN, so the rows look like real ones
 (retention and the admin never need the key). Events hold a small JSON
 rather than an ADK Event (tests/test_admin.py counts their bytes), so
-sessions are made here rather than through `repository.append_events`;
-`user:` state goes through the repository.
+sessions are made here rather than through `appending.append_events`;
+`user:` state goes through `scoped_state`.
 """
 
 import json
@@ -15,7 +15,7 @@ from django.utils import timezone
 from sessions_app.models import AgentSession, SessionEvent, UserState
 from sessions_app.security import sealing
 from sessions_app.security.crypto import token_context
-from sessions_app.storage import repository
+from sessions_app.storage import scoped_state
 
 FACTORY_TOKEN = "factory-token-not-a-real-one"
 
@@ -56,5 +56,5 @@ def make_session(
 
 def make_user_state(owner_id: str, state: dict, app_name: str = "resume_agent") -> UserState:
     with token_context(FACTORY_TOKEN):
-        repository.merge_user_state(app_name, owner_id, state)
+        scoped_state.merge_user_state(app_name, owner_id, state)
     return UserState.objects.get(app_name=app_name, owner_id=owner_id)

@@ -6,7 +6,7 @@ mutants/ (a copy of the tree). So that a run is quick and sees its mutant:
 - its tests run fastest first (mutmut stops at the first failure);
 - its test database and cache sit in a worker slot's folder, kept from run to run, and its
   database starts as a copy of the slot's migrated template (no migrations per mutant);
-- what the parent process built once (the repository's SQL, the URLconf) is built again.
+- what the parent process built once (the storage's SQL, the URLconf) is built again.
 """
 
 from __future__ import annotations
@@ -106,14 +106,12 @@ def pytest_collection_modifyitems(config, items):
 # process that already built it: a mutant of that code would otherwise go unseen.
 @pytest.fixture(autouse=True)
 def _statements_built_for_this_test():
-    """The repository's SQL (built at import, then cached per connection). Per test, and in
+    """The storage's SQL (built at import, then cached per connection). Per test, and in
     mutmut's stats run too, so every test that runs SQL is one that can see such a mutant."""
     if _under_mutmut(stats=True):
-        from sessions_app.storage import repository
+        from sessions_app.infra.sql import Statement
 
-        for statement in vars(repository).values():
-            if isinstance(statement, repository._Sql):
-                statement.__init__(statement.template)
+        Statement.forget_all()
     yield
 
 

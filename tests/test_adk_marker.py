@@ -1,4 +1,4 @@
-"""What sessions_app/storage/adk/marker.py relies on in ADK's Session, for the pinned ADK: a
+"""What sessions_app/adk/marker.py relies on in ADK's Session, for the pinned ADK: a
 private attribute `_storage_update_marker`, None on a Session built elsewhere, carried by ADK's
 copies, and compared by ADK's own persistent services to tell a stale writer."""
 
@@ -9,7 +9,7 @@ from google.adk.errors import StaleSessionError
 from google.adk.events.event import Event
 from google.adk.sessions import Session
 
-from sessions_app.storage.adk.marker import mark_revision, read_revision
+from sessions_app.adk.marker import mark_revision, read_revision
 
 pytestmark = pytest.mark.backend_independent
 

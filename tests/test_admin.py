@@ -13,7 +13,6 @@ from sessions_app import retention
 from sessions_app.admin.sessions import local_time, time_left
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent
 from sessions_app.retention import PURGE_TASK
-from sessions_app.selectors import sessions_with_metadata
 from tests.factories import make_session
 from tests.privacy import find_in_text, fixture_markers
 
@@ -92,7 +91,7 @@ def test_staff_sees_metadata_columns_actions_and_links(staff_client):
 def test_columns_are_computed_in_the_query():
     now = timezone.now()
     session = make_session(last_activity=now - 2 * HOUR, created=now - 100 * HOUR, events=2, text="林語晴")
-    row = sessions_with_metadata(AgentSession.objects.all()).get(pk=session.pk)
+    row = AgentSession.objects.with_usage().get(pk=session.pk)
     assert row.expires_at == retention.expires_at(session.created_at, session.last_activity_at)
     assert row.event_count == 2
     # What the session takes on disk: sealed bytes (version, nonce, ciphertext,
@@ -106,7 +105,7 @@ def test_columns_are_computed_in_the_query():
         == len(session.state) + 2 * len(SessionEvent.objects.filter(agent_session=session).first().event_data)
     )
     no_events = make_session(events=0)
-    row = sessions_with_metadata(AgentSession.objects.all()).get(pk=no_events.pk)
+    row = AgentSession.objects.with_usage().get(pk=no_events.pk)
     assert (row.event_count, row.size_bytes) == (0, len(no_events.state))  # the state alone, not 0, 1 or none
 
 

@@ -10,13 +10,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 
-from sessions_app import purge
+from sessions_app import erasure, purge
+from sessions_app.deletion_log import key as log_key
+from sessions_app.deletion_log.formats.merkle import leaf_hash
+from sessions_app.deletion_log.formats.note import Signer
 from sessions_app.models import AgentSession, DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry
-from sessions_app.receipts.merkle import leaf_hash
-from sessions_app.receipts.note import Signer
-from sessions_app.security import log_key
 from sessions_app.security.tokens import owner_id_for
-from sessions_app.storage import repository
 from tests.factories import make_session
 from tests.privacy import find_in_text, fixture_markers
 
@@ -87,7 +86,7 @@ def test_verify_checks_the_whole_log_and_says_so(admin_client):
     for number in range(3):
         make_session(owner_id=f"anon-{number:032x}")
         with transaction.atomic():
-            repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+            erasure.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
     page = admin_client.post(VERIFY, follow=True)
     assert "The deletion log verifies: 3 entries" in _html(page)
     leaf = bytes(DeletionLogEntry.objects.get(index=1).leaf)
@@ -110,7 +109,7 @@ def test_verify_after_a_key_rotation_checks_each_checkpoint_with_its_own_key(adm
         settings.DELETION_LOG_SIGNING_KEY = key.skey  # the second: the rotation
         make_session(owner_id=f"anon-{number:032x}")
         with transaction.atomic():
-            repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+            erasure.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
     assert log_key.verifier() != old.verifier
     # Without the old public key the first checkpoint cannot be checked: said, not passed over.
     html = _html(admin_client.post(VERIFY, follow=True))
@@ -135,7 +134,7 @@ def test_a_replaced_key_signs_nothing_after_the_current_one(admin_client, settin
         settings.DELETION_LOG_SIGNING_KEY = key.skey
         make_session(owner_id=f"anon-{number:032x}")
         with transaction.atomic():
-            repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+            erasure.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
         if number == 1:  # old, then new: a rotation, in order
             assert "The deletion log verifies: 2 entries" in _html(admin_client.post(VERIFY, follow=True))
     settings.DELETION_LOG_SIGNING_KEY = new.skey
@@ -152,7 +151,7 @@ def test_the_page_says_when_another_servers_key_signed_the_latest_checkpoint(adm
     other_server = Signer.generate(settings.DELETION_LOG_ORIGIN)
     make_session(owner_id="anon-" + "1" * 32)
     with transaction.atomic():
-        repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)  # signed with ours
+        erasure.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)  # signed with ours
     assert 'id="log-other-key"' not in _html(admin_client.get(LOG))
     ours = log_key.signer()
     settings.DELETION_LOG_SIGNING_KEY = other_server.skey  # the page as the other server shows it

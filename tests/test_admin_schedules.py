@@ -18,9 +18,9 @@ from django.urls import NoReverseMatch, URLPattern, URLResolver, reverse
 from django.utils import timezone
 from django_q.models import Failure, OrmQ, Schedule, Success, Task
 
-from sessions_app import log_verification
-from sessions_app.purge import set_purge_interval
+from sessions_app.deletion_log import verification as log_verification
 from sessions_app.retention import PURGE_TASK
+from sessions_app.services import purge_interval_set
 
 # The admin in English (its source language): what these tests read; tests/test_translations.py
 # covers the Traditional Chinese.
@@ -274,6 +274,6 @@ def test_the_service_checks_the_bounds_and_touches_no_other_schedule():
     other = Schedule.objects.create(func="some.other.task", schedule_type=Schedule.MINUTES, minutes=5)
     for minutes in (0, 1441):
         with pytest.raises(ValueError, match=rf"^purge interval {minutes} min is outside 1\.\.1440$"):
-            set_purge_interval(minutes)
-    assert set_purge_interval(30) == 1
+            purge_interval_set(minutes=minutes)
+    assert purge_interval_set(minutes=30) == 1
     assert Schedule.objects.get(pk=purge.pk).minutes == 30 and Schedule.objects.get(pk=other.pk).minutes == 5

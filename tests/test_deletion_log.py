@@ -18,17 +18,12 @@ from django.core.management import call_command
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from sessions_app import purge
-from sessions_app.models import (
-    AgentSession,
-    DeletionAudit,
-    DeletionLogCheckpoint,
-    DeletionLogEntry,
-    DeletionLogNode,
-    SessionEvent,
-)
-from sessions_app.receipts.checkpoint import Checkpoint
-from sessions_app.receipts.entry import (
+from sessions_app import erasure, purge
+from sessions_app.adk.buffer import TurnBuffer
+from sessions_app.deletion_log import key as log_key
+from sessions_app.deletion_log import store as deletion_log
+from sessions_app.deletion_log.formats.checkpoint import Checkpoint
+from sessions_app.deletion_log.formats.entry import (
     TRIGGER_KINDS,
     TRIGGERS,
     DeletionEntry,
@@ -37,16 +32,21 @@ from sessions_app.receipts.entry import (
     read_entry,
     session_digest,
 )
-from sessions_app.receipts.lookup import receipt_lookup
-from sessions_app.receipts.merkle import MerkleTree, RightEdge, leaf_hash, post_order
-from sessions_app.receipts.note import Verifier
-from sessions_app.receipts.receipt import Receipt
-from sessions_app.receipts.strict import Rejected
-from sessions_app.receipts.verify import WhoseSession, verify_log_grew, verify_receipt
-from sessions_app.security import log_key
+from sessions_app.deletion_log.formats.lookup import receipt_lookup
+from sessions_app.deletion_log.formats.merkle import MerkleTree, RightEdge, leaf_hash, post_order
+from sessions_app.deletion_log.formats.note import Verifier
+from sessions_app.deletion_log.formats.receipt import Receipt
+from sessions_app.deletion_log.formats.strict import Rejected
+from sessions_app.deletion_log.formats.verify import WhoseSession, verify_log_grew, verify_receipt
+from sessions_app.models import (
+    AgentSession,
+    DeletionAudit,
+    DeletionLogCheckpoint,
+    DeletionLogEntry,
+    DeletionLogNode,
+    SessionEvent,
+)
 from sessions_app.security.tokens import owner_id_for
-from sessions_app.storage import deletion_log, repository
-from sessions_app.storage.adk.buffer import TurnBuffer
 from tests.factories import make_session
 from tests.privacy import encodings, fixture_markers
 from tests.test_one_erasure import WAYS, _started
@@ -218,7 +218,7 @@ def test_a_purge_batch_is_one_checkpoint_and_the_audit_and_the_log_agree(setting
         owner_id = f"anon-{number:032x}"
         sessions[owner_id] = make_session(owner_id=owner_id, last_activity=old, events=number % 3).session_id
     with transaction.atomic():
-        repository.erase(AgentSession.objects.filter(owner_id="anon-" + "0" * 32), DeletionAudit.Trigger.API)
+        erasure.erase(AgentSession.objects.filter(owner_id="anon-" + "0" * 32), DeletionAudit.Trigger.API)
 
     result = purge.purge_expired(trigger=DeletionAudit.Trigger.TTL)
 
@@ -246,14 +246,14 @@ def test_a_failed_erasure_leaves_no_entry(monkeypatch):
     # The caller's transaction fails after the erasure appended its entry (a purge's batch, the
     # API's liveness check): the entry goes with the rolled-back erasure.
     with pytest.raises(RuntimeError), transaction.atomic():
-        assert repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN).log_size == 1
+        assert erasure.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN).log_size == 1
         fails()
     assert AgentSession.objects.count() == 1
     assert not DeletionLogEntry.objects.exists() and not DeletionLogCheckpoint.objects.exists()
     # The erasure fails mid-way, after the rows' deletes and before its audit row.
-    monkeypatch.setattr(repository, "record_erasure", fails)
+    monkeypatch.setattr(erasure, "record_erasure", fails)
     with pytest.raises(RuntimeError):
-        repository.erase_in_a_transaction(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+        erasure.erase_sessions(AgentSession.objects.all(), trigger=DeletionAudit.Trigger.ADMIN)
     assert AgentSession.objects.count() == 1
     assert not DeletionLogEntry.objects.exists() and not DeletionLogCheckpoint.objects.exists()
 
@@ -270,7 +270,7 @@ def test_a_failed_append_leaves_the_session_in_place(monkeypatch):
 
     monkeypatch.setattr(log_key, "signer", broken_signer)
     with pytest.raises(Unsigned):
-        repository.erase_in_a_transaction(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+        erasure.erase_sessions(AgentSession.objects.all(), trigger=DeletionAudit.Trigger.ADMIN)
     assert AgentSession.objects.count() == 1 and SessionEvent.objects.count() == 2
     assert not DeletionAudit.objects.exists() and not DeletionLogEntry.objects.exists()
 
@@ -278,7 +278,7 @@ def test_a_failed_append_leaves_the_session_in_place(monkeypatch):
 @pytest.mark.django_db
 def test_an_erasure_of_nothing_signs_nothing():
     with transaction.atomic():
-        erased = repository.erase(AgentSession.objects.none(), DeletionAudit.Trigger.API)
+        erased = erasure.erase(AgentSession.objects.none(), DeletionAudit.Trigger.API)
     assert erased.log_size == 0 and not DeletionLogCheckpoint.objects.exists()
 
 
@@ -291,7 +291,7 @@ def _verify_with_the_command_line(receipt: bytes, vkey: str, tmp_path: Path, *op
     path = tmp_path / "receipt.tlog-proof"
     path.write_bytes(receipt)
     environment = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
-    command = [sys.executable, "-m", "sessions_app.receipts.verify", "--key", vkey, *options, str(path)]
+    command = [sys.executable, "-m", "sessions_app.deletion_log.formats.verify", "--key", vkey, *options, str(path)]
     result = subprocess.run(command, cwd=ROOT_DIR, env=environment, input=key.encode(), capture_output=True)
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -539,7 +539,7 @@ def test_verifying_the_whole_log_finds_a_changed_entry_or_checkpoint():
     for number in range(3):
         make_session(owner_id=f"anon-{number:032x}")
         with transaction.atomic():
-            repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+            erasure.erase(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
     assert deletion_log.verify_whole_log() == 3
     entry = DeletionLogEntry.objects.get(index=1)
     changed = bytes(entry.leaf).replace(b'"trigger":"operator"', b'"trigger":"retention"')
@@ -578,8 +578,8 @@ def test_two_servers_erasing_at_once_append_to_one_tree():
         try:
             start.wait()
             for number in range(parity, 40, 2):
-                repository.erase_in_a_transaction(
-                    AgentSession.objects.filter(owner_id=f"anon-{number:032x}"), DeletionAudit.Trigger.API
+                erasure.erase_sessions(
+                    AgentSession.objects.filter(owner_id=f"anon-{number:032x}"), trigger=DeletionAudit.Trigger.API
                 )
         except Exception as exc:  # reported below
             errors.append(exc)
@@ -625,7 +625,7 @@ def test_an_erasure_waits_for_the_writer_lock_another_server_holds():
 
 def _erase_all_in_a_thread() -> None:
     try:
-        repository.erase_in_a_transaction(AgentSession.objects.all(), DeletionAudit.Trigger.ADMIN)
+        erasure.erase_sessions(AgentSession.objects.all(), trigger=DeletionAudit.Trigger.ADMIN)
     finally:
         connections.close_all()
 

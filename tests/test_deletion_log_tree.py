@@ -12,10 +12,10 @@ from django.db.migrations.executor import MigrationExecutor
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sessions_app.deletion_log import store as deletion_log
+from sessions_app.deletion_log.formats.merkle import MerkleTree, post_order
+from sessions_app.deletion_log.formats.receipt import Receipt, hashes_text
 from sessions_app.models import DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry, DeletionLogNode
-from sessions_app.receipts.merkle import MerkleTree, post_order
-from sessions_app.receipts.receipt import Receipt, hashes_text
-from sessions_app.storage import deletion_log
 
 pytestmark = pytest.mark.django_db
 

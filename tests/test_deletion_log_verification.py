@@ -15,11 +15,11 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from sessions_app import log_verification
-from sessions_app.log_verification import State
+from sessions_app.deletion_log import store as deletion_log
+from sessions_app.deletion_log import verification as log_verification
+from sessions_app.deletion_log.formats.entry import DeletionEntry
+from sessions_app.deletion_log.verification import State
 from sessions_app.models import AgentSession
-from sessions_app.receipts.entry import DeletionEntry
-from sessions_app.storage import deletion_log
 from tests.factories import make_session
 from tests.test_deletion_log_tree import grow_log
 

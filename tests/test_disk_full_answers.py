@@ -22,7 +22,7 @@ from django.test import RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app import purge, selectors, tasks
+from sessions_app import purge, selectors, selectors_admin, tasks
 from sessions_app.api.middleware import DiskFullAnswers
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, SessionEvent
@@ -276,7 +276,7 @@ def test_a_scheduled_purge_that_cannot_run_logs_one_line(disk_full_purge, captur
     protected, _ = captured_logs
     lines = [line for line in protected.getvalue().splitlines() if "purge" in line]
     assert lines == ["ERROR sessions_app.tasks: scheduled purge could not run: disk full"]
-    assert selectors.last_purge().outcome == "disk_full"
+    assert selectors_admin.last_purge().outcome == "disk_full"
 
 
 def test_the_admin_shows_storage_and_the_purge_that_could_not_run(admin_client, disk_full_purge, settings):

@@ -22,12 +22,12 @@ from google.adk.sessions import Session
 
 from agent import APP_NAME
 from sessions_app import selectors
+from sessions_app.adk.service import DjangoSessionService
 from sessions_app.models import AgentSession, AppState, SessionEvent, UserState
 from sessions_app.security import crypto, sealing
 from sessions_app.security.crypto import VERSION, DecryptionFailed, KeyUnavailable, token_context
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import turn_lock
-from sessions_app.storage.adk.service import DjangoSessionService
 from tests.privacy import encodings, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
 from tests.scripted_llm import text_response
 

@@ -43,10 +43,10 @@ def test_the_export_holds_exactly_the_fields_its_schema_declares(client):
 
 
 def test_the_export_says_where_the_erasures_receipt_will_be(client):
-    from sessions_app.receipts.entry import session_digest
-    from sessions_app.receipts.lookup import receipt_lookup_for_key
-    from sessions_app.receipts.note import Verifier
-    from sessions_app.receipts.verify import WhoseSession, verify_receipt
+    from sessions_app.deletion_log.formats.entry import session_digest
+    from sessions_app.deletion_log.formats.lookup import receipt_lookup_for_key
+    from sessions_app.deletion_log.formats.note import Verifier
+    from sessions_app.deletion_log.formats.verify import WhoseSession, verify_receipt
 
     created = client.post("/agent/sessions", {"resume_text": fixture_resume()}, content_type="application/json").json()
     session_id, headers = created["session_id"], {"X-Session-Token": created["token"]}

@@ -19,6 +19,7 @@ from django.db.backends.sqlite3.base import DatabaseWrapper
 from django.urls import reverse
 
 from sessions_app import retention
+from sessions_app.adk.buffer import TurnBuffer
 from sessions_app.infra import sqlite
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent, UserState
 from sessions_app.purge import purge_expired
@@ -26,7 +27,6 @@ from sessions_app.security import crypto
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.selectors import owned_live_session
 from sessions_app.storage import turn_lock
-from sessions_app.storage.adk.buffer import TurnBuffer
 from tests.factories import make_session, make_user_state
 from tests.scripted_llm import text_response
 

@@ -20,12 +20,12 @@ from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import GetSessionConfig
 
 from agent import APP_NAME
-from sessions_app import selectors
+from sessions_app import selectors, selectors_admin
+from sessions_app.adk.service import DjangoSessionService
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import turn_lock
-from sessions_app.storage.adk.service import DjangoSessionService
 from tests.privacy import encodings, fixture_markers
 
 pytestmark = pytest.mark.django_db
@@ -237,7 +237,7 @@ def test_the_last_day_of_integrity_failures_is_24_hours_to_the_second():
     now = timezone.now()
     day = dt.timedelta(hours=24)
     _failures(now, ("state_replayed", day), ("state_replayed", day + dt.timedelta(seconds=1)))
-    counts = selectors.integrity_failure_counts(now)
+    counts = selectors_admin.integrity_failure_counts(now)
     assert (counts.last_day, counts.total) == (1, 2)
 
 
@@ -248,7 +248,7 @@ def test_integrity_failures_are_listed_most_frequent_first_then_by_kind_with_tot
     # Stored in the reverse of the expected order, and kinds sorting otherwise than their counts.
     _failures(now, ("state_tampered", hour), ("events_missing", 30 * hour), ("event_tampered", hour))
     _failures(now, *[("state_replayed", hour)] * 2, ("state_replayed", 30 * hour))
-    counts = selectors.integrity_failure_counts(now)
+    counts = selectors_admin.integrity_failure_counts(now)
     assert counts.by_kind == [
         (FailureKind.STATE_REPLAYED.label, 2, 3),
         (FailureKind.EVENT_TAMPERED.label, 1, 1),
@@ -261,7 +261,7 @@ def test_integrity_failures_are_listed_most_frequent_first_then_by_kind_with_tot
 def test_a_kind_of_integrity_failure_no_longer_known_is_shown_by_its_stored_value(admin_client):
     now = timezone.now()
     _failures(now, ("retired_kind", dt.timedelta(hours=1)), ("state_replayed", dt.timedelta(hours=1)))
-    assert selectors.integrity_failure_counts(now).by_kind[0][0] == "retired_kind"
+    assert selectors_admin.integrity_failure_counts(now).by_kind[0][0] == "retired_kind"
     html = admin_client.get(POLICY).content.decode()
     table = html[html.index('id="integrity-failures"') :]
     table = table[: table.index("</table>")].replace("\n", "").replace(" ", "")

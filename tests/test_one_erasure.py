@@ -1,5 +1,5 @@
 """One erasure, whoever asks (issue 29): the owner's DELETE, the admin, ADK's delete_session, the
-scheduled purge and the start-up purge all run `repository.erase`, inside one transaction that
+scheduled purge and the start-up purge all run `erasure.erase`, inside one transaction that
 their own caller opens, and leave the same audit row and the same empty tables."""
 
 import datetime as dt
@@ -14,11 +14,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agent import APP_NAME
+from sessions_app import erasure
+from sessions_app.adk.service import DjangoSessionService
 from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState
 from sessions_app.purge import purge_expired
 from sessions_app.security.tokens import owner_id_for
-from sessions_app.storage import repository
-from sessions_app.storage.adk.service import DjangoSessionService
 from tests.privacy import fixture_resume
 
 CHANGELIST = reverse("admin:sessions_app_agentsession_changelist")
@@ -31,13 +31,13 @@ class ServeStopped(Exception):
 @pytest.fixture
 def erasures(monkeypatch):
     """Every call of the one erase function, with the trigger it was given."""
-    calls, real = [], repository.erase
+    calls, real = [], erasure.erase
 
     def recorded(sessions, trigger, **options):
         calls.append(str(trigger))
         return real(sessions, trigger, **options)
 
-    monkeypatch.setattr(repository, "erase", recorded)
+    monkeypatch.setattr(erasure, "erase", recorded)
     return calls
 
 
@@ -115,5 +115,5 @@ def test_the_erasure_never_opens_its_own_transaction():
 
     make_session()
     with pytest.raises(transaction.TransactionManagementError):
-        repository.erase(AgentSession.objects.all(), DeletionAudit.Trigger.API)
+        erasure.erase(AgentSession.objects.all(), DeletionAudit.Trigger.API)
     assert AgentSession.objects.count() == 1 and not DeletionAudit.objects.exists()

@@ -87,9 +87,9 @@ def known_session(many_sessions_allowed):
     from asgiref.sync import async_to_sync
 
     from agent import APP_NAME
+    from sessions_app.adk.service import DjangoSessionService
     from sessions_app.security.crypto import token_context
     from sessions_app.security.tokens import owner_id_for
-    from sessions_app.storage.adk.service import DjangoSessionService
     from tests.privacy import fixture_resume
 
     with token_context(KNOWN_TOKEN):

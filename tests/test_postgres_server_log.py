@@ -20,7 +20,7 @@ from agent import APP_NAME
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security import crypto, sealing
 from sessions_app.security.crypto import token_context
-from sessions_app.storage import repository
+from sessions_app.storage import appending
 from tests.privacy import find_in_text
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
@@ -52,8 +52,8 @@ def _an_append_whose_insert_fails(api, message: str) -> None:
     event = Event(author="user", content=types.Content(role="user", parts=[types.Part(text=message)]))
     no_deltas = {"app": {}, "user": {}, "session": {}}
     with token_context(token), pytest.raises(sealing.IntegrityCheckFailed):
-        repository.append_events(
-            APP_NAME, session.owner_id, session_id, [(event, no_deltas)], repository.WriterView(session.revision)
+        appending.append_events(
+            APP_NAME, session.owner_id, session_id, [(event, no_deltas)], appending.WriterView(session.revision)
         )
 
 

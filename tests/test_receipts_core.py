@@ -22,9 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessions_app.receipts import merkle
-from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
-from sessions_app.receipts.entry import (
+from sessions_app.deletion_log.formats import merkle
+from sessions_app.deletion_log.formats.checkpoint import Checkpoint, open_checkpoint
+from sessions_app.deletion_log.formats.entry import (
     TRIGGER_KINDS,
     TRIGGERS,
     DeletionEntry,
@@ -33,12 +33,12 @@ from sessions_app.receipts.entry import (
     read_entry,
     session_digest,
 )
-from sessions_app.receipts.lookup import owner_id_for, receipt_lookup, receipt_lookup_for_key
-from sessions_app.receipts.merkle import EMPTY_ROOT, MerkleTree, leaf_hash, node_hash
-from sessions_app.receipts.note import Signer, Verifier, open_note
-from sessions_app.receipts.receipt import Receipt, hashes_text, parse_hashes
-from sessions_app.receipts.strict import Rejected
-from sessions_app.receipts.verify import WhoseSession, main, verify_log_grew, verify_receipt
+from sessions_app.deletion_log.formats.lookup import owner_id_for, receipt_lookup, receipt_lookup_for_key
+from sessions_app.deletion_log.formats.merkle import EMPTY_ROOT, MerkleTree, leaf_hash, node_hash
+from sessions_app.deletion_log.formats.note import Signer, Verifier, open_note
+from sessions_app.deletion_log.formats.receipt import Receipt, hashes_text, parse_hashes
+from sessions_app.deletion_log.formats.strict import Rejected
+from sessions_app.deletion_log.formats.verify import WhoseSession, main, verify_log_grew, verify_receipt
 
 pytestmark = pytest.mark.backend_independent
 
@@ -805,7 +805,7 @@ def test_the_verifier_runs_as_a_module_without_django(tmp_path):
     receipt = tmp_path / "receipt.tlog-proof"
     receipt.write_bytes(receipt_for(1))
     environment = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
-    command = [sys.executable, "-X", "importtime", "-m", "sessions_app.receipts.verify"]
+    command = [sys.executable, "-X", "importtime", "-m", "sessions_app.deletion_log.formats.verify"]
     command += ["--key", LOG.verifier.vkey, "--session-key-file", "-", str(receipt)]
     result = subprocess.run(
         command, cwd=ROOT_DIR, env=environment, input=SESSION_KEYS[1], capture_output=True, text=True, check=False
@@ -819,7 +819,8 @@ def test_the_verifier_runs_as_a_module_without_django(tmp_path):
     project = {name for name in imported if name.split(".")[0] in {"sessions_app", "agent", "config"}}
     assert {name for name in imported if name.split(".")[0] in {"django", "rest_framework", "google"}} == set()
     assert all(
-        name in {"sessions_app", "sessions_app.receipts"} or name.startswith("sessions_app.receipts.")
+        name in {"sessions_app", "sessions_app.deletion_log", "sessions_app.deletion_log.formats"}
+        or name.startswith("sessions_app.deletion_log.formats.")
         for name in project
     )
 
@@ -840,7 +841,7 @@ def test_command_line_help_and_misuse_say_what_to_give(tmp_path, capsys):
     shown = capsys.readouterr().out
     assert help_exit.value.code == 0
     for text in (
-        "python -m sessions_app.receipts.verify",
+        "python -m sessions_app.deletion_log.formats.verify",
         "Check a deletion receipt offline, with the log's public key alone",
         "the log's verifier key, <name>+<key id>+<key>; once for each key it had",
         "a file holding the session key you saved",
@@ -1000,7 +1001,7 @@ def test_the_log_grew_before_a_rotation_verifies_with_the_earlier_key_alone_give
 def test_the_lookup_command_reads_the_session_key_from_standard_input(monkeypatch, capsys):
     import io
 
-    from sessions_app.receipts import lookup
+    from sessions_app.deletion_log.formats import lookup
 
     monkeypatch.setattr(sys, "stdin", io.StringIO(SESSION_KEYS[2] + "\n"))
     assert lookup.main() == 0 and capsys.readouterr().out == LOOKUPS[2] + "\n"

@@ -12,11 +12,11 @@ from google.adk.events.event import Event, EventActions
 
 from agent import APP_NAME
 from sessions_app import purge
+from sessions_app.adk.service import DjangoSessionService, split_state
 from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import owner_id_for
-from sessions_app.storage import repository
-from sessions_app.storage.adk.service import DjangoSessionService, split_state
+from sessions_app.storage import appending, sessions
 from tests.scripted_llm import call_response, text_response
 
 pytestmark = pytest.mark.django_db
@@ -177,19 +177,19 @@ def _event(n, **delta):
 
 def test_append_events_stores_a_turn_in_one_call_and_a_retry_once():
     with token_context("repository-test-token"):
-        created = repository.create("app", "owner", None, {**NO_DELTAS, "session": {"k": 0}})
+        created = sessions.create("app", "owner", None, {**NO_DELTAS, "session": {"k": 0}})
         events = [(_event(n), {**NO_DELTAS, "session": {"k": n}}) for n in (1, 2, 3)]
-        appended = repository.append_events("app", "owner", created.session_id, events, repository.WriterView(0))
+        appended = appending.append_events("app", "owner", created.session_id, events, appending.WriterView(0))
         assert (appended.revision, appended.stored) == (3, [True, True, True])
 
-        again = repository.append_events("app", "owner", created.session_id, events, repository.WriterView(3))
+        again = appending.append_events("app", "owner", created.session_id, events, appending.WriterView(3))
         assert (again.revision, again.stored) == (3, [False, False, False])
-        with pytest.raises(repository.StaleWriter):
-            repository.append_events(
-                "app", "owner", created.session_id, [(_event(4), NO_DELTAS)], repository.WriterView(2)
+        with pytest.raises(appending.StaleWriter):
+            appending.append_events(
+                "app", "owner", created.session_id, [(_event(4), NO_DELTAS)], appending.WriterView(2)
             )
 
-        loaded = repository.load("app", "owner", created.session_id)
+        loaded = sessions.load("app", "owner", created.session_id)
     assert (loaded.revision, loaded.state, [e.id for e in loaded.events]) == (3, {"k": 3}, ["e1", "e2", "e3"])
     assert list(SessionEvent.objects.order_by("seq").values_list("seq", flat=True)) == [1, 2, 3]
 

@@ -140,7 +140,8 @@ def test_audit_rows_hold_counts_not_people():
 
 
 def test_the_audit_row_holds_the_erasures_duration_in_milliseconds():
-    from sessions_app.storage.repository import Erased, record_erasure
+    from sessions_app.erasure import record_erasure
+    from sessions_app.storage.row_erasure import ErasedRows as Erased
 
     before = time.monotonic()
     record_erasure("ttl", Erased(sessions=1), started=before - 100)  # an erasure that took 100 s
@@ -249,7 +250,7 @@ def test_a_purge_skips_the_rows_another_purge_holds_and_counts_only_what_it_dele
 
     from django.db import connections, transaction
 
-    from sessions_app.storage import repository
+    from sessions_app.storage import row_erasure
 
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     long_ago = timezone.now() - 30 * 24 * HOUR
@@ -259,7 +260,7 @@ def test_a_purge_skips_the_rows_another_purge_holds_and_counts_only_what_it_dele
     def first_purge_mid_batch():
         try:
             with transaction.atomic():
-                repository.erase_rows(AgentSession.objects.filter(pk__in=sessions[:2]))
+                row_erasure.erase_rows(AgentSession.objects.filter(pk__in=sessions[:2]))
                 held.set()
                 second_done.wait(10)  # commits only once the second purge is done (or gave up)
         finally:
@@ -343,10 +344,10 @@ def _disk_full() -> Exception:
 def erasures_that_fit(monkeypatch, settings):
     """Batches the disk has room for: an erasure of more than `fits` sessions finds the disk full
     (even after the reserve is given back), as SQLite's journal would; the attempts are counted."""
-    from sessions_app.storage import repository
+    from sessions_app.storage import row_erasure
 
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
-    real, attempts, room = repository.erase_rows, [], {"fits": 1}
+    real, attempts, room = row_erasure.erase_rows, [], {"fits": 1}
 
     def erase_rows(selection, **options):
         attempts.append(selection.count())
@@ -356,7 +357,7 @@ def erasures_that_fit(monkeypatch, settings):
             raise _disk_full()
         return real(selection, **options)
 
-    monkeypatch.setattr(repository, "erase_rows", erase_rows)
+    monkeypatch.setattr(row_erasure, "erase_rows", erase_rows)
     return room, attempts
 
 
@@ -379,7 +380,7 @@ def test_on_a_full_disk_the_purge_halves_its_batches_until_they_fit(erasures_tha
 def test_a_disk_too_full_for_one_session_fails_the_purge_and_records_it(erasures_that_fit, in_english):
     from django.db import DatabaseError
 
-    from sessions_app import selectors
+    from sessions_app import selectors_admin
 
     room, attempts = erasures_that_fit
     room["fits"] = 0
@@ -388,15 +389,15 @@ def test_a_disk_too_full_for_one_session_fails_the_purge_and_records_it(erasures
         purge_expired(batch_size=2, trigger="ttl")
     assert attempts == [1, 1]  # the one session, once more with the reserve given back; no more
     assert AgentSession.objects.count() == 1
-    last = selectors.last_purge()
+    last = selectors_admin.last_purge()
     assert (last.outcome, last.error, last.trigger) == ("disk_full", "OperationalError", "TTL purge (scheduled)")
 
 
 def test_a_purge_that_fails_otherwise_stops_at_once_and_records_the_failures_type_only(monkeypatch, in_english):
     from django.db import OperationalError
 
-    from sessions_app import selectors
-    from sessions_app.storage import repository
+    from sessions_app import selectors_admin
+    from sessions_app.storage import row_erasure
 
     attempts = []
 
@@ -404,24 +405,24 @@ def test_a_purge_that_fails_otherwise_stops_at_once_and_records_the_failures_typ
         attempts.append(selection.count())
         raise OperationalError("database is locked (holding 林語晴's resume)")
 
-    monkeypatch.setattr(repository, "erase_rows", locked)
+    monkeypatch.setattr(row_erasure, "erase_rows", locked)
     make_session("anon-old", last_activity=timezone.now() - 48 * HOUR)
     with pytest.raises(OperationalError):
         purge_expired(batch_size=4, trigger="command")
     assert attempts == [1]
-    last = selectors.last_purge()
+    last = selectors_admin.last_purge()
     assert (last.outcome, last.error, last.trigger) == ("failed", "OperationalError", "Management command")
     assert (last.sessions, last.events) == (0, 0)
 
 
 def test_the_last_purge_is_kept_with_who_ran_it_and_what_it_erased(in_english):
-    from sessions_app import selectors
+    from sessions_app import selectors_admin
 
-    assert selectors.last_purge() is None
+    assert selectors_admin.last_purge() is None
     make_session("anon-old", last_activity=timezone.now() - 48 * HOUR, events=2)
     before = timezone.now()
     purge_expired(trigger="ttl")
-    last = selectors.last_purge()
+    last = selectors_admin.last_purge()
     assert before <= last.at <= timezone.now()
     assert (last.trigger, last.outcome, last.sessions, last.events, last.error) == (
         "TTL purge (scheduled)",
@@ -431,9 +432,9 @@ def test_the_last_purge_is_kept_with_who_ran_it_and_what_it_erased(in_english):
         "",
     )
     purge_expired(trigger="ttl", dry_run=True)  # a dry run erases nothing and is not a purge
-    assert selectors.last_purge() == last
+    assert selectors_admin.last_purge() == last
     with time_machine.travel(timezone.now() + 30 * 24 * HOUR):
-        assert selectors.last_purge() == last  # kept until the next purge, however long that takes
+        assert selectors_admin.last_purge() == last  # kept until the next purge, however long that takes
 
 
 def test_a_last_purge_the_cache_cannot_keep_is_one_log_line(monkeypatch, captured_logs):
@@ -450,10 +451,10 @@ def test_a_last_purge_the_cache_cannot_keep_is_one_log_line(monkeypatch, capture
 
 
 def test_the_last_purge_of_a_caller_without_a_label_shows_its_own_name():
-    from sessions_app import selectors
+    from sessions_app import selectors_admin
 
     purge_expired(trigger="nightly-job")
-    assert selectors.last_purge().trigger == "nightly-job"
+    assert selectors_admin.last_purge().trigger == "nightly-job"
 
 
 @pytest.mark.postgres_only

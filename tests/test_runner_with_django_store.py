@@ -23,10 +23,10 @@ from google.adk.runners import Runner
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from sessions_app.adk.service import DjangoSessionService
 from sessions_app.models import AgentSession, SessionEvent, UserState
 from sessions_app.security import sealing
 from sessions_app.security.crypto import token_context
-from sessions_app.storage.adk.service import DjangoSessionService
 from tests.scripted_llm import ScriptedLlm, call_response, text_response
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -15,10 +15,10 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.genai import types
 
+from sessions_app.adk.service import DjangoSessionService
 from sessions_app.infra.sqlite import secure_delete_enabled
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security.crypto import token_context
-from sessions_app.storage.adk.service import DjangoSessionService
 from tests.privacy import database_files, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.sqlite_only]

@@ -8,6 +8,7 @@ from agent.plans import PLAN_COUNT_KEY, new_version_delta, plan_key, plan_versio
 from sessions_app import selectors
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security.crypto import token_context
+from sessions_app.storage import sessions
 from tests.factories import make_session
 from tests.scripted_llm import call_response, text_response
 
@@ -89,7 +90,7 @@ def test_a_session_over_session_max_bytes_takes_no_more_turns(api, new_session, 
     session_id, token = new_session()
     scripted_model(text_response("one"))
     assert _say(api, session_id, token).status_code == 200
-    stored = selectors.session_usage(AgentSession.objects.get(session_id=session_id))
+    stored = sessions.usage(AgentSession.objects.get(session_id=session_id).pk)
     assert stored.turns == 1 and stored.size_bytes > 0
     settings.AGENT_SESSION_MAX_BYTES = stored.size_bytes  # full now: the model must not run again
     refused = _say(api, session_id, token)
@@ -103,19 +104,19 @@ def test_session_usage_counts_sealed_bytes_without_a_key(api, new_session):
     session_id, token = new_session()
     assert _say(api, session_id, token).status_code == 200
     session = AgentSession.objects.get(session_id=session_id)
-    usage = selectors.session_usage(session)  # no token_context: no key needed
+    usage = sessions.usage(session.pk)  # no token_context: no key needed
     stored = len(session.state) + sum(len(data) for data in session.events.values_list("event_data", flat=True))
     assert usage.size_bytes == stored and usage.turns == 1
-    # The admin's figure (the ORM's STORED_BYTES) and the turn's (one SQL statement) agree.
-    listed = selectors.sessions_with_metadata(AgentSession.objects.filter(pk=session.pk)).get()
+    # The admin's figure (the ORM's with_usage()) and the turn's (one SQL statement) agree.
+    listed = AgentSession.objects.filter(pk=session.pk).with_usage().get()
     assert listed.size_bytes == usage.size_bytes
 
 
 def test_session_usage_of_a_session_without_events_is_its_state_and_of_a_deleted_one_none():
     session = make_session(events=0)
-    assert selectors.session_usage(session) == selectors.SessionUsage(turns=0, size_bytes=len(session.state))
+    assert sessions.usage(session.pk) == sessions.SessionUsage(turns=0, size_bytes=len(session.state))
     AgentSession.objects.filter(pk=session.pk).delete()
-    assert selectors.session_usage(session) is None
+    assert sessions.usage(session.pk) is None
 
 
 # --- model calls per turn --------------------------------------------------------------------

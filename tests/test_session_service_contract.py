@@ -45,9 +45,9 @@ from google.adk.sessions.sqlite_session_service import SqliteSessionService
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
+from sessions_app.adk.service import DjangoSessionService
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security.crypto import token_context
-from sessions_app.storage.adk.service import DjangoSessionService
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -1055,18 +1055,18 @@ def test_create_session_losing_an_id_race_raises_already_exists(django_svc, monk
     before our insert. ADK's database services map the same race to
     AlreadyExistsError; the in-memory service cannot race.
     """
-    import sessions_app.storage.repository as repository
+    from sessions_app.storage import scoped_state, sessions
 
-    apply_scoped_deltas = repository._apply_scoped_deltas
+    apply_scoped_deltas = scoped_state.apply_scoped_deltas
 
     def competing_writer_wins(app_name, user_id, deltas):
         apply_scoped_deltas(app_name, user_id, deltas)
-        now = repository._to_datetime(time.time())
+        now = sessions.to_datetime(time.time())
         AgentSession.objects.create(
             app_name=app_name, owner_id=user_id, session_id="raced", created_at=now, last_activity_at=now
         )
 
-    monkeypatch.setattr(repository, "_apply_scoped_deltas", competing_writer_wins)
+    monkeypatch.setattr(scoped_state, "apply_scoped_deltas", competing_writer_wins)
     with pytest.raises(AlreadyExistsError):
         django_svc.create_session(app_name=APP, user_id=USER, session_id="raced", state={"user:u": 1})
     monkeypatch.undo()

@@ -11,8 +11,8 @@ from django.db import connections
 from rest_framework.test import APIClient
 
 from sessions_app.api.throttles import SessionCreateThrottle
+from sessions_app.deletion_log.formats.lookup import owner_id_for, receipt_lookup
 from sessions_app.infra.client_address import address, client_network
-from sessions_app.receipts.lookup import owner_id_for, receipt_lookup
 from tests.privacy import fixture_resume
 from tests.waiting import let_go_together
 

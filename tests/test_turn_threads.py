@@ -13,7 +13,7 @@ from django.db.backends.signals import connection_created
 from google.adk.events.event import Event
 from google.adk.sessions import Session
 
-from sessions_app.storage.adk.buffer import TurnBuffer
+from sessions_app.adk.buffer import TurnBuffer
 from tests.privacy import fixture_resume
 
 pytestmark = pytest.mark.django_db

@@ -26,16 +26,16 @@ from django.utils import timezone
 from django_q.models import Task
 from django_q.tasks import async_task
 
+from sessions_app.deletion_log import key as log_key
+from sessions_app.deletion_log import store as deletion_log
+from sessions_app.deletion_log.formats.checkpoint import open_checkpoint
+from sessions_app.deletion_log.formats.lookup import receipt_lookup
+from sessions_app.deletion_log.formats.note import Verifier
+from sessions_app.deletion_log.formats.verify import WhoseSession, verify_log_grew, verify_receipt
 from sessions_app.infra.supervisor import gunicorn_command
 from sessions_app.models import AgentSession, DeletionAudit, DeletionLogEntry
-from sessions_app.receipts.checkpoint import open_checkpoint
-from sessions_app.receipts.lookup import receipt_lookup
-from sessions_app.receipts.note import Verifier
-from sessions_app.receipts.verify import WhoseSession, verify_log_grew, verify_receipt
 from sessions_app.retention import PURGE_TASK
-from sessions_app.security import log_key
 from sessions_app.security.tokens import owner_id_for
-from sessions_app.storage import deletion_log
 from tests.factories import make_session
 from tests.gemini_double import GeminiDouble
 from tests.privacy import fixture_resume

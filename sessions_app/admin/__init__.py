@@ -2,7 +2,7 @@
 
 Only sessions (metadata only) and the deletion audit are registered; events,
 app state and user state hold resume text and conversations, so they have no
-admin pages. Every deletion made here goes through the repository's `erase`
+admin pages. Every deletion made here goes through `erasure.erase_sessions`
 (directly or by the purge, `purge.py`), which overwrites the bytes and writes
 the audit row.
 
@@ -12,5 +12,6 @@ service (and the service sees every token and plaintext). The policy page
 shows the purge schedule and changes its interval only.
 """
 
-# Django's admin autodiscovery imports this package: each module registers its pages.
-from sessions_app.admin import audit, deletion_log, login_attempts, sessions  # noqa: F401
+# Django's admin autodiscovery imports this package: each module registers its pages (the deletion
+# log's are registered by its own package, sessions_app/deletion_log/admin.py, from apps.py).
+from sessions_app.admin import audit, login_attempts, sessions  # noqa: F401

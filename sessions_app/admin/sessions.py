@@ -18,10 +18,9 @@ from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 from django_q.models import Failure, OrmQ, Schedule, Success
 
-from sessions_app import purge, retention, selectors
+from sessions_app import erasure, purge, selectors_admin, services
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit
-from sessions_app.storage import repository
 
 TEMPLATES = "admin/sessions_app/agentsession"
 
@@ -54,10 +53,13 @@ class PurgeIntervalForm(forms.Form):
 
     minutes = forms.IntegerField(
         label=_("Purge every (minutes)"),
-        min_value=purge.PURGE_INTERVAL_MIN_MINUTES,
-        max_value=purge.PURGE_INTERVAL_MAX_MINUTES,
+        min_value=services.PURGE_INTERVAL_MIN_MINUTES,
+        max_value=services.PURGE_INTERVAL_MAX_MINUTES,
         help_text=_("From 1 to 1440 (once a day). The new interval counts from the next run."),
     )
+
+
+EXPIRING_SOON = dt.timedelta(hours=1)
 
 
 class RetentionStatusFilter(admin.SimpleListFilter):
@@ -69,11 +71,11 @@ class RetentionStatusFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "expired":
-            return selectors.expired_sessions(queryset)
+            return queryset.expired()
         if self.value() == "expiring":
-            return selectors.expiring_sessions(queryset)
+            return queryset.expiring(EXPIRING_SOON)
         if self.value() == "live":
-            return retention.live(queryset)
+            return queryset.live()
         return queryset
 
 
@@ -105,7 +107,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return selectors.sessions_with_metadata(super().get_queryset(request))
+        return super().get_queryset(request).with_usage()
 
     def lookup_allowed(self, lookup, value, request):
         # Django accepts a filter on any field from the URL (?state__icontains=...),
@@ -143,7 +145,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("turn running"), boolean=True)
     def turn_running(self, session):
-        return selectors.turn_running(session)
+        return selectors_admin.turn_running(session)
 
     @admin.display(description=_("session"), ordering="session_id")
     def short_id(self, session):
@@ -193,7 +195,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
                     "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
                 },
             )
-        erased = repository.erase_in_a_transaction(queryset, DeletionAudit.Trigger.ADMIN)
+        erased = erasure.erase_sessions(queryset, trigger=DeletionAudit.Trigger.ADMIN)
         self.message_user(
             request,
             _("Deleted %(sessions)d sessions and %(events)d events for good.")
@@ -235,14 +237,14 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 "title": _("Purge expired sessions now?"),
                 "opts": self.opts,
                 "preview": purge.purge_expired(dry_run=True, trigger=DeletionAudit.Trigger.ADMIN),
-                "storage": selectors.storage_status(),
+                "storage": selectors_admin.storage_status(),
             },
         )
 
     def policy_view(self, request):
         if not self.has_view_permission(request):
             raise PermissionDenied
-        policy = selectors.retention_policy()
+        policy = selectors_admin.retention_policy()
         # Changing the interval decides how soon expired sessions are erased:
         # the same duty as "purge now", so the same (delete) permission.
         can_change = self.has_erase_permission(request)
@@ -253,7 +255,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
             interval_form = PurgeIntervalForm(request.POST)
             if interval_form.is_valid():
                 minutes = interval_form.cleaned_data["minutes"]
-                if purge.set_purge_interval(minutes):
+                if services.purge_interval_set(minutes=minutes):
                     self.message_user(
                         request, _("The purge now runs every %(minutes)d min.") % {"minutes": minutes}, messages.SUCCESS
                     )
@@ -271,8 +273,8 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 "opts": self.opts,
                 "policy": policy,
                 "interval_form": interval_form,
-                "integrity_failures": selectors.integrity_failure_counts(),
-                "storage": selectors.storage_status(),
+                "integrity_failures": selectors_admin.integrity_failure_counts(),
+                "storage": selectors_admin.storage_status(),
             },
         )
 

@@ -17,6 +17,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from sessions_app import services
 from sessions_app.api.parsers import BodyTooLarge
 from sessions_app.exceptions import (
     ClientTurnsBusy,
@@ -30,7 +31,6 @@ from sessions_app.exceptions import (
 from sessions_app.infra.disk_space import InsufficientStorage, is_disk_full
 from sessions_app.security.crypto import DecryptionFailed
 from sessions_app.security.sealing import IntegrityCheckFailed
-from sessions_app.storage.failure_counts import record_failure
 
 logger = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ def _answer(exc, context) -> Response | None:
         return storage_full_response("storage_full")
     if isinstance(exc, _NOT_FOUND):
         if isinstance(exc, IntegrityCheckFailed):
-            record_failure(exc)  # one log line and one count; the caller sees only the 404
+            services.integrity_failure_record(failure=exc)  # one log line and one count; the caller sees only the 404
         return Response(session_not_found_body(), status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, TurnInProgress):
         return Response(

@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from agent.screening import KINDS, MODEL_FLAG_KIND
+from sessions_app.api.flags import FlagLabel
 from sessions_app.exceptions import ModelFailureReason
 from sessions_app.model_provider import IDENTIFIER
 
@@ -145,7 +146,7 @@ class SuspiciousFlag(serializers.Serializer):
         help_text="What the line does, the same in every language (`label` says it in the client's);"
         " `model` for a flag of the model's.",
     )
-    label = serializers.CharField()
+    label = FlagLabel(source="kind")
     excerpt = serializers.CharField(allow_blank=True, help_text="The flagged text, as it stands in the resume.")
     reason = serializers.CharField(
         allow_blank=True, help_text="The screen's kind, or the model's own words (not translated)."

@@ -60,9 +60,8 @@ from sessions_app.api.throttles import (
     SessionCreateThrottle,
     SessionMessageThrottle,
 )
+from sessions_app.deletion_log.formats.lookup import receipt_lookup
 from sessions_app.infra.client_address import client_ip
-from sessions_app.models import AgentSession
-from sessions_app.receipts.lookup import receipt_lookup
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import TOKEN_HEADER
 from sessions_app.turns import service as turns
@@ -104,7 +103,7 @@ class SessionCreateView(APIView):
     def post(self, request):
         payload = CreateSessionRequest(data=request.data)
         payload.is_valid(raise_exception=True)
-        created = services.create_session(payload.validated_data["resume_text"])
+        created = services.session_create(resume_text=payload.validated_data["resume_text"])
         body = {
             "session_id": created.session_id,
             "token": created.token,
@@ -135,7 +134,7 @@ class OwnedSessionView(APIView):
         with self.token_scope(request):
             return super().dispatch(request, *args, **kwargs)
 
-    def owned_session(self, session_id: str) -> AgentSession:
+    def owned_session(self, session_id: str):
         session = selectors.owned_live_session(session_id, self.request.user.owner_id)
         if session is None:
             raise SessionNotFound
@@ -161,7 +160,7 @@ class SessionDetailView(OwnedSessionView):
     )
     def get(self, request, session_id):
         session = self.owned_session(session_id)
-        return Response(SessionMetadata(services.metadata(session)).data)
+        return Response(SessionMetadata(selectors.session_metadata(session)).data)
 
     @extend_schema(
         parameters=[*SESSION_PARAMETERS, DELETION_RECEIPT],
@@ -169,16 +168,17 @@ class SessionDetailView(OwnedSessionView):
         summary="Delete the session for good; the answer says where its receipt is",
     )
     def delete(self, request, session_id):
-        if not services.delete_owned_session(session_id, request.user.owner_id):
+        receipt = services.session_delete(session_id=session_id, owner_id=request.user.owner_id)
+        if receipt is None:
             raise SessionNotFound
         response = Response(status=status.HTTP_204_NO_CONTENT)
-        response[RECEIPT_HEADER] = receipt_path(request.user.owner_id, session_id)
+        response[RECEIPT_HEADER] = reverse("deletion-receipt", args=[receipt])
         return response
 
 
 def receipt_path(owner_id: str, session_id: str) -> str:
     """Where the receipt of the session's erasure is (or will be): no token needed to read it, and
-    only the token's holder can compute it (sessions_app.receipts.lookup)."""
+    only the token's holder can compute it (sessions_app.deletion_log.formats.lookup)."""
     return reverse("deletion-receipt", args=[receipt_lookup(owner_id, session_id)])
 
 
@@ -252,7 +252,7 @@ class SessionMessagesView(AwaitingAPIView, OwnedSessionView):
 
     def conversation(self, session_id):
         session = self.owned_session(session_id)
-        body = {"session_id": session.session_id, "messages": services.conversation(session)}
+        body = {"session_id": session.session_id, "messages": selectors.session_conversation(session)}
         return Response(Conversation(body).data)
 
     @extend_schema(
@@ -319,7 +319,7 @@ class SessionExportView(OwnedSessionView):
     @hide_locals
     def get(self, request, session_id):
         session = self.owned_session(session_id)
-        exported = services.export(session)
+        exported = selectors.session_export(session)
         exported["deletion_receipt"] = {
             "url": receipt_path(request.user.owner_id, session.session_id),
             "about": _(

@@ -3,7 +3,7 @@ written: after this every proof is read from them, and is the same as before for
 
 from django.db import migrations, models
 
-from sessions_app.receipts.merkle import RightEdge, post_order
+from sessions_app.deletion_log.formats.merkle import RightEdge, post_order
 
 BATCH = 5000
 

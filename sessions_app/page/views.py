@@ -18,7 +18,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_safe
 
 from sessions_app import model_provider
-from sessions_app.receipts.lookup import LOOKUP_DOMAIN, OWNER_ID_PREFIX
+from sessions_app.deletion_log.formats.lookup import LOOKUP_DOMAIN, OWNER_ID_PREFIX
 from sessions_app.security.tokens import TOKEN_HEADER
 
 # Where the tab keeps the session's id and token (sessionStorage: gone with the tab).

@@ -32,7 +32,7 @@ NO_ANSWER = {
 
 class ModelErrors(BasePlugin):
     """Remembers the exceptions the model itself raised in one turn, so that a turn tells a
-    model failure (502/503) from a bug in a tool, the repository or the agent (a logged 500)."""
+    model failure (502/503) from a bug in a tool, the storage or the agent (a logged 500)."""
 
     def __init__(self):
         super().__init__(name="resume_agent_model_errors")

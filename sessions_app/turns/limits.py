@@ -10,7 +10,7 @@ from django.conf import settings
 from sessions_app.exceptions import SessionLimitReached, SessionMissing, TurnsBusy
 from sessions_app.infra.client_address import IP
 from sessions_app.models import AgentSession
-from sessions_app.selectors import session_usage
+from sessions_app.storage import sessions
 from sessions_app.turns import client_turns
 
 
@@ -60,7 +60,7 @@ def check_session_limits(session: AgentSession) -> None:
     Counted without a key (event authors and sealed sizes are in clear). A
     turn that starts under the limit may end over it by one turn's size.
     """
-    usage = session_usage(session)
+    usage = sessions.usage(session.pk)
     if usage is None:
         raise SessionMissing(session.session_id)  # deleted (or purged) since the view found it
     if usage.turns >= settings.AGENT_SESSION_MAX_TURNS:

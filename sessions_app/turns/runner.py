@@ -21,7 +21,7 @@ from google.adk.runners import Runner
 
 from agent import APP_NAME
 from agent.agent import build_agent
-from sessions_app.storage.adk.service import DjangoSessionService
+from sessions_app.adk.service import DjangoSessionService
 
 _lock = threading.Lock()
 _runner: Runner | None = None

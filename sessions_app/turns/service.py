@@ -43,13 +43,13 @@ from agent.model_retries import turn_deadline
 from agent.model_selection import model_label
 from agent.verification import verify_reply
 from sessions_app import model_provider
+from sessions_app.adk.buffer import TurnBuffer
+from sessions_app.adk.service import read_session
 from sessions_app.exceptions import SessionMissing, TurnInProgress
 from sessions_app.infra import disk_space
 from sessions_app.infra.client_address import IP
 from sessions_app.models import AgentSession
-from sessions_app.storage import repository, turn_lock
-from sessions_app.storage.adk.buffer import TurnBuffer
-from sessions_app.storage.adk.service import read_session
+from sessions_app.storage import sessions, turn_lock
 from sessions_app.storage.failure_counts import record_unknown_tool_calls
 from sessions_app.turns import loop as event_loop
 from sessions_app.turns.failures import ModelErrors, as_model_failure, without_answer
@@ -115,7 +115,7 @@ class TurnSlot:
         # turn that fails or a server killed mid-turn still leaves it said.
         provider = model_provider.configured().id
         if provider not in session.model_provider_ids:
-            repository.note_model_provider(session.pk, provider)
+            sessions.note_model_provider(session.pk, provider)
         # Checked under the turn lock, so no turn of this session runs between the check and the model.
         check_session_limits(session)
         # Read once, under the lock, with the caller's token (encryption at rest: a value that
@@ -161,7 +161,7 @@ class TurnSlot:
             events = running.result()
         except Exception as exc:
             # Nothing was written: nothing to undo. Anything the model did not cause (a tool's or
-            # the repository's bug, a session that does not open) goes on as it is.
+            # the storage's bug, a session that does not open) goes on as it is.
             failure = as_model_failure(exc, model_errors)
             if failure is None:
                 raise

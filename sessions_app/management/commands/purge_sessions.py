@@ -4,8 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import translation
 from django.utils.translation import gettext as _
 
+from sessions_app.choices import ErasureTrigger
 from sessions_app.infra.disk_space import is_disk_full
-from sessions_app.models import DeletionAudit
 from sessions_app.purge import erase_all_sessions, purge_expired
 
 
@@ -70,7 +70,7 @@ class Command(BaseCommand):
                 dry_run=dry_run,
                 ttl_hours=ttl_hours,
                 batch_size=batch_size,
-                trigger=DeletionAudit.Trigger.COMMAND,
+                trigger=ErasureTrigger.COMMAND,
                 progress=progress,
             )
         counts = {

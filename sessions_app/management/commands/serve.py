@@ -11,8 +11,8 @@ import sys
 from django.core.management.base import BaseCommand
 from django.db import connections
 
+from sessions_app.choices import ErasureTrigger
 from sessions_app.infra.supervisor import DEFAULT_WORKERS
-from sessions_app.models import DeletionAudit
 from sessions_app.purge import purge_expired
 
 
@@ -32,7 +32,7 @@ class Command(BaseCommand):
         subprocess.run([python, "manage.py", "check"], check=True)
         # Purge once at start, so a service that was down past some TTLs (or
         # whose cluster has not run yet) does not keep expired resumes.
-        result = purge_expired(trigger=DeletionAudit.Trigger.STARTUP)
+        result = purge_expired(trigger=ErasureTrigger.STARTUP)
         self.stdout.write(f"start-up purge: {result.sessions} expired sessions deleted")
         self.stdout.flush()
         connections.close_all()

@@ -546,7 +546,7 @@
   }
 
   /**
-   * The receipt lookup of a session (sessions_app/receipts/lookup.py): HMAC-SHA256, keyed by the
+   * The receipt lookup of a session (sessions_app/deletion_log/formats/lookup.py): HMAC-SHA256, keyed by the
    * owner id its token gives ("anon-" + 32 hex digits of SHA-256(token)), of the domain prefix and
    * the session id. Computed in the tab: nothing is sent to compute it. Null where WebCrypto is
    * missing (a page served over plain HTTP, not from localhost).

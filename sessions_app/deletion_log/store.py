@@ -1,6 +1,6 @@
 """The deletion log in the database: its one writer and its reads (issue 31).
 
-`append` is called by the one erasure (`repository.erase`), in the erasure's transaction: one
+`append` is called by the one erasure (`sessions_app.erasure`), in the erasure's transaction: one
 entry per erased session, then one signed checkpoint over the whole log. Either all of it commits
 with the erasure or none of it does, so there is no entry without its erasure and no erasure
 without its entry. One writer at a time: SQLite's write gate already runs one write transaction
@@ -12,9 +12,9 @@ row an entry), so every proof reads O(log n) rows, whatever sizes are asked, and
 the tree in memory.
 
 The rows are never updated or deleted (nothing here or elsewhere does; no purge touches them).
-An entry holds an hour, a kind of trigger and rounded sizes (sessions_app.receipts.entry, format
+An entry holds an hour, a kind of trigger and rounded sizes (sessions_app.deletion_log.formats.entry, format
 2): never content, a token, an owner id or a client address. It names the session by its receipt
-lookup (sessions_app.receipts.lookup), computed here from the owner id the session's row still
+lookup (sessions_app.deletion_log.formats.lookup), computed here from the owner id the session's row still
 holds, so only the token's holder finds the receipt afterwards.
 """
 
@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from sessions_app import retention
-from sessions_app.models import DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry, DeletionLogNode
-from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
-from sessions_app.receipts.entry import DeletionEntry, read_entry
-from sessions_app.receipts.lookup import receipt_lookup
-from sessions_app.receipts.merkle import (
+from sessions_app.deletion_log import key as log_key
+from sessions_app.deletion_log.formats.checkpoint import Checkpoint, open_checkpoint
+from sessions_app.deletion_log.formats.entry import DeletionEntry, read_entry
+from sessions_app.deletion_log.formats.lookup import receipt_lookup
+from sessions_app.deletion_log.formats.merkle import (
     NodesNeeded,
     RightEdge,
     StoredNodes,
@@ -42,10 +42,11 @@ from sessions_app.receipts.merkle import (
     verify_consistency,
     verify_inclusion,
 )
-from sessions_app.receipts.note import Verifier
-from sessions_app.receipts.receipt import Receipt, hashes_text
-from sessions_app.receipts.strict import Rejected
-from sessions_app.security import log_key
+from sessions_app.deletion_log.formats.note import Verifier
+from sessions_app.deletion_log.formats.receipt import Receipt, hashes_text
+from sessions_app.deletion_log.formats.strict import Rejected
+from sessions_app.infra import sql
+from sessions_app.models import DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry, DeletionLogNode
 
 # pg_advisory_xact_lock's key for the log's writer: "receipts" in ASCII, as a bigint.
 WRITER_LOCK = int.from_bytes(b"receipts", "big")
@@ -96,14 +97,6 @@ def _latest_checkpoint() -> DeletionLogCheckpoint | None:
     return DeletionLogCheckpoint.objects.order_by("-size").first()
 
 
-def _sql(connection, template: str, model) -> str:
-    """`template` with the model's table as {table} and its fields' columns as {name}, quoted for
-    `connection`. The append writes in plain SQL: its ORM calls were most of a DELETE's cost."""
-    quote = connection.ops.quote_name
-    columns = {field.name: quote(field.column) for field in model._meta.concrete_fields}
-    return template.format(table=quote(model._meta.db_table), **columns)
-
-
 def _run(connection, statements: list[tuple[str, tuple]]) -> tuple | None:
     """Runs `statements` in order; returns the last one's first row (None when it returns none).
     PostgreSQL (with Django's client-side binding, its default) is sent them in one round trip:
@@ -122,12 +115,29 @@ def _run(connection, statements: list[tuple[str, tuple]]) -> tuple | None:
 
 STATEMENTS_AT_ONCE = 500
 WRITER_LOCK_SQL = "SELECT pg_advisory_xact_lock(%s)"
-LATEST_EDGE = "SELECT {size}, {right_edge} FROM {table} ORDER BY {size} DESC LIMIT 1"
-INSERT_ENTRY = "INSERT INTO {table} ({index}, {session_digest}, {leaf}, {leaf_hash}) VALUES (%s, %s, %s, %s)"
-INSERT_NODES = "INSERT INTO {table} ({position}, {node_hash}) VALUES "
+C, L, N = DeletionLogCheckpoint, DeletionLogEntry, DeletionLogNode
+# The append writes in plain SQL: its ORM calls were most of a DELETE's cost.
+LATEST_EDGE = sql.Statement(
+    lambda n: (
+        f"SELECT {n.column(C, 'size')}, {n.column(C, 'right_edge')} FROM {n.table(C)}"
+        f" ORDER BY {n.column(C, 'size')} DESC LIMIT 1"
+    )
+)
+INSERT_ENTRY = sql.Statement(
+    lambda n: (
+        f"INSERT INTO {n.table(L)} ({n.column(L, 'index')}, {n.column(L, 'session_digest')},"
+        f" {n.column(L, 'leaf')}, {n.column(L, 'leaf_hash')}) VALUES (%s, %s, %s, %s)"
+    )
+)
+INSERT_NODES = sql.Statement(
+    lambda n: f"INSERT INTO {n.table(N)} ({n.column(N, 'position')}, {n.column(N, 'node_hash')}) VALUES"
+)
 NODES_AT_ONCE = 400  # rows of one INSERT of nodes: two parameters each, well under SQLite's limit
-INSERT_CHECKPOINT = (
-    "INSERT INTO {table} ({size}, {root}, {signed}, {right_edge}, {signed_at}) VALUES (%s, %s, %s, %s, %s)"
+INSERT_CHECKPOINT = sql.Statement(
+    lambda n: (
+        f"INSERT INTO {n.table(C)} ({n.column(C, 'size')}, {n.column(C, 'root')}, {n.column(C, 'signed')},"
+        f" {n.column(C, 'right_edge')}, {n.column(C, 'signed_at')}) VALUES (%s, %s, %s, %s, %s)"
+    )
 )
 
 
@@ -143,7 +153,7 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
     signer = log_key.signer()  # before the lock: a missing key fails the erasure before it waits
     # One writer at a time: on PostgreSQL the lock, then the latest edge as the last writer left it.
     lock = [(WRITER_LOCK_SQL, (WRITER_LOCK,))] if connection.vendor == "postgresql" else []
-    latest = _run(connection, [*lock, (_sql(connection, LATEST_EDGE, DeletionLogCheckpoint), ())])
+    latest = _run(connection, [*lock, (LATEST_EDGE(connection), ())])
     edge = RightEdge.from_bytes(latest[0], bytes(latest[1])) if latest else RightEdge()
     secure_delete = _secure_delete_is_on(connection)
     erased_at = dt.datetime.now(dt.UTC)
@@ -164,12 +174,12 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
         nodes += [(post_order(height, index), node) for height, index, node in edge.append(hashed)]
     checkpoint = Checkpoint(signer.name, edge.size, edge.root())
     signed_at = connection.ops.adapt_datetimefield_value(erased_at)
-    insert_entry = _sql(connection, INSERT_ENTRY, DeletionLogEntry)
+    insert_entry = INSERT_ENTRY(connection)
     signed = (edge.size, checkpoint.root, checkpoint.sign(signer), edge.to_bytes(), signed_at)
     statements = [
         *((insert_entry, row) for row in rows),
         *_node_inserts(connection, nodes),
-        (_sql(connection, INSERT_CHECKPOINT, DeletionLogCheckpoint), signed),
+        (INSERT_CHECKPOINT(connection), signed),
     ]
     for start in range(0, len(statements), STATEMENTS_AT_ONCE):  # an erasure of every session: in parts
         _run(connection, statements[start : start + STATEMENTS_AT_ONCE])
@@ -178,7 +188,7 @@ def append(erased: list[ErasedSession], trigger: str) -> int:
 
 def _node_inserts(connection, nodes: list[tuple[int, bytes]]) -> Iterable[tuple[str, tuple]]:
     """The INSERTs of the completed subtrees' rows, NODES_AT_ONCE rows a statement."""
-    insert = _sql(connection, INSERT_NODES, DeletionLogNode)
+    insert = INSERT_NODES(connection) + " "
     for start in range(0, len(nodes), NODES_AT_ONCE):
         part = nodes[start : start + NODES_AT_ONCE]
         yield insert + ", ".join(["(%s, %s)"] * len(part)), tuple(value for node in part for value in node)

@@ -12,9 +12,10 @@ from django.urls import path
 from django.utils import formats
 from django.utils.translation import gettext as _
 
-from sessions_app import log_verification, selectors
+from sessions_app import selectors_admin
 from sessions_app.admin.read_only import ReadOnlyAdmin
-from sessions_app.log_verification import Start, State
+from sessions_app.deletion_log import verification as log_verification
+from sessions_app.deletion_log.verification import Start, State
 from sessions_app.models import DeletionLogCheckpoint
 
 
@@ -66,7 +67,7 @@ class DeletionLogCheckpointAdmin(ReadOnlyAdmin):
         extra_context = {
             **(extra_context or {}),
             "title": _("Deletion log"),
-            "log": selectors.deletion_log_status(),
+            "log": selectors_admin.deletion_log_status(),
             "verification": verification_text(latest),
             "verification_state": latest and str(latest.state),
         }

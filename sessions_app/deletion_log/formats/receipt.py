@@ -18,7 +18,7 @@ links give the sizes.
 
 from dataclasses import dataclass
 
-from sessions_app.receipts.strict import Rejected, b64decode, b64encode, decimal
+from sessions_app.deletion_log.formats.strict import Rejected, b64decode, b64encode, decimal
 
 HEADER = "c2sp.org/tlog-proof@v1"
 

@@ -11,7 +11,7 @@ integers in decimal. For example (one line):
 Each field at the coarsest grain that still proves the erasure (docs/DATA_INVENTORY.md, "The
 deletion log", says why each is there and who can read it):
 
-- `session`: `receipt_lookup(owner id, session id)` (sessions_app.receipts.lookup), which only the
+- `session`: `receipt_lookup(owner id, session id)` (sessions_app.deletion_log.formats.lookup), which only the
   token's holder can compute once the session is gone; the SHA-256 of the id anyone could.
 - `erased_hour`: the hour, not the second, of the erasure (UTC, minutes and seconds zero).
 - `trigger`: the kind only: "owner" (the owner's DELETE, or ADK's delete_session on the owner's
@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sessions_app.receipts.strict import Rejected
+from sessions_app.deletion_log.formats.strict import Rejected
 
 FORMAT_VERSION = 2
 V1 = 1

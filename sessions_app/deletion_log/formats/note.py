@@ -13,7 +13,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from sessions_app.receipts.strict import Rejected, b64decode, b64encode
+from sessions_app.deletion_log.formats.strict import Rejected, b64decode, b64encode
 
 ED25519 = b"\x01"  # the signature type byte
 SIGNATURE_PREFIX = "\N{EM DASH} "

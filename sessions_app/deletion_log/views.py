@@ -1,10 +1,10 @@
 """The deletion log's public reads: receipts, checkpoints, consistency proofs and the log's key.
 
 No token: the log holds nothing private. An entry names a session by its receipt lookup, an HMAC
-of the id that only the token's holder can compute (sessions_app.receipts.lookup), and holds an
+of the id that only the token's holder can compute (sessions_app.deletion_log.formats.lookup), and holds an
 hour, a kind of trigger and rounded sizes; so holding a session id tells nothing about whether,
 when or why it was erased. Answers are text/plain, in the formats the offline verifier
-reads (`python -m sessions_app.receipts.verify`); errors are JSON like the rest of the API, and a
+reads (`python -m sessions_app.deletion_log.formats.verify`); errors are JSON like the rest of the API, and a
 receipt, checkpoint or proof that does not exist is the service's one 404 (it says nothing about
 any session).
 """
@@ -23,7 +23,8 @@ from sessions_app.api.errors import SessionNotFound
 from sessions_app.api.schema import NOT_FOUND, RETRY_AFTER, THROTTLED, json_only
 from sessions_app.api.serializers import ConsistencyErrors, ErrorResponse
 from sessions_app.api.throttles import DeletionLogPer48Throttle, DeletionLogPer56Throttle, DeletionLogThrottle
-from sessions_app.security import log_key
+from sessions_app.deletion_log import key as log_key
+from sessions_app.deletion_log import store
 
 LOOKUP = re.compile(r"[0-9a-f]{64}")
 TEXT = "text/plain"
@@ -91,13 +92,13 @@ class DeletionReceiptView(LogRead):
         responses=_text_answer(
             "The receipt of the session's erasure (a c2sp.org/tlog-proof@v1 document): the entry, its inclusion"
             " proof and the latest signed checkpoint it is proved against. Check it offline with"
-            " `python -m sessions_app.receipts.verify --key KEY --session-key-file FILE RECEIPT` (FILE holds the"
-            " session key), or `--lookup LOOKUP`."
+            " `python -m sessions_app.deletion_log.formats.verify --key KEY --session-key-file FILE RECEIPT`"
+            " (FILE holds the session key), or `--lookup LOOKUP`."
         ),
         summary="The receipt of a session's erasure (no token needed)",
     )
     def get(self, request, lookup):
-        return self.text(selectors.deletion_receipt(lookup) if LOOKUP.fullmatch(lookup) else None)
+        return self.text(store.receipt(lookup) if LOOKUP.fullmatch(lookup) else None)
 
 
 class DeletionCheckpointView(LogRead):
@@ -107,7 +108,7 @@ class DeletionCheckpointView(LogRead):
         summary="The deletion log's latest signed checkpoint",
     )
     def get(self, request):
-        return self.text(selectors.deletion_checkpoint())
+        return self.text(store.checkpoint())
 
 
 class ConsistencyQuery(serializers.Serializer):
@@ -128,8 +129,9 @@ class DeletionConsistencyView(LogRead):
         responses={
             **_text_answer(
                 "The consistency proof (RFC 6962) that the log of `to` entries extends the log of `from`: one base64"
-                " hash a line. Check it with `python -m sessions_app.receipts.verify --key KEY --consistency OLDER"
-                " NEWER PROOF`. 404 when no checkpoint of `to` entries was signed, or `from` is larger than `to`."
+                " hash a line. Check it with"
+                " `python -m sessions_app.deletion_log.formats.verify --key KEY --consistency OLDER NEWER PROOF`."
+                " 404 when no checkpoint of `to` entries was signed, or `from` is larger than `to`."
             ),
             **json_only({400: OpenApiResponse(ConsistencyErrors, description="`from` or `to` is not a size")}),
         },

@@ -1,17 +1,18 @@
-"""ADK's session service on the session repository.
+"""ADK's session service on the session store.
 
 `DjangoSessionService` is for ADK's tooling and the conformance suite
 (tests/test_session_service_contract.py); the service's own turns run on
-`TurnBuffer` (storage/adk/buffer.py), which uses this module's `read_session`,
+`TurnBuffer` (adk/buffer.py), which uses this module's `read_session`,
 `event_deltas` and `writer_view`. It holds ADK's semantics and nothing about storage: state prefixes
 (`app:`, `user:`, `temp:`), the stale-writer check through the session's
-storage marker, id normalisation; `repository` does the rows and the sealing.
+storage marker, id normalisation; `storage` does the rows and the sealing, and `erasure` the
+deletes.
 Behaviour follows ADK's `InMemorySessionService` (the reference of the
 differential tests) and, where only a persistent store can have it, ADK's
 database services.
 
 Each method is one `sync_to_async` (thread-sensitive) call into the
-repository, one thread hop per call, so it is awaited from an event loop that
+store, one thread hop per call, so it is awaited from an event loop that
 has a request's thread to run in (ADK's tooling, a test's async_to_sync). The
 token in `crypto.token_context` goes with it.
 
@@ -35,10 +36,13 @@ from google.adk.sessions.base_session_service import GetSessionConfig, ListSessi
 from pydantic_core import to_jsonable_python
 from typing_extensions import override
 
+from agent.plans import plan_count
+from sessions_app.adk.marker import mark_revision, read_revision
+from sessions_app.erasure import erase_sessions
 from sessions_app.exceptions import SessionMissing
-from sessions_app.models import DeletionAudit
-from sessions_app.storage import repository
-from sessions_app.storage.adk.marker import mark_revision, read_revision
+from sessions_app.models import AgentSession, DeletionAudit
+from sessions_app.storage import appending, scoped_state, sessions
+from sessions_app.storage.scoped_state import Deltas
 
 _STALE_MESSAGE = (
     "The session object is older than the stored session: another writer has"
@@ -46,10 +50,10 @@ _STALE_MESSAGE = (
 )
 
 
-def split_state(state: dict[str, Any] | None) -> repository.Deltas:
+def split_state(state: dict[str, Any] | None) -> Deltas:
     """`state` split by ADK's prefixes into app, user and session deltas (temp: dropped),
     made JSON-safe as ADK's database services store it (a value JSON cannot hold, its text)."""
-    deltas: repository.Deltas = {"app": {}, "user": {}, "session": {}}
+    deltas: Deltas = {"app": {}, "user": {}, "session": {}}
     for key, value in (state or {}).items():
         if key.startswith(State.APP_PREFIX):
             deltas["app"][key.removeprefix(State.APP_PREFIX)] = value
@@ -60,7 +64,7 @@ def split_state(state: dict[str, Any] | None) -> repository.Deltas:
     return to_jsonable_python(deltas, serialize_unknown=True)
 
 
-def event_deltas(event: Event) -> repository.Deltas:
+def event_deltas(event: Event) -> Deltas:
     return split_state(event.actions.state_delta if event.actions else None)
 
 
@@ -69,7 +73,7 @@ def _normalize_id(session_id: str | None) -> str | None:
     return session_id.strip() if session_id else session_id
 
 
-def _to_adk(loaded: repository.LoadedSession) -> Session:
+def _to_adk(loaded: sessions.LoadedSession) -> Session:
     state = dict(loaded.state)
     state.update({State.APP_PREFIX + key: value for key, value in loaded.app_state.items()})
     state.update({State.USER_PREFIX + key: value for key, value in loaded.user_state.items()})
@@ -86,10 +90,10 @@ def _to_adk(loaded: repository.LoadedSession) -> Session:
     return session
 
 
-def writer_view(session: Session) -> repository.WriterView:
+def writer_view(session: Session) -> appending.WriterView:
     """What the holder of `session` saw: its storage marker (the revision), or its last
     activity and last event when it carries none (a Session built elsewhere)."""
-    return repository.WriterView(
+    return appending.WriterView(
         revision=read_revision(session),
         last_update_time=session.last_update_time,
         last_event_id=session.events[-1].id if session.events else None,
@@ -100,7 +104,7 @@ def read_session(
     app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None = None
 ) -> Session | None:
     """The stored session as ADK's Session (None when there is none), read in the caller's thread."""
-    loaded = repository.load(
+    loaded = sessions.load(
         app_name,
         user_id,
         _normalize_id(session_id),
@@ -111,7 +115,7 @@ def read_session(
 
 
 class DjangoSessionService(BaseSessionService):
-    """ADK sessions in the project's database, through `repository` (see the module docstring)."""
+    """ADK sessions in the project's database, through `storage` (see the module docstring)."""
 
     @override
     async def create_session(
@@ -121,8 +125,10 @@ class DjangoSessionService(BaseSessionService):
 
     def _create_session(self, app_name, user_id, state, session_id) -> Session:
         try:
-            loaded = repository.create(app_name, user_id, _normalize_id(session_id) or None, split_state(state))
-        except repository.SessionExists as exists:
+            loaded = sessions.create(
+                app_name, user_id, _normalize_id(session_id) or None, split_state(state), count_plans=plan_count
+            )
+        except sessions.SessionExists as exists:
             raise AlreadyExistsError(f"Session with id {exists} already exists.") from None
         return _to_adk(loaded)
 
@@ -134,12 +140,12 @@ class DjangoSessionService(BaseSessionService):
 
     @override
     async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
-        loaded = await sync_to_async(repository.list_sessions)(app_name, user_id)
+        loaded = await sync_to_async(sessions.list_sessions)(app_name, user_id)
         return ListSessionsResponse(sessions=[_to_adk(session) for session in loaded])
 
     @override
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return await sync_to_async(repository.user_state)(app_name, user_id)
+        return await sync_to_async(scoped_state.user_state)(app_name, user_id)
 
     @override
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
@@ -149,8 +155,8 @@ class DjangoSessionService(BaseSessionService):
         # The same erase as the API, the admin and the purge (rows, overwritten bytes, the
         # audit row), but ADK's `user:` state outlives its owner's sessions, as ADK's services
         # keep it (the contract suite pins it).
-        sessions = repository.owner_sessions(app_name, user_id, _normalize_id(session_id))
-        repository.erase_in_a_transaction(sessions, DeletionAudit.Trigger.ADK, keep_owner_state=True)
+        selection = AgentSession.objects.owned(app_name, user_id, _normalize_id(session_id))
+        erase_sessions(selection, trigger=DeletionAudit.Trigger.ADK, keep_owner_state=True)
 
     @override
     async def append_event(self, session: Session, event: Event) -> Event:
@@ -168,12 +174,17 @@ class DjangoSessionService(BaseSessionService):
     def _store_event(self, session: Session, event: Event) -> bool:
         """Writes the event; False when an equal copy was already stored (a retry)."""
         try:
-            appended = repository.append_events(
-                session.app_name, session.user_id, session.id, [(event, event_deltas(event))], writer_view(session)
+            appended = appending.append_events(
+                session.app_name,
+                session.user_id,
+                session.id,
+                [(event, event_deltas(event))],
+                writer_view(session),
+                count_plans=plan_count,
             )
         except SessionMissing:
             raise SessionNotFoundError(f"Session {session.id} not found.") from None
-        except repository.StaleWriter:
+        except appending.StaleWriter:
             raise StaleSessionError(_STALE_MESSAGE) from None
         if not appended.stored[0]:
             return False

@@ -16,7 +16,7 @@ the whole tree in memory: for tests and the offline tools.
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 
-from sessions_app.receipts.strict import Rejected
+from sessions_app.deletion_log.formats.strict import Rejected
 
 HASH_SIZE = 32
 EMPTY_ROOT = hashlib.sha256(b"").digest()

@@ -1,7 +1,7 @@
 """Check a deletion receipt offline, with the log's public key alone: no Django, no network.
 
-    python -m sessions_app.receipts.verify --key KEY [--session-key-file FILE | --lookup VALUE] RECEIPT
-    python -m sessions_app.receipts.verify --key KEY --consistency OLDER NEWER PROOF
+    python -m sessions_app.deletion_log.formats.verify --key KEY [--session-key-file FILE | --lookup VALUE] RECEIPT
+    python -m sessions_app.deletion_log.formats.verify --key KEY --consistency OLDER NEWER PROOF
 
 The first checks the checkpoint's signature, the entry's inclusion proof under the signed root,
 and that the entry names the person's session: given the session key they saved
@@ -21,13 +21,13 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sessions_app.receipts.checkpoint import Checkpoint, open_checkpoint
-from sessions_app.receipts.entry import DeletionEntry, DeletionEntryV1, read_entry, session_digest
-from sessions_app.receipts.lookup import receipt_lookup_for_key
-from sessions_app.receipts.merkle import leaf_hash, verify_consistency, verify_inclusion
-from sessions_app.receipts.note import Verifier
-from sessions_app.receipts.receipt import HEADER, Receipt, parse_hashes
-from sessions_app.receipts.strict import Rejected
+from sessions_app.deletion_log.formats.checkpoint import Checkpoint, open_checkpoint
+from sessions_app.deletion_log.formats.entry import DeletionEntry, DeletionEntryV1, read_entry, session_digest
+from sessions_app.deletion_log.formats.lookup import receipt_lookup_for_key
+from sessions_app.deletion_log.formats.merkle import leaf_hash, verify_consistency, verify_inclusion
+from sessions_app.deletion_log.formats.note import Verifier
+from sessions_app.deletion_log.formats.receipt import HEADER, Receipt, parse_hashes
+from sessions_app.deletion_log.formats.strict import Rejected
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,9 @@ def _plan_versions(entry: DeletionEntryV1) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sessions_app.receipts.verify", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m sessions_app.deletion_log.formats.verify", description=__doc__.split("\n")[0]
+    )
     parser.add_argument(
         "--key",
         required=True,

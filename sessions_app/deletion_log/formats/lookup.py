@@ -16,7 +16,7 @@ The owner id's derivation lives here, not in sessions_app.security, so the offli
 uses this one definition. The page's script repeats it with WebCrypto (static/page/page.js,
 `receiptLookup`), and a test checks the two agree.
 
-    python -m sessions_app.receipts.lookup < session-key.txt
+    python -m sessions_app.deletion_log.formats.lookup < session-key.txt
 
 prints the lookup of the session key read from standard input (where a receipt is:
 /deletions/<lookup>); the key is never taken from the command line, where others can see it.

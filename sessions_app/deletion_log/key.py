@@ -1,4 +1,4 @@
-"""The deletion log's signing key: Ed25519, in Go's signed-note format (sessions_app.receipts.note).
+"""The deletion log's signing key: Ed25519, in Go's signed-note format (sessions_app.deletion_log.formats.note).
 
 Given by the environment (settings.DELETION_LOG_SIGNING_KEY), or else made on first use in
 settings.DELETION_LOG_KEY_FILE (var/deletion_log_key, 0600, beside the secret key; every process
@@ -17,9 +17,9 @@ from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext
 
+from sessions_app.deletion_log.formats.note import Signer, Verifier
+from sessions_app.deletion_log.formats.strict import Rejected
 from sessions_app.infra.private_files import read_or_create_private_text
-from sessions_app.receipts.note import Signer, Verifier
-from sessions_app.receipts.strict import Rejected
 
 
 def signer() -> Signer:

@@ -1,6 +1,6 @@
 """The session service every turn's Runner runs on: in memory, the session read before the turn,
 its events kept and written at the end in one transaction (turns/service.py). ADK's tooling and
-the conformance suite use `DjangoSessionService` (storage/adk/service.py) instead."""
+the conformance suite use `DjangoSessionService` (adk/service.py) instead."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from google.adk.events.event import Event
 from google.adk.sessions import BaseSessionService, Session
 from google.adk.sessions.base_session_service import ListSessionsResponse
 
+from agent.plans import plan_count
+from sessions_app.adk.service import event_deltas, writer_view
 from sessions_app.exceptions import TurnInProgress
-from sessions_app.storage import repository
-from sessions_app.storage.adk.service import event_deltas, writer_view
+from sessions_app.storage import appending
 
 
 class TurnBuffer(BaseSessionService):
@@ -61,7 +62,7 @@ class TurnBuffer(BaseSessionService):
 
     @sensitive_variables()
     def store_pending(self, app_name: str, user_id: str, session_id: str) -> None:
-        """Writes the kept events, in order, in one repository call (call inside a transaction).
+        """Writes the kept events, in order, in one storage call (call inside a transaction).
 
         Checked against the revision the turn read: SessionMissing when the
         session went while the model ran, TurnInProgress when another writer
@@ -69,6 +70,6 @@ class TurnBuffer(BaseSessionService):
         """
         events = [(event, event_deltas(event)) for event in self.pending]
         try:
-            repository.append_events(app_name, user_id, session_id, events, self._first_read)
-        except repository.StaleWriter:
+            appending.append_events(app_name, user_id, session_id, events, self._first_read, count_plans=plan_count)
+        except appending.StaleWriter:
             raise TurnInProgress from None

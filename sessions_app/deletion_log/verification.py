@@ -16,8 +16,9 @@ from enum import StrEnum
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
+from django_q.tasks import async_task
 
-from sessions_app.storage import deletion_log
+from sessions_app.deletion_log import store as deletion_log
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +65,6 @@ def _throttle_key(user_id: int) -> str:
 def start(user_id: int) -> Start:
     """Queues the check unless one is queued or running, or `user_id` started one less than
     DELETION_LOG_VERIFY_INTERVAL_SECONDS ago. (Every add is one atomic cache command.)"""
-    from django_q.tasks import async_task
-
     if cache.get(RUNNING_KEY):
         return Start.ALREADY_RUNNING
     interval = settings.DELETION_LOG_VERIFY_INTERVAL_SECONDS

@@ -8,9 +8,9 @@ size and its RFC 6962 root, one a line, then optional extension lines:
 
 from dataclasses import dataclass
 
-from sessions_app.receipts.merkle import HASH_SIZE
-from sessions_app.receipts.note import Signer, Verifier, open_note
-from sessions_app.receipts.strict import Rejected, b64decode, b64encode, decimal
+from sessions_app.deletion_log.formats.merkle import HASH_SIZE
+from sessions_app.deletion_log.formats.note import Signer, Verifier, open_note
+from sessions_app.deletion_log.formats.strict import Rejected, b64decode, b64encode, decimal
 
 
 @dataclass(frozen=True)
