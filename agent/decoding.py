@@ -89,11 +89,13 @@ def _tag_text(text: str) -> str:
     return "".join(chr(ord(c) - 0xE0000) for c in text if ord(c) in TAG_BLOCK and 0x20 <= ord(c) - 0xE0000 < 0x7F)
 
 
-def _base64_texts(text: str) -> list[str]:
+def _texts(blobs: list[str], decode) -> list[str]:
+    """What each blob decodes to (`decode`: bytes' text, or an error), where it reads as text: printable,
+    with enough Latin letters or a Chinese character."""
     texts = []
-    for blob in _BASE64_RE.findall(text):
+    for blob in blobs:
         try:
-            decoded = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True).decode("utf-8")
+            decoded = decode(blob)
         except (binascii.Error, UnicodeDecodeError, ValueError):
             continue
         if decoded.isprintable() and (
@@ -101,6 +103,13 @@ def _base64_texts(text: str) -> list[str]:
         ):
             texts.append(decoded)
     return texts
+
+
+def _base64_texts(text: str) -> list[str]:
+    return _texts(
+        _BASE64_RE.findall(text),
+        lambda blob: base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True).decode("utf-8"),
+    )
 
 
 def _spaced_text(text: str) -> str:
@@ -118,17 +127,7 @@ def _spaced_chars_text(text: str) -> str:
 
 
 def _hex_texts(text: str) -> list[str]:
-    texts = []
-    for run in _HEX_RE.findall(text):
-        try:
-            decoded = bytes.fromhex(re.sub(r"[ :]", "", run)).decode("utf-8")
-        except (ValueError, UnicodeDecodeError):
-            continue
-        if decoded.isprintable() and (
-            len(_LATIN_RE.findall(decoded)) >= _MIN_DECODED_LETTERS or CJK_RE.search(decoded)
-        ):
-            texts.append(decoded)
-    return texts
+    return _texts(_HEX_RE.findall(text), lambda run: bytes.fromhex(re.sub(r"[ :]", "", run)).decode("utf-8"))
 
 
 def _percent_text(text: str) -> str:
