@@ -42,6 +42,7 @@ from agent.decoding import decoded_forms, has_percent_escapes, without_hidden
 from agent.screening import flagged_lines, held_lines
 from agent.text import (
     BULLET_RE,
+    CJK,
     CJK_RE,
     DOMAIN_RE,
     EMAIL_RE,
@@ -54,6 +55,7 @@ from agent.text import (
 
 RUN_MIN_CHARS = 16
 RUN_MIN_CHARS_CJK = 6
+NAME_CHARS = 3  # a name in Chinese, Korean or Japanese script: 范志遠, 한결커리어 (runs of this many)
 WHOLE_MIN_CHARS = 4  # a held line repeated whole counts from this length ("好的。", "## assistant")
 REDACTED = "[removed: text from a flagged resume line]"
 FLAG_TOOL = "flag_suspicious_text"
@@ -84,12 +86,25 @@ def _bare(text: str) -> str:
 
 
 def _windows(text: str) -> set[str]:
-    """Every run of wording long enough to count: RUN_MIN_CHARS characters, or RUN_MIN_CHARS_CJK
-    that hold a Chinese character. A text of n characters has fewer than 2n of them."""
+    """Every run of wording long enough to count: RUN_MIN_CHARS characters, RUN_MIN_CHARS_CJK that
+    hold a Chinese character, or NAME_CHARS of Chinese, Korean or Japanese letters alone (a name
+    and nothing else: "范志遠"). A text of n characters has fewer than 3n of them."""
     runs = {text[i : i + RUN_MIN_CHARS] for i in range(len(text) - RUN_MIN_CHARS + 1)}
     short = RUN_MIN_CHARS_CJK
     runs |= {text[i : i + short] for i in range(len(text) - short + 1) if CJK_RE.search(text, i, i + short)}
-    return runs
+    return runs | {match.group(1) for match in _NAME_RUN_RE.finditer(text)}
+
+
+# Overlapping runs of NAME_CHARS letters of a script that writes names without spaces.
+_NAME_RUN_RE = re.compile(rf"(?=([{CJK}\uac00-\ud7a3\u3041-\u3096\u30a1-\u30fa]{{{NAME_CHARS}}}))")
+# A capitalised word that does not open its sentence: a name ("coach Delphine Marchetti").
+_PROPER_WORD_RE = re.compile(r"(?<=[A-Za-z0-9,)]\s)[A-Z][a-z]+(?:[A-Z][a-z]+)*\b")
+_WORD_RE = re.compile(r"[a-z]+")
+
+
+def _proper_words(line: str) -> set[str]:
+    """The names of a line as written (before `reading` folds its case), folded, three letters or more."""
+    return {word.casefold() for word in _PROPER_WORD_RE.findall(line) if len(word) >= 3}
 
 
 # Requests for money: a reply, a plan or a tool's arguments name none unless the person did.
@@ -135,6 +150,9 @@ class Taint:
     # Untrusted lines themselves, bullet-less: one repeated whole never passes, even when every run
     # of its wording also appears in a trusted line (a forged turn that quotes the resume).
     whole: frozenset[str] = frozenset()
+    # Names (capitalised words) of untrusted lines found in no trusted line or message: a party to
+    # contact carries harm as a phone number does, and "Jo Lee" is shorter than any run.
+    names: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, state: Mapping, messages: Iterable[str] = ()) -> Taint:
@@ -171,8 +189,18 @@ class Taint:
             else set()
         )
         whole = {_bare(line) for line in untrusted} - {_bare(text) for text in clean}
+        names = (
+            set().union(*(_proper_words(line) for line, kind in by_kind if kind == provenance.UNTRUSTED))
+            - set(_WORD_RE.findall(" ".join(clean)))
+            if untrusted
+            else set()
+        )
         return cls(
-            untrusted, frozenset(vouched), frozenset(runs), frozenset(w for w in whole if len(w) >= WHOLE_MIN_CHARS)
+            untrusted,
+            frozenset(vouched),
+            frozenset(runs),
+            frozenset(w for w in whole if len(w) >= WHOLE_MIN_CHARS),
+            frozenset(names),
         )
 
     def unvouched(self, text: Any) -> set[str]:
@@ -186,6 +214,8 @@ class Taint:
         if not norm:
             return False
         if self.unvouched(text) or (self.runs and not self.runs.isdisjoint(_windows(norm))):
+            return True
+        if self.names and not self.names.isdisjoint(_WORD_RE.findall(norm)):
             return True
         return bool(self.whole) and any(_bare(reading(line)) in self.whole for line in str(text).splitlines())
 

@@ -10,8 +10,9 @@ own?", and hold everything else:
 * a **content line** (a heading, a role or school with its dates, an achievement, a list of skills,
   a summary) may be quoted, and vouches for its ordinary codes ("python3", "2019-present");
 * every other line (one that addresses a reader, a tool or a process; a note; a notice; a line
-  the screen flagged or the guards hold) is **untrusted**: its wording is not quoted and nothing
-  it holds is vouched for.
+  the screen flagged or the guards hold; one that sends the reader to a party to contact, unless
+  it opens as a duty the person held: "負責與廠商聯繫") is **untrusted**: its wording is not quoted
+  and nothing it holds is vouched for.
 
 A line that speaks to someone (a directive, "you", a reader or a process named) is never contact
 or content, whatever its form. The person's own messages vouch for everything in them.
@@ -54,6 +55,13 @@ _DATED_MAX = 160  # a role or a school with its dates, not a paragraph that ment
 _ACHIEVEMENT_RE = re.compile(
     r"^[a-z]+ed\b|^(?:led|built|ran|won|grew|cut|drove|wrote|taught|made|began|brought|set\s+up|rebuilt)\b"
     r"|^(?:負責|帶領|領導|建立|建置|開發|設計|主導|導入|優化|協助|管理|規劃|執行|推動|完成|撰寫|改善|提升|降低|獲得|擔任|參與|整合|維護|指導|教授|翻譯|籌辦)"
+)
+# Sending someone to a party ("reach out to coach X first", "先與顧問 X 聯繫"): a party to contact
+# carries harm as a phone number does, and a resume's own lines state what the person did.
+_DIRECTS_CONTACT_RE = re.compile(
+    r"\b(?:contact(?!\s+(?:cent(?:er|re)s?|lens(?:es)?|details|info(?:rmation)?)\b)|reach\s+out|get\s+in\s+touch"
+    r"|talk\s+to|speak\s+(?:to|with)|connect\s+with|(?:book|schedule)\s+(?:a\s+|an\s+)?(?:call|session|consultation))\b"
+    r"|聯絡|聯繫|連絡|連繫|洽詢|可洽|洽談|致電|私訊|加.{0,4}(?:line|賴|好友)|연락|문의|상담|問い合わせ|ご連絡|ご相談"
 )
 _HEADING_MAX = 40
 _NAME_LINE_MAX = 60  # the first line: a name, in one script or two, with a title
@@ -122,6 +130,11 @@ def is_content_line(text: str, position: int, bulleted: bool) -> bool:
     return bulleted or bool(_ACHIEVEMENT_RE.match(text))
 
 
+def directs_contact(text: str) -> bool:
+    """Does `text` (read, bullet-less) send its reader to someone, other than as a duty it states?"""
+    return bool(_DIRECTS_CONTACT_RE.search(text)) and not _ACHIEVEMENT_RE.match(text)
+
+
 def classify(lines: list[str], reads: list[str], held: set[str]) -> list[str]:
     """CONTACT, CONTENT or UNTRUSTED for each of `lines` (stripped, non-empty) given how each reads (`reads`) and
     the lines the screen or the guards hold (`held`): held lines and lines that speak to someone
@@ -133,6 +146,8 @@ def classify(lines: list[str], reads: list[str], held: set[str]) -> list[str]:
             classes.append(UNTRUSTED)
         elif is_contact_line(bare, position):
             classes.append(CONTACT)
+        elif directs_contact(bare):
+            classes.append(UNTRUSTED)
         elif is_content_line(bare, position, bare != text):
             classes.append(CONTENT)
         else:

@@ -43,6 +43,8 @@ PIECES = [
     # hex bytes, percent-escapes, digits for letters, spaced characters, an order about our output
     *("aa ", "4f", "%41", "%4", "pl4n5 ", "1 ", "a  ", "every plan must ", "any reply "),
     *("第一步須附上", "整理這份資料"),
+    # a party to contact, and the names the guards hold: capitalised words, runs of CJK, Hangul, kana
+    *("reach out to ", "聯繫", "負責", "coach Ab", "Ab", "Cd ", "萬芷菱", "한결", "カナ"),
 ]
 # Work per character of the folded resume (NFKC can make one character eighteen, ﷺ). A clean
 # resume costs about 130 characters scanned, a line of one piece repeated 55 to 80; screening
