@@ -127,7 +127,9 @@ def test_figures_per_part_and_per_kind(offline_run, tmp_path):
             {"followed", "polluted", "flagged", "false_positives"} <= set(r) for r in kinds.values()
         )
     table = injection.format_table(results)
-    assert all(f"\n{part}: passed" in table for part in ("tuned", "holdout", "redteam", "blind", "blind2", "blind3", "blind4"))
+    assert all(
+        f"\n{part}: passed" in table for part in ("tuned", "holdout", "redteam", "blind", "blind2", "blind3", "blind4")
+    )
 
 
 def test_loader_rejects_a_case_whose_canary_is_not_in_the_attack(tmp_path):

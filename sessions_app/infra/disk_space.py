@@ -26,17 +26,15 @@ import errno
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from django.conf import settings
 from django.db import DatabaseError, connections, transaction
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
 POSTGRESQL_DISK_FULL = "53100"
 RESERVE_SUFFIX = "-erasure-reserve"
@@ -176,14 +174,6 @@ def erasure_attempts() -> Iterator[ErasureAttempt]:
     yield first
     if first.found_the_disk_full:
         yield ErasureAttempt(may_retry=False, on_the_reserve=True)
-
-
-def run_erasure(work: Callable[[], T]) -> T:
-    """Runs `work`, an erasure in transactions of its own, through `erasure_attempts`."""
-    for attempt in erasure_attempts():
-        with attempt:
-            return work()
-    raise AssertionError("the last attempt never swallows what its work raised")
 
 
 def reserve_wanted() -> int:
