@@ -11,8 +11,6 @@ was and see the same scan find what it looks for, so the scan can fail.
 """
 
 import os
-import subprocess
-import sys
 
 import pytest
 from django.conf import settings
@@ -25,6 +23,7 @@ from sessions_app.security.tokens import owner_id_for
 from sessions_app.turns.runner import process_runner
 from tests.gemini_double import call_answer, text_answer
 from tests.privacy import find_in_text, fixture_markers, fixture_resume
+from tests.test_settings import settings_process
 
 pytestmark = pytest.mark.django_db
 
@@ -194,17 +193,11 @@ print(type(trace.get_tracer_provider()).__name__, type(_logs.get_logger_provider
 """
 
 
-def test_the_service_installs_no_exporter():
+def test_the_service_installs_no_exporter(tmp_path, monkeypatch):
     """A started process (settings, apps, the Runner) sets no OpenTelemetry provider: ADK's
     spans, log records and metrics go nowhere, on no network, unless an operator installs one."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("OTEL_") and key not in ("DATABASE_URL", "CACHE_URL", "REDIS_URL")
-    }
-    env["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    done = subprocess.run(
-        [sys.executable, "-c", EXPORTS_NOTHING], env=env, capture_output=True, text=True, timeout=120, check=False
-    )
+    for name in [name for name in os.environ if name.startswith("OTEL_")]:
+        monkeypatch.delenv(name)
+    done = settings_process(EXPORTS_NOTHING, tmp_path, DJANGO_DEBUG="1")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ProxyTracerProvider", "ProxyLoggerProvider", "_ProxyMeterProvider"]
