@@ -10,7 +10,7 @@ from asgiref.sync import sync_to_async
 
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.storage import turn_lock
-from tests.asgi_client import ASGIClient, run
+from tests.support.asgi_client import ASGIClient, run
 
 pytestmark = pytest.mark.django_db
 
@@ -94,9 +94,10 @@ def test_errors_before_the_stream_are_the_usual_json_answers(api, new_session):
     assert busy.status_code == 409 and busy["Content-Type"] == "application/json" and "detail" in busy.json()
 
 
-def test_a_model_failure_mid_stream_is_an_error_event_and_nothing_is_kept(api, new_session, gemini):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_a_model_failure_mid_stream_is_an_error_event_and_nothing_is_kept(api, new_session, gemini_double):
     session_id, token = new_session()
-    gemini.answer((503, {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}))
+    gemini_double.answer((503, {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}))
     events = parse(_post(api, session_id, token, **STREAM).streaming_content)
     name, error = events[-1]
     assert name == "error" and error["status"] == 503 and error["code"] == "model_unavailable"

@@ -21,9 +21,9 @@ import pytest
 
 from sessions_app.infra.log_lines import short_form
 from sessions_app.infra.supervisor import gunicorn_command
-from tests.privacy import fixture_resume
+from tests.support.privacy import fixture_resume
+from tests.support.waiting import wait_until
 from tests.test_servers import _free_port, migrated_env, start_server
-from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.sqlite_only]
 
@@ -97,7 +97,7 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def large_answers(tmp_path_factory):
     """The same server and worker, its application one that answers 8 MB to every request."""
-    yield from _serve(tmp_path_factory.mktemp("large"), app="tests.large_answer_app:application")
+    yield from _serve(tmp_path_factory.mktemp("large"), app="tests.support.large_answer_app:application")
 
 
 def _closed_by_server(sock: socket.socket, within: float) -> float | None:

@@ -8,7 +8,7 @@ from google.genai import errors as genai_errors
 
 from sessions_app.models import AgentSession
 from sessions_app.storage import turn_lock
-from tests.scripted_llm import text_response
+from tests.support.scripted_llm import text_response
 
 pytestmark = pytest.mark.django_db
 

@@ -18,9 +18,9 @@ from django.db import connections
 from rest_framework.test import APIClient
 
 from sessions_app.infra.cache_counters import HeldCounts
-from tests.asgi_client import ASGIClient, run
-from tests.scripted_llm import text_response
-from tests.waiting import let_go_together, wait_until_async
+from tests.support.asgi_client import ASGIClient, run
+from tests.support.scripted_llm import text_response
+from tests.support.waiting import let_go_together, wait_until_async
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUSED_EN = "Too many messages from your network are being answered at once. Please send it again in a few seconds."

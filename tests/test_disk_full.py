@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from sessions_app.infra.supervisor import gunicorn_command
-from tests.privacy import find_in_text, fixture_markers, fixture_resume
+from tests.support.privacy import find_in_text, fixture_markers, fixture_resume
 from tests.test_servers import ROOT, _free_port, service_env, start_server
 
 pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]

@@ -38,9 +38,9 @@ from sessions_app.deletion_log.formats.note import Verifier
 from sessions_app.deletion_log.formats.verify import WhoseSession, verify_receipt
 from sessions_app.models import AgentSession, DeletionAudit
 from sessions_app.page.views import STORAGE_KEY, _script_strings
-from tests.browser import chromium, needs_chromium
-from tests.factories import make_session
-from tests.privacy import FIXTURES
+from tests.support.browser import chromium, needs_chromium
+from tests.support.factories import make_session
+from tests.support.privacy import FIXTURES
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 RESUME = (FIXTURES / "resume_chen_en.txt").read_text(encoding="utf-8")
@@ -374,7 +374,7 @@ def test_a_reply_shows_which_claims_the_resume_does_not_support(
 ):
     from playwright.sync_api import expect
 
-    from tests.scripted_llm import text_response
+    from tests.support.scripted_llm import text_response
 
     scripted_model(text_response(f"{UNSUPPORTED} {SUPPORTED}"))  # the live server's thread uses it too
     strings = _texts(lang)["strings"]
@@ -553,7 +553,7 @@ def test_the_page_says_who_else_sees_the_resume_before_it_is_pasted(
     from sessions_app import model_provider
 
     if provider == "gemini":
-        request.getfixturevalue("gemini")  # GOOGLE_API_KEY set, the model calls going to the local double
+        request.getfixturevalue("env_on_gemini_double")  # GOOGLE_API_KEY set, the model calls going to the local double
     with translation.override(lang):
         described = model_provider.configured()
         notice, retention = described.notice(), str(described.retention)

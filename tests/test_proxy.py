@@ -24,9 +24,9 @@ import httpx
 import pytest
 
 from sessions_app.infra.supervisor import gunicorn_command
-from tests.privacy import encodings, fixture_resume
+from tests.support.privacy import encodings, fixture_resume
+from tests.support.waiting import wait_until
 from tests.test_servers import ROOT, _free_port, launch, migrated_env, wait_until_serving
-from tests.waiting import wait_until
 
 SITE = ROOT / "config" / "nginx" / "resume-agent.conf"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"

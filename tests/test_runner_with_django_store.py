@@ -27,7 +27,7 @@ from sessions_app.adk.service import DjangoSessionService
 from sessions_app.models import AgentSession, SessionEvent, UserState
 from sessions_app.security import sealing
 from sessions_app.security.crypto import token_context
-from tests.scripted_llm import ScriptedLlm, call_response, text_response
+from tests.support.scripted_llm import ScriptedLlm, call_response, text_response
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

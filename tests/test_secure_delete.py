@@ -19,7 +19,14 @@ from sessions_app.adk.service import DjangoSessionService
 from sessions_app.infra.sqlite import secure_delete_enabled
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security.crypto import token_context
-from tests.privacy import database_files, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
+from tests.support.privacy import (
+    database_files,
+    find_chunks,
+    find_markers,
+    fixture_markers,
+    fixture_resume,
+    sealed_chunks,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.sqlite_only]
 

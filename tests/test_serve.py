@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from sessions_app.infra.log_lines import short_form
-from tests.privacy import encodings, fixture_resume
+from tests.support.privacy import encodings, fixture_resume
+from tests.support.waiting import wait_until
 from tests.test_servers import ROOT, _free_port, launch, wait_until_serving
-from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 

@@ -15,8 +15,8 @@ import pytest
 from django.conf import settings
 
 from sessions_app.infra.supervisor import gunicorn_command
-from tests.privacy import find_in_text, fixture_markers, fixture_resume
-from tests.waiting import wait_until
+from tests.support.privacy import find_in_text, fixture_markers, fixture_resume
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent

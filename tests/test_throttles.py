@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 from sessions_app.api.throttles import SessionCreateThrottle
 from sessions_app.deletion_log.formats.lookup import owner_id_for, receipt_lookup
 from sessions_app.infra.client_address import address, client_network
-from tests.privacy import fixture_resume
-from tests.waiting import let_go_together
+from tests.support.privacy import fixture_resume
+from tests.support.waiting import let_go_together
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,7 +8,7 @@ a short text reply when none is left, and keeps each request it was sent (in mem
 makes every call take that many seconds, as a real model does (also set over HTTP, `PUT /latency`
 with the seconds as the body, for a double in another process):
 
-    .venv/bin/python -m tests.gemini_double --latency 2    # prints its URL, serves until killed
+    .venv/bin/python -m tests.support.gemini_double --latency 2    # prints its URL, serves until killed
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 GENERATE = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):generateContent$")
 DEFAULT_REPLY = "Here is what I would do next with your resume."
+# The GOOGLE_API_KEY of a service whose model calls come here (`GeminiDouble.environment()`).
+DOUBLE_KEY = "key-of-the-local-double"
 
 
 def text_answer(text: str, model: str = "gemini-2.5-flash") -> dict:
@@ -81,6 +83,10 @@ class GeminiDouble:
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
+
+    def environment(self) -> dict[str, str]:
+        """What points a process's google-genai here: any key (the double checks none), and this URL."""
+        return {"GOOGLE_API_KEY": DOUBLE_KEY, "GOOGLE_GEMINI_BASE_URL": self.url}
 
     def start(self) -> GeminiDouble:
         self._thread.start()
