@@ -110,7 +110,7 @@ def test_turn_timeout_is_504(api, new_session, scripted_model, settings):
     model = scripted_model()
 
     async def slow_generate(llm_request, stream=False):
-        await asyncio.sleep(2)
+        await asyncio.Event().wait()  # a model that never answers: the turn's timeout ends it
         yield text_response("too late")
 
     object.__setattr__(model, "generate_content_async", slow_generate)

@@ -25,7 +25,8 @@ import pytest
 
 from sessions_app.infra.supervisor import gunicorn_command
 from tests.support.privacy import encodings, fixture_resume
-from tests.support.waiting import wait_until
+from tests.support.sockets import not_yet_accepted
+from tests.support.waiting import wait_until, wait_until_async
 from tests.test_servers import ROOT, _free_port, launch, migrated_env, wait_until_serving
 
 SITE = ROOT / "config" / "nginx" / "resume-agent.conf"
@@ -139,27 +140,28 @@ def nginx_capped(tmp_path_factory, capped_app):
         yield served
 
 
-async def _slow_header(port: int, stop: asyncio.Event) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(b"GET / HTTP/1.1\r\nHost: localhost\r\n")
-    while not stop.is_set():
+async def _slow_client(port: int, first: bytes, again: bytes, stop: asyncio.Event, begun: list) -> None:
+    """Sends `first`, then `again` every PAUSE_SECONDS until `stop`; in `begun` once its first bytes
+    are sent (or the connection refused)."""
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(first)
         await writer.drain()
+    finally:
+        begun.append(port)
+    while not stop.is_set():
         await asyncio.wait([asyncio.ensure_future(stop.wait())], timeout=PAUSE_SECONDS)
-        writer.write(b"X-Slow: 1\r\n")
+        writer.write(again)
+        await writer.drain()
     writer.close()
 
 
-async def _slow_body(port: int, stop: asyncio.Event) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(
-        b"POST /agent/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-        b"Content-Length: 100000\r\n\r\n{"
-    )
-    while not stop.is_set():
-        await writer.drain()
-        await asyncio.wait([asyncio.ensure_future(stop.wait())], timeout=PAUSE_SECONDS)
-        writer.write(b" ")
-    writer.close()
+SLOW_HEADER = (b"GET / HTTP/1.1\r\nHost: localhost\r\n", b"X-Slow: 1\r\n")  # a header line at a time
+SLOW_BODY = (
+    b"POST /agent/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 100000\r\n\r\n{",
+    b" ",
+)  # a byte of the body at a time
 
 
 async def _normal_requests_under_slow_clients(base: str, port: int, count: int, timeout: float) -> list[float]:
@@ -168,10 +170,14 @@ async def _normal_requests_under_slow_clients(base: str, port: int, count: int, 
     for _ in range(6):  # a new connection each: every worker renders its first page untimed
         async with httpx.AsyncClient(base_url=base, timeout=30) as client:
             assert (await client.get("/")).status_code == 200
-    stop = asyncio.Event()
-    slow = [asyncio.ensure_future(_slow_header(port, stop)) for _ in range(SLOW_CLIENTS)]
-    slow += [asyncio.ensure_future(_slow_body(port, stop)) for _ in range(SLOW_CLIENTS)]
-    await asyncio.sleep(1)  # every slow request has begun, and sent its first line again since
+    stop, begun = asyncio.Event(), []
+    slow = [
+        asyncio.ensure_future(_slow_client(port, *kind, stop, begun))
+        for kind in (SLOW_HEADER, SLOW_BODY)
+        for _ in range(SLOW_CLIENTS)
+    ]
+    # Every slow request has begun, and the server (or nginx) has taken each connection.
+    await wait_until_async(lambda: len(begun) == len(slow) and not_yet_accepted(port) == 0, timeout=30)
     took = []
     async with httpx.AsyncClient(base_url=base, timeout=timeout) as client:
         for _ in range(count):

@@ -6,7 +6,6 @@ import http.client
 import json
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
@@ -20,6 +19,8 @@ from tests.test_servers import BIN, _free_port, service_env, start_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
+# How long a write that must not come is watched for: a turn here stores its answer well within it.
+WRITE_WINDOW_SECONDS = 0.5
 SERVERS = {
     "make-run-gunicorn-asgi": lambda port: gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1),
     "uvicorn-asgi": lambda port: [
@@ -65,12 +66,16 @@ def test_curl_sees_the_progress_then_the_reply(server, gemini_double):
     assert reply["reply"] == "Hi 林語晴, plan v1 is saved."
 
 
+def _stored_events() -> list:
+    return list(SessionEvent.objects.order_by("pk").values_list("pk", "event_data"))
+
+
 def test_a_client_that_hangs_up_mid_turn_leaves_the_session_as_it_was(server, gemini_double):
     session_id, token = _new_session(server)
     headers = {"X-Session-Token": token, "Content-Type": "application/json"}
     first = httpx.post(f"{server}/agent/sessions/{session_id}/messages", json={"message": "hello"}, headers=headers)
     assert first.status_code == 200
-    stored = list(SessionEvent.objects.order_by("pk").values_list("pk", "event_data"))
+    stored = _stored_events()
     host, port = server.removeprefix("http://").split(":")
     gemini_double.answer(call_answer("save_plan", {"plan": "1. Apply to platform teams."}), text_answer("Saved v1."))
     with gemini_double.hold() as held:
@@ -93,7 +98,10 @@ def test_a_client_that_hangs_up_mid_turn_leaves_the_session_as_it_was(server, ge
             interval=0.1,
         )
         assert stopped, "the turn of a client that hung up was never stopped"
-    time.sleep(0.5)  # the model answers now: nothing may be stored from it
+    # The model answers now (the hold let go): nothing may be stored from it. Watched for
+    # WRITE_WINDOW_SECONDS once its answer is out: a write of the stopped turn's would come within it.
+    wait_until(lambda: gemini_double.answered == gemini_double.calls, timeout=15)
+    wait_until(lambda: _stored_events() != stored, timeout=WRITE_WINDOW_SECONDS)
     assert list(SessionEvent.objects.order_by("pk").values_list("pk", "event_data")) == stored
     again = httpx.post(f"{server}/agent/sessions/{session_id}/messages", json={"message": "again"}, headers=headers)
     assert again.status_code == 200

@@ -67,6 +67,7 @@ class GeminiDouble:
         self.latency = latency
         self.keep_requests = keep_requests  # off for a benchmark's thousands of calls
         self.calls = 0
+        self.answered = 0  # model calls whose answer has been sent (or whose client had gone)
         self.requests: list[dict] = []
         # The client port of each model call's connection: one client with a connection
         # pool reuses its connection (HTTP/1.1 keep-alive), a new client opens a new one.
@@ -126,7 +127,9 @@ class GeminiDouble:
             hold.arrived.set()
             hold.released.wait(timeout=120)
         if self.latency:
-            time.sleep(self.latency)  # this call's own thread: calls overlap as a real model's do
+            # The model's latency, the quantity given (a benchmark's slow model): not a wait for
+            # anything. In this call's own thread: calls overlap as a real model's do.
+            time.sleep(self.latency)
         return scripted if isinstance(scripted, tuple) else (200, scripted)
 
     def _handler(self):
@@ -161,6 +164,8 @@ class GeminiDouble:
                 self.end_headers()
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(data)
+                with double._lock:
+                    double.answered += 1
 
             def log_message(self, format, *args):  # requests hold resumes: never printed
                 pass
