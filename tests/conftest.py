@@ -195,6 +195,33 @@ def scripted_model(turns_on):
 
 
 @pytest.fixture
+def sealed_with_the_modules_token(request):
+    """The store seals with keys from the request's token, as under the API: during the test, the
+    token is its module's TOKEN (for tests that call the store without a request)."""
+    from sessions_app.security.crypto import token_context
+
+    with token_context(request.module.TOKEN):
+        yield
+
+
+@pytest.fixture
+def creating_fails(api, monkeypatch):
+    """`creating_fails(error)`: a session's creation raises `error` inside the view (where its token
+    is made: `failing_token`), and `api` returns the 500 answer instead of raising it."""
+    from sessions_app import services
+
+    api.raise_request_exception = False
+
+    def fail_with(error: Exception) -> None:
+        def failing_token():
+            raise error
+
+        monkeypatch.setattr(services, "new_token", failing_token)
+
+    return fail_with
+
+
+@pytest.fixture
 def captured_logs():
     """Every logger at DEBUG; one handler as configured in settings, one raw control.
 

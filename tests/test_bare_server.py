@@ -22,9 +22,9 @@ import pytest
 from sessions_app.infra.log_lines import short_form
 from sessions_app.infra.supervisor import gunicorn_command
 from tests.support.privacy import fixture_resume
+from tests.support.servers import free_port, migrated_env, start_server
 from tests.support.sockets import held_by_server, not_yet_accepted, read_by_server
 from tests.support.waiting import wait_until
-from tests.test_servers import _free_port, migrated_env, start_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.sqlite_only]
 
@@ -80,7 +80,7 @@ def _serve(tmp: Path, app: str | None = None):
         CLIENT_MESSAGE_RATE="10000/min",
         DJANGO_ALLOWED_HOSTS="127.0.0.1",
     )
-    port, log_path = _free_port(), tmp / "server.log"
+    port, log_path = free_port(), tmp / "server.log"
     command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1, environ=env)
     if app is not None:
         command[command.index("config.asgi:application")] = app

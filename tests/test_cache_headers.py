@@ -46,15 +46,9 @@ def test_create_and_its_errors(api, settings, monkeypatch):
     assert "token" in answers[201].json()
 
 
-def test_unexpected_error_500(api, settings, monkeypatch):
+def test_unexpected_error_500(api, settings, creating_fails):
     settings.DEBUG = False
-    api.raise_request_exception = False
-    from sessions_app import services
-
-    def failing_token():
-        raise RuntimeError("forced failure")
-
-    monkeypatch.setattr(services, "new_token", failing_token)
+    creating_fails(RuntimeError("forced failure"))
     response = api.post("/agent/sessions", {"resume_text": "Lin"}, format="json")
     assert response.status_code == 500
     assert _no_store(response)

@@ -105,15 +105,9 @@ def test_tracing_would_record_content_without_our_setting(telemetry):
     assert find_in_text(telemetry.text(), fixture_markers()) != []
 
 
-def test_debug_error_page_hides_resume_and_token(api, settings, monkeypatch):
+def test_debug_error_page_hides_resume_and_token(api, settings, creating_fails):
     settings.DEBUG = True
-    api.raise_request_exception = False
-    from sessions_app import services
-
-    def failing_token():
-        raise RuntimeError("forced failure")
-
-    monkeypatch.setattr(services, "new_token", failing_token)
+    creating_fails(RuntimeError("forced failure"))
     response = api.post(
         "/agent/sessions",
         {"resume_text": fixture_resume()},
@@ -126,15 +120,9 @@ def test_debug_error_page_hides_resume_and_token(api, settings, monkeypatch):
     assert find_in_text(page, fixture_markers() + [MESSAGE_MARKER.encode().hex()]) == []
 
 
-def test_unexpected_error_without_debug_is_json_and_logs_no_message(api, settings, monkeypatch, caplog):
+def test_unexpected_error_without_debug_is_json_and_logs_no_message(api, settings, creating_fails, caplog):
     settings.DEBUG = False
-    api.raise_request_exception = False
-    from sessions_app import services
-
-    def failing_token():
-        raise RuntimeError(f"failure quoting {MESSAGE_MARKER}")
-
-    monkeypatch.setattr(services, "new_token", failing_token)
+    creating_fails(RuntimeError(f"failure quoting {MESSAGE_MARKER}"))
     with caplog.at_level(logging.DEBUG):
         response = api.post("/agent/sessions", {"resume_text": fixture_resume()}, format="json")
     assert response.status_code == 500

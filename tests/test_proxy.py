@@ -24,10 +24,11 @@ import httpx
 import pytest
 
 from sessions_app.infra.supervisor import gunicorn_command
+from tests.support import servers
 from tests.support.privacy import encodings, fixture_resume
+from tests.support.servers import ROOT, free_port, launch, migrated_env, wait_until_serving
 from tests.support.sockets import not_yet_accepted
 from tests.support.waiting import wait_until, wait_until_async
-from tests.test_servers import ROOT, _free_port, launch, migrated_env, wait_until_serving
 
 SITE = ROOT / "config" / "nginx" / "resume-agent.conf"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -51,7 +52,7 @@ def _serve(tmp_path: Path, command_for):
     """A server of the service on a fresh database, told that one proxy stands in front;
     `command_for(bind)` is its command line."""
     env = migrated_env(tmp_path, NUM_PROXIES="1")
-    port, log_path = _free_port(), tmp_path / "gunicorn.log"
+    port, log_path = free_port(), tmp_path / "gunicorn.log"
     command = command_for(f"127.0.0.1:{port}")
     process, base = wait_until_serving(launch(command, env, log_path), command, log_path, port)
     return process, (port, base, log_path)
@@ -72,7 +73,7 @@ def capped_app(tmp_path_factory):
     slow clients alone take every place it has."""
     tmp_path = tmp_path_factory.mktemp("capped")
     env = migrated_env(tmp_path, NUM_PROXIES="1", SERVER_WORKER_CONNECTIONS=str(SLOW_CLIENTS))
-    port, log_path = _free_port(), tmp_path / "gunicorn.log"
+    port, log_path = free_port(), tmp_path / "gunicorn.log"
     command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1, environ=env)
     process, base = wait_until_serving(launch(command, env, log_path), command, log_path, port)
     yield port, base, log_path
@@ -96,7 +97,7 @@ def _site(upstream_port: int, port: int, logs: Path) -> str:
 @contextlib.contextmanager
 def _nginx(prefix: Path, upstream_port: int):
     """nginx with the shipped site file in front of the server at `upstream_port`."""
-    port = _free_port()
+    port = free_port()
     (prefix / "site.conf").write_text(_site(upstream_port, port, prefix))
     temp_paths = "".join(
         f"{kind}_temp_path {prefix / kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
@@ -113,15 +114,7 @@ def _nginx(prefix: Path, upstream_port: int):
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
-
-    def answering() -> bool:
-        try:
-            httpx.get(f"{base}/", timeout=1)
-            return True
-        except httpx.TransportError:
-            assert process.poll() is None, (prefix / "main.error.log").read_text()
-            return False
-
+    answering = servers.answering(f"{base}/", process, prefix / "main.error.log")
     assert wait_until(answering, timeout=10), (prefix / "main.error.log").read_text()
     yield base, prefix
     process.terminate()

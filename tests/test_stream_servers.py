@@ -5,33 +5,26 @@ happens, and a client that hangs up mid-turn leaves the session exactly as it wa
 import http.client
 import json
 import subprocess
-import sys
 
 import httpx
 import pytest
 
-from sessions_app.infra.supervisor import gunicorn_command
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.storage import turn_lock
 from tests.support.gemini_double import call_answer, text_answer
+from tests.support.servers import free_port, server_commands, service_env, start_server
 from tests.support.waiting import wait_until
-from tests.test_servers import BIN, _free_port, service_env, start_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 # How long a write that must not come is watched for: a turn here stores its answer well within it.
 WRITE_WINDOW_SECONDS = 0.5
-SERVERS = {
-    "make-run-gunicorn-asgi": lambda port: gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1),
-    "uvicorn-asgi": lambda port: [
-        str(BIN / "uvicorn"), "config.asgi:application", "--workers", "1", "--host", "127.0.0.1", "--port", str(port)
-    ],
-}  # fmt: skip
+SERVERS = server_commands(workers=1)
 
 
 @pytest.fixture(params=sorted(SERVERS))
 def server(request, tmp_path, gemini_double):
-    port = _free_port()
+    port = free_port()
     env = service_env(
         tmp_path, **gemini_double.environment(), STREAM_HEARTBEAT_SECONDS="0.1", AGENT_SESSION_CREATE_RATE="1000/hour"
     )

@@ -38,8 +38,8 @@ from sessions_app.retention import PURGE_TASK
 from sessions_app.security.tokens import owner_id_for
 from tests.support.factories import make_session
 from tests.support.privacy import fixture_resume
+from tests.support.servers import ROOT, free_port, launch, service_env, wait_until_serving
 from tests.support.waiting import wait_until
-from tests.test_servers import ROOT, _free_port, launch, service_env, wait_until_serving
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 # The scale-out tests (a shared Redis, django-q2's ORM broker, the row turn lock); the deletion
@@ -80,7 +80,7 @@ def scale_out_env(tmp_path, gemini_double):
 def two_servers(tmp_path, scale_out_env):
     launched = []
     for name in ("a", "b"):  # started together, then waited for
-        port = _free_port()
+        port = free_port()
         command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1)
         launched.append((launch(command, scale_out_env(name), tmp_path / f"{name}.log"), command, port, name))
     servers = [
