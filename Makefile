@@ -46,7 +46,7 @@ run: migrate
 # What the tests need from Debian: Chromium for the browser tests (they drive Debian's
 # Chromium, not a browser Playwright downloads), a CJK font so that Traditional Chinese
 # pages are text and not boxes in their screenshots, GNU gettext (makemessages,
-# tests/test_translations.py) and nginx (tests/test_proxy.py starts config/nginx/ in front
+# tests/project/test_translations.py) and nginx (tests/serving/test_proxy.py starts config/nginx/ in front
 # of the service; its package's own server is not started). Installed only where missing and we are root; elsewhere
 # the tests that need them skip themselves, saying why.
 .PHONY: browser system-packages

@@ -63,7 +63,7 @@ def child_purge(url: str, secure_delete: str) -> None:
     from sessions_app.purge import purge_expired
 
     if secure_delete == "off":
-        # As tests/test_erasure_e2e.py: every new connection gets secure_delete=OFF and
+        # As tests/erasure/test_erasure_e2e.py: every new connection gets secure_delete=OFF and
         # the fail-closed check is told it is fine.
         others = tuple(p for p in project_sqlite.CONNECTION_PRAGMAS if "secure_delete" not in p)
         project_sqlite.CONNECTION_PRAGMAS = others + ("PRAGMA secure_delete=OFF",)

@@ -1,5 +1,5 @@
 """WSGI entry point, for `manage.py runserver` and tools that take a WSGI application (the
-schema fuzzer, tests/test_openapi_schemathesis.py). The service is served over ASGI
+schema fuzzer, tests/api/test_openapi_schemathesis.py). The service is served over ASGI
 (config/asgi.py)."""
 
 import logging

@@ -168,7 +168,7 @@ X_FRAME_OPTIONS = "DENY"
 # Every answer is in the language the client asks for (Accept-Language, read by
 # LocaleMiddleware), Traditional Chinese when it asks for neither. Our strings are
 # written in English and translated in locale/ (compiled catalogues are committed;
-# tests/test_translations.py fails on a string without its translation).
+# tests/project/test_translations.py fails on a string without its translation).
 LANGUAGE_CODE = "zh-hant"
 LANGUAGES = [("zh-hant", "繁體中文"), ("en", "English")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
@@ -317,7 +317,7 @@ Q_CLUSTER = {
     "sync": False,
     # How often the cluster checks its workers. Its scheduler runs once 30 s of these
     # cycles have passed (django-q2's guard loop), so with 30 or more the first schedule
-    # check comes at start-up instead of 30 s later (tests/test_serve.py uses that).
+    # check comes at start-up instead of 30 s later (tests/serving/test_serve.py uses that).
     "guard_cycle": env.float("Q_GUARD_CYCLE_SECONDS", default=0.5),
     # More clusters on the same database: any number may share this name (and its queue;
     # the schedule fires once, whichever runs it); one started with Q_CLUSTER_NAME=<other>
@@ -495,7 +495,7 @@ SPECTACULAR_SETTINGS = {
 # with code, no on*= handlers, no style=), no other origin, no plugins, never framed, no
 # <base>, forms post nowhere else. Every answer gets this policy: the JSON API's (a JSON body
 # opened as a page can run nothing), the 404s, and the admin's, whose pages run under it
-# unchanged (tests/test_page_browser.py visits them and sees no violation). One page is left
+# unchanged (tests/page/test_page_browser.py visits them and sees no violation). One page is left
 # out, as it was: /api/docs/, where drf-spectacular's Swagger UI starts with an inline script
 # and sets inline styles; the policy is scoped away from it rather than loosened for
 # everyone. Static files are answered by WhiteNoise before this middleware runs.

@@ -9,7 +9,7 @@ from config.settings.service import *  # noqa: F403
 from config.settings.service import CACHES, DATABASES, Q_CLUSTER, VAR_DIR
 
 # No key given: one made for this test process, in memory (the processes a test starts are
-# handed it: tests/test_servers.py).
+# handed it: tests/serving/test_servers.py).
 SECRET_KEY = base.SECRET_KEY or secrets.token_urlsafe(50)
 
 # Tests run on a real file (not :memory:) so they can scan its bytes; one file or database per

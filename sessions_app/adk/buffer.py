@@ -20,7 +20,7 @@ class TurnBuffer(BaseSessionService):
     turn (in the request's thread), and the turn's events, kept for `store_pending`.
 
     It never reaches the database: the Runner runs on the process's event loop, which has no
-    connection of its own (tests/test_turn_threads.py). `append_event` does what every ADK
+    connection of its own (tests/turns/test_turn_threads.py). `append_event` does what every ADK
     service does to the in-memory session (temp state applied then trimmed, state delta applied,
     event appended) and keeps the event in `pending` instead of writing it.
     """

@@ -5,7 +5,7 @@ ships) tell a stale writer by a marker each Session carries, `Session._storage_u
 when the session is read or written, compared when an event is appended. ADK offers no public
 way to set or read it (google-adk 2.13.0: a pydantic private attribute, no accessor), and the
 revision must travel with the Session through ADK (the Runner's own copies, `model_copy`), so
-it is kept on the Session itself, by these two functions only. tests/test_adk_marker.py pins
+it is kept on the Session itself, by these two functions only. tests/adk/test_adk_marker.py pins
 what they rely on, for the pinned ADK.
 """
 

@@ -1,7 +1,7 @@
 """ADK's session service on the session store.
 
 `DjangoSessionService` is for ADK's tooling and the conformance suite
-(tests/test_session_service_contract.py); the service's own turns run on
+(tests/adk/test_session_service_contract.py); the service's own turns run on
 `TurnBuffer` (adk/buffer.py), which uses this module's `read_session`,
 `event_deltas` and `writer_view`. It holds ADK's semantics and nothing about storage: state prefixes
 (`app:`, `user:`, `temp:`), the stale-writer check through the session's
@@ -19,7 +19,7 @@ token in `crypto.token_context` goes with it.
 A Session carries the revision it was read at where ADK's own services keep it;
 ADK has no public seam for that, so `marker` alone touches it. State is
 split by ADK's public prefixes (`State`) and made JSON-safe with pydantic-core,
-as ADK's own services do (tests/test_repository.py compares the two).
+as ADK's own services do (tests/storage/test_repository.py compares the two).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ handler; `handle_exception`; `finalize_response`), built from those public metho
 handler awaited and every step that may reach the database run in a thread
 (`sync_to_async`, the request's own thread, so the request keeps one connection). Django calls
 a view whose handlers are all coroutines on the server's event loop (ASGI, `make run`), or in an
-event loop of its own under runserver and the test client. tests/test_framework_internals.py fails
+event loop of its own under runserver and the test client. tests/infra/test_framework_internals.py fails
 when DRF's dispatch takes a step this one does not.
 
 (adrf does the same, but replaces DRF's Request with its own and runs its own permission

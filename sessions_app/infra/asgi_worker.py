@@ -17,7 +17,7 @@ out, and then every request hung, with nothing logged. Here, per connection:
 (The whole body's deadline and the body limit are the ASGI guard's,
 sessions_app/api/asgi_guard.py: they answer a JSON error.) Only the asyncio Protocol's own
 methods are extended: gunicorn has no setting for the protocol class, so `init_process` names
-this one where gunicorn's worker looks it up (gunicorn is pinned; tests/test_bare_server.py
+this one where gunicorn's worker looks it up (gunicorn is pinned; tests/serving/test_bare_server.py
 fails if the bounds stop holding).
 """
 

@@ -9,7 +9,7 @@ The hooks of the classes below only read the request and set headers, lazy objec
 they never wait on a database, a file or the network, so under ASGI they are called on the loop
 directly. A hook that did reach the database there would raise
 Django's SynchronousOnlyOperation, not block the loop. Under WSGI (runserver) nothing changes.
-`__acall__` is not documented: tests/test_framework_internals.py fails when Django's changes.
+`__acall__` is not documented: tests/infra/test_framework_internals.py fails when Django's changes.
 
 Django's security, CSRF, clickjacking and session middleware keep their hand-offs: `check --deploy`
 looks for exactly their import paths in MIDDLEWARE, and would no longer check HSTS, secure cookies

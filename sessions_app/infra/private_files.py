@@ -9,7 +9,7 @@ the file is created 0600 before SQLite opens it: the SQLite connection
 factory below does that on every connection, whoever starts the service
 (make run, manage.py, gunicorn, uvicorn, the test runner). SQLite gives the
 `-journal`, `-wal` and `-shm` files it creates the database file's mode
-(os_unix.c, findCreateFileMode; tests/test_database_file.py checks it mid-write).
+(os_unix.c, findCreateFileMode; tests/storage/test_database_file.py checks it mid-write).
 Files and directories from before this fix have their modes corrected.
 
 No Django import here: settings import this module.

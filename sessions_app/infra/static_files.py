@@ -6,7 +6,7 @@ thread for as long as the model thinks. This one is async-capable, as Django's o
 are: under ASGI it finds a static file in WhiteNoise's table on the loop (a dictionary lookup:
 the files are listed at start-up, `autorefresh` is off outside DEBUG), serves it from a thread,
 and awaits everything else. `files`, `find_file` and `serve` are WhiteNoise's own, not
-documented: tests/test_framework_internals.py fails when its middleware changes or turns async.
+documented: tests/infra/test_framework_internals.py fails when its middleware changes or turns async.
 """
 
 from __future__ import annotations

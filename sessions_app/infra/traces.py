@@ -16,7 +16,7 @@ Whatever the switches, ADK writes the session's id on its spans (`gen_ai.convers
 service's secret key can tie to the session's id (docs/OBSERVABILITY.md, "Traces").
 
 The service configures no exporter (no TracerProvider, no LoggerProvider): the spans go nowhere
-unless an operator installs one (tests/test_traces.py).
+unless an operator installs one (tests/infra/test_traces.py).
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def _delete_by_keys(cursor, model, column_field: str, pks: list[int]) -> int:
 def erase_rows(sessions: QuerySet, *, keep_owner_state: bool = False) -> ErasedRows:
     """Deletes `sessions` with their events and, unless kept, the `user:` state no remaining
     session of its owner needs. Call it inside a transaction: it opens none (in a savepoint SQLite
-    handles the freed pages differently: tests/test_secure_delete.py). secure_delete
+    handles the freed pages differently: tests/storage/test_secure_delete.py). secure_delete
     (sessions_app.infra.sqlite) makes the deletes overwrite the bytes."""
     rows = _described(sessions)
     if not rows:

@@ -3,7 +3,7 @@
 Their content is sealed with `sealing`'s own functions and places, as the
 repository seals it, under FACTORY_TOKEN, so the rows look like real ones
 (retention and the admin never need the key). Events hold a small JSON
-rather than an ADK Event (tests/test_admin.py counts their bytes), so
+rather than an ADK Event (tests/admin/test_admin.py counts their bytes), so
 sessions are made here rather than through `appending.append_events`;
 `user:` state goes through `scoped_state`.
 """

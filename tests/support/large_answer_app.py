@@ -1,7 +1,7 @@
 """A stand-in for config.asgi:application that answers every request with LARGE_ANSWER_BYTES, in
 64 KB pieces as Django's ASGI handler sends a response: a response larger than the kernel's
 socket buffers in no time (a session export that large takes half a minute to create), for the
-send timeout of `make run`'s worker (tests/test_bare_server.py)."""
+send timeout of `make run`'s worker (tests/serving/test_bare_server.py)."""
 
 import os
 

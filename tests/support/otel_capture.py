@@ -1,5 +1,5 @@
-"""OpenTelemetry's SDK in memory, for the tests that read what ADK traces (tests/test_traces.py,
-tests/test_leaks.py): its spans, and the log records it emits as GenAI events.
+"""OpenTelemetry's SDK in memory, for the tests that read what ADK traces (tests/infra/test_traces.py,
+tests/privacy/test_leaks.py): its spans, and the log records it emits as GenAI events.
 
 The service installs no provider, so ADK's tracer and logger are the API's proxies, which do
 nothing until a provider is set. A test process sets the SDK's providers once (the API allows
