@@ -265,3 +265,22 @@ def test_the_retention_page_shows_the_same_checks(admin_client, settings, langua
         assert f'id="readiness-{check}"' in html
     disk = html.split('id="readiness-disk"')[1].split("</tr>")[0]
     assert f"<strong>{failing}</strong>" in disk
+
+
+# --- the OpenAPI schema ------------------------------------------------------------------------
+
+
+def test_the_answers_hold_exactly_what_the_schema_declares(client, settings):
+    schemas = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["components"]["schemas"]
+
+    def declared(name: str) -> set[str]:
+        assert set(schemas[name]["required"]) == set(schemas[name]["properties"]), name
+        return set(schemas[name]["properties"])
+
+    assert set(client.get("/healthz").json()) == declared("HealthResponse")
+    assert schemas["CheckStatusEnum"]["enum"] == [status.value for status in CheckStatus]
+    for headroom in (1, 2**62):  # 200, then 503
+        settings.STORAGE_HEADROOM_BYTES = headroom
+        body = client.get("/readyz").json()
+        assert set(body) == declared("ReadinessResponse")
+        assert set(body["checks"]) == declared("ReadinessChecks") == set(CHECKS)
