@@ -71,11 +71,36 @@ def _expected_cache() -> str:
 # --- answers -----------------------------------------------------------------------------------
 
 
-def test_healthz_answers_ok_and_asks_nothing(client, django_assert_num_queries):
+def test_healthz_answers_ok_and_asks_nothing(client, settings, django_assert_num_queries):
+    from tests.test_servers import _free_port
+
+    # No cache either: one that nothing answers for changes nothing.
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{_free_port()}/0",
+        }
+    }
     with django_assert_num_queries(0):
         response = client.get("/healthz")
     assert response.status_code == 200 and response.json() == {"status": "ok"}
     assert "no-store" in response["Cache-Control"]
+
+
+def test_a_probe_is_never_logged_at_info(client, settings, caplog):
+    import logging
+
+    with caplog.at_level(logging.DEBUG):
+        assert client.get("/healthz").status_code == client.get("/readyz").status_code == 200
+    assert [record for record in caplog.records if record.levelno >= logging.INFO] == []
+    settings.STORAGE_HEADROOM_BYTES = 2**62
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG):
+        assert client.get("/readyz").status_code == 503
+    # Django's own line for a 5xx: the path only, at ERROR.
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records if r.levelno >= logging.INFO] == [
+        ("django.request", "ERROR", "Service Unavailable: /readyz")
+    ]
 
 
 def test_readyz_answers_every_check_ok_in_three_queries_none_of_a_session(client):
