@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from sessions_app.choices import CheckStatus, ReadinessCheck
 from sessions_app.retention import PURGE_TASK
-from tests.factories import make_session
+from tests.factories import make_purge_schedule, make_session
 
 pytestmark = pytest.mark.django_db
 
@@ -26,28 +26,10 @@ STATUSES = {status.value for status in CheckStatus}
 POLICY = reverse("admin:sessions_app_agentsession_policy")
 
 
-def _purge_schedule(next_run, **fields):
-    from django_q.models import Schedule
-
-    # Transactional tests elsewhere flush the row the migration made; set it up here.
-    schedule, _ = Schedule.objects.update_or_create(
-        func=PURGE_TASK,
-        defaults={
-            "name": "purge expired sessions",
-            "schedule_type": Schedule.MINUTES,
-            "minutes": 15,
-            "repeats": -1,
-            "next_run": next_run,
-            **fields,
-        },
-    )
-    return schedule
-
-
 @pytest.fixture(autouse=True)
 def ready(settings, tmp_path):
     """Every check holds: a schedule due soon, a known volume with room to spare."""
-    _purge_schedule(timezone.now() + dt.timedelta(minutes=5))
+    make_purge_schedule(timezone.now() + dt.timedelta(minutes=5))
     settings.STORAGE_VOLUME_PATH = str(tmp_path)  # known on either leg (PostgreSQL has none by default)
     settings.STORAGE_HEADROOM_BYTES = 1
 
@@ -193,14 +175,14 @@ def test_the_purge_schedule_missing_or_overdue_makes_readyz_503(client, schedule
     if schedule is None:
         Schedule.objects.filter(func=PURGE_TASK).delete()
     else:
-        _purge_schedule(timezone.now() + schedule.pop("next_run"), **schedule)
+        make_purge_schedule(timezone.now() + schedule.pop("next_run"), **schedule)
     assert _failing(client) == {"purge_schedule"}
 
 
 def test_a_purge_late_by_less_than_its_interval_is_on_time(client):
-    _purge_schedule(timezone.now() - dt.timedelta(minutes=14), minutes=15)
+    make_purge_schedule(timezone.now() - dt.timedelta(minutes=14), minutes=15)
     assert _failing(client) == set()
-    _purge_schedule(timezone.now() - dt.timedelta(minutes=16), minutes=15)
+    make_purge_schedule(timezone.now() - dt.timedelta(minutes=16), minutes=15)
     assert _failing(client) == {"purge_schedule"}
 
 

@@ -91,18 +91,10 @@ def purge_on_time():
     import datetime as dt
 
     from django.utils import timezone
-    from django_q.models import Schedule
 
-    from sessions_app.retention import PURGE_TASK
+    from tests.factories import make_purge_schedule
 
-    Schedule.objects.update_or_create(
-        func=PURGE_TASK,
-        defaults={
-            "schedule_type": Schedule.MINUTES,
-            "minutes": 15,
-            "next_run": timezone.now() + dt.timedelta(minutes=5),
-        },
-    )
+    make_purge_schedule(timezone.now() + dt.timedelta(minutes=5))
 
 
 @pytest.fixture(autouse=True)
