@@ -107,10 +107,14 @@ def test_without_a_cache_server_the_cache_is_not_configured(client):
 
 
 def test_head_is_answered_as_get_and_nothing_else_is(client):
+    miss = client.get("/no-such-page")
     for path in ("/healthz", "/readyz"):
         head = client.head(path)
         assert head.status_code == 200 and head.content == b"", path
         assert client.post(path).status_code == 405, path
+        # Beside them, the service's one 404, as anywhere.
+        beside = client.get(path + "/")
+        assert (beside.status_code, beside.content) == (404, miss.content) and miss.status_code == 404
 
 
 # --- each check, failing -----------------------------------------------------------------------
