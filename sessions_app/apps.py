@@ -8,9 +8,9 @@ class SessionsAppConfig(AppConfig):
     verbose_name = _("Resume sessions")
 
     def ready(self) -> None:
-        from sessions_app.infra import redaction, var_directory
+        from sessions_app.infra import traces, var_directory
 
-        redaction.keep_content_out_of_traces()
+        traces.keep_content_out_of_traces()
         var_directory.prepare()
         # Importing registers the connection_created receiver, the system checks
         # and the OpenAPI description of the token header.

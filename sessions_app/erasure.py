@@ -4,7 +4,7 @@ admin, ADK's delete_session, the purge and the start-up purge).
 `erase_sessions` runs, in one transaction, the rows' erasure (`storage.row_erasure`), the audit
 row (`DeletionAudit`: counts, trigger, duration) and one deletion-log entry per erased session
 under one signed checkpoint (`deletion_log.store.append`): a failure anywhere undoes all of it.
-On a full disk it runs once more on the erasure reserve's room (`disk_space.run_erasure`).
+On a full disk it runs once more on the erasure reserve's room (`disk_space.erasure_attempts`).
 """
 
 from __future__ import annotations
@@ -111,9 +111,8 @@ def erase_sessions(
     holds) in a transaction of its own, retried once on the erasure reserve's room when the disk
     is full. A purge's batches name the audit row they add to (`adding_to`) and when it began."""
     started = time.monotonic() if started is None else started
-
-    def erase_in_a_transaction() -> ErasureCounts:
-        with transaction.atomic():
+    for attempt in disk_space.erasure_attempts():
+        with attempt, transaction.atomic():
             chosen = selection
             if batch_size is not None:
                 # On PostgreSQL, two purges at once (two clusters, or the admin's and the
@@ -128,8 +127,7 @@ def erase_sessions(
                     return ErasureCounts()
                 chosen = selection.model.objects.filter(pk__in=batch)
             return erase(chosen, trigger, keep_owner_state=keep_owner_state, started=started, adding_to=adding_to)
-
-    return disk_space.run_erasure(erase_in_a_transaction)
+    raise AssertionError("the last attempt never swallows what the erasure raised")
 
 
 def would_erase(selection: QuerySet) -> ErasureCounts:

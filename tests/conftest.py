@@ -262,3 +262,14 @@ def gemini(monkeypatch, install_runner):
     install_runner(build_runner(Gemini(model="gemini-2.5-flash")))
     yield double
     double.stop()
+
+
+@pytest.fixture
+def telemetry():
+    """What ADK traces during the test (spans, and the log records of its GenAI events), kept in
+    memory by OpenTelemetry's SDK (tests/otel_capture.py); the service itself exports nothing."""
+    from tests.otel_capture import Telemetry
+
+    captured = Telemetry()
+    yield captured
+    captured.close()

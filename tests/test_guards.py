@@ -34,6 +34,7 @@ ATTACKS = [case for case in load_cases() if case.is_attack]
 # second blind set's 16, as measured at each one's run (docs/PROMPT_INJECTION.md).
 CLEAN_RESUMES_WITH_A_HELD_LINE, BLIND_CLEAN_RESUMES_WITH_A_HELD_LINE = 9, 8
 BLIND2_CLEAN_RESUMES_WITH_A_HELD_LINE = 9
+BLIND3_CLEAN_RESUMES_WITH_A_HELD_LINE = BLIND4_CLEAN_RESUMES_WITH_A_HELD_LINE = 15  # of 18 each
 CONTROLS = [case for case in load_cases() if not case.is_attack]
 
 
@@ -128,10 +129,13 @@ def test_what_failing_closed_costs_the_clean_resumes_is_what_the_docs_say():
         return any(map(Taint.of(initial_state(case.resume)).hits, case.resume.splitlines()))
 
     parts = {"known": ("tuned", "holdout", "redteam"), "blind": ("blind",), "blind2": ("blind2",)}
+    parts |= {"blind3": ("blind3",), "blind4": ("blind4",)}
     held = {name: [c.id for c in CONTROLS if c.part in chosen and holds_a_line(c)] for name, chosen in parts.items()}
     assert len(held["known"]) <= CLEAN_RESUMES_WITH_A_HELD_LINE, held
     assert len(held["blind"]) <= BLIND_CLEAN_RESUMES_WITH_A_HELD_LINE, held
     assert len(held["blind2"]) <= BLIND2_CLEAN_RESUMES_WITH_A_HELD_LINE, held
+    assert len(held["blind3"]) <= BLIND3_CLEAN_RESUMES_WITH_A_HELD_LINE, held
+    assert len(held["blind4"]) <= BLIND4_CLEAN_RESUMES_WITH_A_HELD_LINE, held
 
 
 RESUME = "\n".join(

@@ -16,10 +16,6 @@ from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.adk.telemetry import ContentCapturingMode, TelemetryConfig
 from google.genai import Client, types
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agent import APP_NAME
 from agent.agent import build_agent
@@ -86,35 +82,15 @@ def test_logs_hold_no_resume_message_or_token_at_debug(api, gemini, captured_log
     assert "redact_library_records" in settings.LOGGING["handlers"]["console"]["filters"]
 
 
-@pytest.fixture(scope="module")
-def span_exporter():
-    exporter = InMemorySpanExporter()
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return exporter
-
-
-def _span_text(exporter) -> str:
-    return "\n".join(
-        f"{span.name} {dict(span.attributes or {})} {[dict(e.attributes or {}) for e in span.events]}"
-        for span in exporter.get_finished_spans()
-    )
-
-
-def test_tracing_spans_hold_no_content(api, gemini, span_exporter):
-    span_exporter.clear()
+def test_tracing_spans_hold_no_content(api, gemini, telemetry):
     token = _full_flow(api)
-    text = _span_text(span_exporter)
+    text = telemetry.text()
     assert "call_llm" in text or "generate_content" in text  # spans were recorded
     assert find_in_text(text, fixture_markers() + [MESSAGE_MARKER, token]) == []
 
 
-def test_tracing_would_record_content_without_our_setting(span_exporter):
+def test_tracing_would_record_content_without_our_setting(telemetry):
     """Control: with content capture on, the same scan finds the resume in the spans."""
-    span_exporter.clear()
     service = InMemorySessionService()
     runner = Runner(app_name=APP_NAME, agent=build_agent(_fake_gemini()), session_service=service)
 
@@ -126,7 +102,7 @@ def test_tracing_would_record_content_without_our_setting(span_exporter):
             pass
 
     asyncio.run(turn())
-    assert find_in_text(_span_text(span_exporter), fixture_markers()) != []
+    assert find_in_text(telemetry.text(), fixture_markers()) != []
 
 
 def test_debug_error_page_hides_resume_and_token(api, settings, monkeypatch):

@@ -9,7 +9,7 @@ Two protections, so that "delete it now" and "gone after the TTL" hold when stor
 - The erasure reserve (SQLite). A file of `ERASURE_RESERVE_BYTES` beside the database,
   preallocated (posix_fallocate, so its blocks are really taken). A delete under
   secure_delete first copies every page it changes into the rollback journal; on a full disk
-  that copy fails ("database or disk is full") and nothing is deleted. `run_erasure` then
+  that copy fails ("database or disk is full") and nothing is deleted. `erasure_attempts` then
   gives the reserve's blocks back to the filesystem, runs the erasure once more, and makes the
   reserve again afterwards where there is room.
 
@@ -26,17 +26,15 @@ import errno
 import logging
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from django.conf import settings
 from django.db import DatabaseError, connections, transaction
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
 POSTGRESQL_DISK_FULL = "53100"
 RESERVE_SUFFIX = "-erasure-reserve"
@@ -131,29 +129,51 @@ def release_reserve() -> int:
     return held
 
 
-def run_erasure(work: Callable[[], T]) -> T:
-    """Runs `work`, an erasure in transactions of its own; when the database finds the disk full,
-    gives the reserve back and runs it once more, then makes the reserve again where there is room.
+class ErasureAttempt:
+    """One try of an erasure, as a `with` block around its transaction (`erasure_attempts`)."""
 
-    Inside someone else's transaction `work` just runs: only the outermost transaction can be
-    retried. Two erasures meeting a full disk at once both retry; the first to finish may take
-    the room back for the reserve before the other's retry, which then fails as before.
+    def __init__(self, *, may_retry: bool, on_the_reserve: bool = False):
+        self.may_retry, self.on_the_reserve = may_retry, on_the_reserve
+        self.found_the_disk_full = False
+
+    def __enter__(self) -> ErasureAttempt:
+        return self
+
+    def __exit__(self, kind, exc, traceback) -> bool:
+        if self.on_the_reserve:
+            # After a failed retry too: once its journal is gone, the room is back.
+            if not restore_reserve():
+                wanted = reserve_wanted()
+                logger.warning("disk full: the erasure reserve could not be made again (%d bytes wanted)", wanted)
+            return False
+        if self.may_retry and isinstance(exc, DatabaseError) and is_disk_full(exc):
+            released = release_reserve()
+            logger.warning(
+                "disk full during an erasure: released the erasure reserve (%d bytes) and retrying", released
+            )
+            self.found_the_disk_full = True
+            return True  # the next attempt runs it again
+        return False
+
+
+def erasure_attempts() -> Iterator[ErasureAttempt]:
+    """The tries an erasure gets, its transaction run by the caller in each (this module calls
+    nothing of the caller's):
+
+        for attempt in disk_space.erasure_attempts():
+            with attempt, transaction.atomic():
+                return erase(...)
+
+    When the database finds the disk full, the reserve is given back and one more attempt follows,
+    after which the reserve is made again where there is room. Inside someone else's transaction
+    there is one attempt: only the outermost transaction can be retried. Two erasures meeting a
+    full disk at once both retry; the first to finish may take the room back for the reserve
+    before the other's retry, which then fails as before.
     """
-    if transaction.get_connection().in_atomic_block:
-        return work()
-    try:
-        return work()
-    except DatabaseError as exc:
-        if not is_disk_full(exc):
-            raise
-        released = release_reserve()
-        logger.warning("disk full during an erasure: released the erasure reserve (%d bytes) and retrying", released)
-    try:
-        return work()
-    finally:
-        # After a failed retry too: once its journal is gone, the room is back.
-        if not restore_reserve():
-            logger.warning("disk full: the erasure reserve could not be made again (%d bytes wanted)", reserve_wanted())
+    first = ErasureAttempt(may_retry=not transaction.get_connection().in_atomic_block)
+    yield first
+    if first.found_the_disk_full:
+        yield ErasureAttempt(may_retry=False, on_the_reserve=True)
 
 
 def reserve_wanted() -> int:

@@ -18,7 +18,6 @@ is still a screen someone may share, so ours always hides what is marked.
 """
 
 import logging
-import os
 
 from django.views.debug import SafeExceptionReporterFilter
 
@@ -28,14 +27,6 @@ CONTENT_LOGGING_LIBRARIES = ("google_adk", "google_genai", "google.genai", "http
 CONTENT_EXCEPTION_MODULES = ("google.adk", "google.genai", "httpx", "httpcore", "websockets")
 # asyncio logs a failed task's exception with its repr in the message itself.
 EXCEPTION_QUOTING_LOGGERS = ("asyncio",)
-
-
-def keep_content_out_of_traces() -> None:
-    """ADK's tracing spans would carry prompt and response text by default: off for this process
-    (its app's ready(), before ADK is loaded); every run also gets a no-content TelemetryConfig
-    (sessions_app.turns.service)."""
-    os.environ["ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS"] = "false"
-    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "NO_CONTENT"
 
 
 def _in_package(name: str, packages: tuple[str, ...]) -> bool:

@@ -35,7 +35,6 @@ from django.views.decorators.debug import sensitive_variables
 from google.adk.agents import LlmAgent
 from google.adk.agents.run_config import RunConfig
 from google.adk.runners import Runner
-from google.adk.telemetry import ContentCapturingMode, TelemetryConfig
 from google.genai import types
 
 from agent.events import tool_call_outcomes, visible_texts
@@ -46,7 +45,7 @@ from sessions_app import model_provider
 from sessions_app.adk.buffer import TurnBuffer
 from sessions_app.adk.service import read_session
 from sessions_app.exceptions import SessionMissing, TurnInProgress
-from sessions_app.infra import disk_space
+from sessions_app.infra import disk_space, traces
 from sessions_app.infra.client_address import IP
 from sessions_app.models import AgentSession
 from sessions_app.storage import sessions, turn_lock
@@ -123,7 +122,9 @@ class TurnSlot:
         stored = read_session(self.runner.app_name, session.owner_id, session.session_id)
         if stored is None:
             raise SessionMissing(session.session_id)
-        self.resume_text, self.buffer = stored.state.get("resume_text", ""), TurnBuffer(stored)
+        # The Runner knows the session by another name: ADK writes it on every span (infra/traces.py).
+        traced = stored.model_copy(update={"id": traces.traced_session_id(stored.id)})
+        self.resume_text, self.buffer = stored.state.get("resume_text", ""), TurnBuffer(traced)
         _give_back_database_connections()
 
     def when_closed(self, free: Callable[[], None]) -> None:
@@ -201,7 +202,7 @@ async def run(slot: TurnSlot, message: str, report: Callable[[dict], None] | Non
     plugins = [model_errors] if report is None else [model_errors, TurnProgress(report)]
     session = slot.session
     runner = turn_runner(slot.runner, slot.buffer, plugins)
-    running = event_loop.submit(_run_agent(runner, session.owner_id, session.session_id, message))
+    running = event_loop.submit(_run_agent(runner, session.owner_id, slot.buffer.session.id, message))
     slot.when_closed(running.cancel)  # a turn not kept stops its model
     await running.finished()
     if report is not None:
@@ -226,8 +227,8 @@ def _give_back_database_connections() -> None:
 async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str) -> list:
     content = types.Content(role="user", parts=[types.Part(text=message)])
     run_config = RunConfig(
-        # Tracing may record that a turn happened, never what was said.
-        telemetry=TelemetryConfig(capture_message_content=ContentCapturingMode.NO_CONTENT),
+        # Tracing may record that a turn happened, never what was said (infra/traces.py).
+        telemetry=traces.run_telemetry(),
         # A model that keeps calling tools (e.g. steered by a prompt injection)
         # is stopped after this many calls instead of ADK's default 500.
         max_llm_calls=settings.AGENT_MAX_LLM_CALLS,
