@@ -1,7 +1,7 @@
 """Purge at scale: do expired sessions go fast enough, leaving nothing in the file with secure_delete ON (OFF is the
 control), and does a running `manage.py purge_sessions` leave live turns' latency alone? Each purge runs in a fresh
 process; the live turns go to gunicorn without the scheduler, whose start-up purge would come first. The sessions
-are sealed by tests/factories.py, as the store seals. Figures: results/purge.md."""
+are sealed by tests/support/factories.py, as the store seals. Figures: results/purge.md."""
 
 import contextlib
 import datetime as dt
@@ -36,7 +36,7 @@ def child_build(url: str, sessions: str) -> None:
     _common.setup_django(url)
     from django.db import connection, transaction
 
-    from tests.factories import make_session
+    from tests.support.factories import make_session
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # Django's logging settings apply here now
     old = dt.datetime.now(dt.UTC) - dt.timedelta(days=3)

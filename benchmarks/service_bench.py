@@ -152,7 +152,7 @@ def slow_model(args, tmp: str) -> dict:
     params = {"latencies": (0, 2), "clients": (8, 32), "warmup": 2, "duration": 8} if args.quick else {}
     params = params or {"latencies": SLOW_LATENCIES, "clients": SLOW_CLIENTS, "warmup": 5, "duration": 20}
     with open(Path(tmp) / "double.log", "wb") as log:  # the double in a process of its own
-        command = [PY, "-m", "tests.gemini_double"]
+        command = [PY, "-m", "tests.support.gemini_double"]
         double = subprocess.Popen(command, cwd=_common.ROOT_DIR, stdout=subprocess.PIPE, stderr=log)
     try:
         url = double.stdout.readline().decode().strip()
@@ -170,7 +170,7 @@ def render_slow(slow: dict) -> list[str]:
     lines = [
         *_common.section("With a slow model"),
         "Both servers on the real model path (ADK's Gemini class, google-genai over HTTP) to the local Gemini"
-        " double (tests/gemini_double.py, its own process), which answers each model call after the latency"
+        " double (tests/support/gemini_double.py, its own process), which answers each model call after the latency"
         f" given; one model call per turn. Warm-up {params['warmup']} s plus the latency, then"
         f" max({params['duration']} s, 6 x latency) measured. Page: a `GET /` (the peer: `GET /list-apps`)"
         " every 0.1 s during the run (10 s when unanswered). Memory: the server tree's peak PSS during the run"

@@ -1,4 +1,3 @@
-import contextlib
 import hashlib
 import io
 import logging
@@ -10,8 +9,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from tests.browser import asgi_live_server  # noqa: F401  (a fixture, for the browser tests)
-from tests.privacy import database_files
+from tests.support.browser import asgi_live_server  # noqa: F401  (a fixture, for the browser tests)
+from tests.support.privacy import database_files
 
 
 @pytest.fixture
@@ -159,39 +158,67 @@ def api():
 
 @pytest.fixture
 def new_session(api):
-    """Creates a session through the API; returns (session_id, token)."""
-    from tests.privacy import fixture_resume
+    """`new_session(resume_text=None)`: a session created through the API (tests/support/session_client.py);
+    returns (session_id, token)."""
+    from tests.support.session_client import create_session
 
-    def create(resume_text: str | None = None) -> tuple[str, str]:
-        response = api.post("/agent/sessions", {"resume_text": resume_text or fixture_resume()}, format="json")
-        assert response.status_code == 201, response.content
-        return response.json()["session_id"], response.json()["token"]
-
-    return create
+    return lambda resume_text=None: create_session(api, resume_text)
 
 
 @pytest.fixture
-def install_runner():
-    """`install_runner(runner)`: the API's turns run on `runner` (a test's model) until the test
-    ends (sessions_app/turns/runner.py, `using_runner`); returns the runner."""
-    from sessions_app.turns.runner import using_runner
-
-    with contextlib.ExitStack() as installed:
-        yield lambda runner: installed.enter_context(using_runner(runner))
-
-
-@pytest.fixture
-def scripted_model(install_runner):
-    """Makes the API's Runner use a ScriptedLlm with the given steps; returns the model."""
+def turns_on(settings):
+    """`turns_on(model)`: the API's turns run on a Runner of the agent on `model` (a test's) until
+    the test ends; returns that Runner. It is injected through the setting AGENT_RUNNER_FACTORY
+    (pytest-django's `settings`: put back after the test), which drops the Runner built before
+    (sessions_app/turns/runner.py)."""
     from sessions_app.turns.runner import build_runner
-    from tests.scripted_llm import ScriptedLlm
+
+    def install(model):
+        runner = build_runner(model)
+        settings.AGENT_RUNNER_FACTORY = lambda: runner
+        return runner
+
+    return install
+
+
+@pytest.fixture
+def scripted_model(turns_on):
+    """Makes the API's Runner use a ScriptedLlm with the given steps; returns the model."""
+    from tests.support.scripted_llm import ScriptedLlm
 
     def install(*steps) -> ScriptedLlm:
         model = ScriptedLlm(steps=list(steps))
-        install_runner(build_runner(model))
+        turns_on(model)
         return model
 
     return install
+
+
+@pytest.fixture
+def sealed_with_the_modules_token(request):
+    """The store seals with keys from the request's token, as under the API: during the test, the
+    token is its module's TOKEN (for tests that call the store without a request)."""
+    from sessions_app.security.crypto import token_context
+
+    with token_context(request.module.TOKEN):
+        yield
+
+
+@pytest.fixture
+def creating_fails(api, monkeypatch):
+    """`creating_fails(error)`: a session's creation raises `error` inside the view (where its token
+    is made: `failing_token`), and `api` returns the 500 answer instead of raising it."""
+    from sessions_app import services
+
+    api.raise_request_exception = False
+
+    def fail_with(error: Exception) -> None:
+        def failing_token():
+            raise error
+
+        monkeypatch.setattr(services, "new_token", failing_token)
+
+    return fail_with
 
 
 @pytest.fixture
@@ -247,28 +274,40 @@ def restore_sqlite_settings(db_path):
 
 
 @pytest.fixture
-def gemini(monkeypatch, install_runner):
-    """The API's Runner on ADK's Gemini class, talking HTTP to a local double of the Gemini REST
-    API (tests/gemini_double.py); yields the double. (The server tests have their own: the double
-    alone, for the servers they start.)"""
-    from google.adk.models.google_llm import Gemini
-
-    from sessions_app.turns.runner import build_runner
-    from tests.gemini_double import GeminiDouble
+def gemini_double():
+    """A local double of the Gemini REST API (tests/support/gemini_double.py), alone: running until
+    the test ends, nothing pointed at it."""
+    from tests.support.gemini_double import GeminiDouble
 
     double = GeminiDouble().start()
-    monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", double.url)
-    install_runner(build_runner(Gemini(model="gemini-2.5-flash")))
     yield double
     double.stop()
 
 
 @pytest.fixture
+def env_on_gemini_double(monkeypatch, gemini_double):
+    """The double, and this process's environment pointing google-genai at it (GOOGLE_API_KEY,
+    GOOGLE_GEMINI_BASE_URL): the settings' model choice is then Gemini; returns the double."""
+    for name, value in gemini_double.environment().items():
+        monkeypatch.setenv(name, value)
+    return gemini_double
+
+
+@pytest.fixture
+def runner_on_gemini_double(env_on_gemini_double, turns_on):
+    """The API's turns on ADK's Gemini class, talking HTTP to the double (the environment pointing
+    at it, as above); returns the double."""
+    from google.adk.models.google_llm import Gemini
+
+    turns_on(Gemini(model="gemini-2.5-flash"))
+    return env_on_gemini_double
+
+
+@pytest.fixture
 def telemetry():
     """What ADK traces during the test (spans, and the log records of its GenAI events), kept in
-    memory by OpenTelemetry's SDK (tests/otel_capture.py); the service itself exports nothing."""
-    from tests.otel_capture import Telemetry
+    memory by OpenTelemetry's SDK (tests/support/otel_capture.py); the service itself exports nothing."""
+    from tests.support.otel_capture import Telemetry
 
     captured = Telemetry()
     yield captured

@@ -13,8 +13,8 @@ from sessions_app import retention
 from sessions_app.admin.sessions import local_time, time_left
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent
 from sessions_app.retention import PURGE_TASK
-from tests.factories import make_purge_schedule, make_session
-from tests.privacy import find_in_text, fixture_markers
+from tests.support.factories import make_purge_schedule, make_session
+from tests.support.privacy import find_in_text, fixture_markers
 
 # The admin in English (its source language): what these tests read; tests/test_translations.py
 # covers the Traditional Chinese.

@@ -19,8 +19,8 @@ import pytest
 from django.utils import timezone
 
 from sessions_app.models import AgentSession, DeletionAudit
-from tests.browser import chromium, needs_chromium
-from tests.factories import make_session
+from tests.support.browser import chromium, needs_chromium
+from tests.support.factories import make_session
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 # Django's language code, and the browser's locale that asks for it.

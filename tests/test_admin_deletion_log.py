@@ -16,8 +16,8 @@ from sessions_app.deletion_log.formats.merkle import leaf_hash
 from sessions_app.deletion_log.formats.note import Signer
 from sessions_app.models import AgentSession, DeletionAudit, DeletionLogCheckpoint, DeletionLogEntry
 from sessions_app.security.tokens import owner_id_for
-from tests.factories import make_session
-from tests.privacy import find_in_text, fixture_markers
+from tests.support.factories import make_session
+from tests.support.privacy import find_in_text, fixture_markers
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]
 

@@ -21,7 +21,7 @@ from django_q.models import Failure, OrmQ, Schedule, Success, Task
 from sessions_app.deletion_log import verification as log_verification
 from sessions_app.retention import PURGE_TASK
 from sessions_app.services import purge_interval_set
-from tests.factories import make_purge_schedule
+from tests.support.factories import make_purge_schedule
 
 # The admin in English (its source language): what these tests read; tests/test_translations.py
 # covers the Traditional Chinese.

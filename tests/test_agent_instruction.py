@@ -8,7 +8,7 @@ from agent.agent import build_agent
 from agent.offline import OfflineResumeModel
 from agent.plans import initial_state
 from agent.prompt import RESUME_END, build_instruction, extract_resume
-from tests.scripted_llm import Harness, ScriptedLlm, final_text, function_calls, text_response
+from tests.support.scripted_llm import Harness, ScriptedLlm, final_text, function_calls, text_response
 
 pytestmark = pytest.mark.backend_independent
 

@@ -12,7 +12,7 @@ from agent.offline import OFFLINE_BANNER, OFFLINE_BANNER_ZH, OfflineResumeModel
 from agent.plans import plan_versions
 from agent.verification import verify_reply
 from sessions_app.turns import service as turns
-from tests.scripted_llm import Harness, final_text, function_calls
+from tests.support.scripted_llm import Harness, final_text, function_calls
 
 pytestmark = pytest.mark.backend_independent
 

@@ -9,7 +9,7 @@ from agent.agent import build_agent
 from agent.plans import plan_versions
 from agent.prompt import extract_resume
 from agent.verification import verify_reply
-from tests.scripted_llm import Harness, ScriptedLlm, call_response, final_text, function_calls, text_response
+from tests.support.scripted_llm import Harness, ScriptedLlm, call_response, final_text, function_calls, text_response
 
 pytestmark = pytest.mark.backend_independent
 

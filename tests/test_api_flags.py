@@ -4,7 +4,7 @@ import pytest
 
 from agent.screening import KINDS, MODEL_FLAG_KIND
 from sessions_app.api.flags import FLAG_LABELS
-from tests.scripted_llm import call_response, text_response
+from tests.support.scripted_llm import call_response, text_response
 
 pytestmark = pytest.mark.django_db
 

@@ -8,6 +8,7 @@ import pytest
 from rest_framework.exceptions import ParseError
 
 from sessions_app.api.parsers import BodyTooLarge, LimitedJSONParser
+from tests.support.session_client import messages_path, say
 
 pytestmark = pytest.mark.django_db
 
@@ -114,12 +115,17 @@ def test_no_body_at_all_is_a_parse_error_not_a_crash():
         LimitedJSONParser().parse(None, None, {"request": SimpleNamespace(META={})})
 
 
-def test_bad_messages_keep_the_conversation(api, new_session):
+def _after_a_first_turn(api, new_session) -> tuple[str, str, dict, dict]:
+    """A session after one turn: its id, its messages' URL, its token's header, and its messages then."""
     session_id, token = new_session()
-    url = f"/agent/sessions/{session_id}/messages"
+    url = messages_path(session_id)
     headers = {"HTTP_X_SESSION_TOKEN": token}
-    assert api.post(url, {"message": "first"}, format="json", **headers).status_code == 200
-    before = api.get(url, **headers).json()
+    assert say(api, session_id, token, "first").status_code == 200
+    return session_id, url, headers, api.get(url, **headers).json()
+
+
+def test_bad_messages_keep_the_conversation(api, new_session):
+    _, url, headers, before = _after_a_first_turn(api, new_session)
     for value in ["", "  ", None, 7, ["x"], "a\x00b", "x" * 5000]:
         response = api.post(url, {"message": value}, format="json", **headers)
         assert response.status_code == 400, value
@@ -211,11 +217,7 @@ def test_malformed_bodies_on_create_are_4xx_json(api):
 
 
 def test_malformed_bodies_on_messages_are_4xx_json_and_keep_the_conversation(api, new_session):
-    session_id, token = new_session()
-    url = f"/agent/sessions/{session_id}/messages"
-    headers = {"HTTP_X_SESSION_TOKEN": token}
-    assert api.post(url, {"message": "first"}, format="json", **headers).status_code == 200
-    before = api.get(url, **headers).json()
+    session_id, url, headers, before = _after_a_first_turn(api, new_session)
     _post_each_malformed_body(api, url, "message", **headers)
     assert api.get(f"/agent/sessions/{session_id}", **headers).status_code == 200
     assert api.get(url, **headers).json() == before

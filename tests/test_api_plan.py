@@ -11,20 +11,13 @@ import pytest
 import time_machine
 
 from sessions_app.models import AgentSession, SessionEvent
+from tests.support.session_client import answer_to
 
 pytestmark = pytest.mark.django_db
 
 
 def _plan(api, session_id, token):
     return api.get(f"/agent/sessions/{session_id}/plan", HTTP_X_SESSION_TOKEN=token)
-
-
-def _say(api, session_id, token, message):
-    response = api.post(
-        f"/agent/sessions/{session_id}/messages", {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token
-    )
-    assert response.status_code == 200, response.content
-    return response.json()
 
 
 def _comparable(response) -> tuple:
@@ -48,8 +41,8 @@ def test_a_new_session_has_no_plan(api, new_session):
 
 def test_the_current_plan_and_its_earlier_versions(api, new_session):
     session_id, token = new_session()
-    _say(api, session_id, token, "Please draft my job-search plan")
-    _say(api, session_id, token, "Focus on remote roles")
+    answer_to(api, session_id, token, "Please draft my job-search plan")
+    answer_to(api, session_id, token, "Focus on remote roles")
 
     body = _plan(api, session_id, token).json()
     assert set(body) == {"session_id", "current", "versions"}
@@ -67,7 +60,7 @@ def test_the_current_plan_and_its_earlier_versions(api, new_session):
 
 def test_reading_the_plan_saves_nothing(api, new_session):
     session_id, token = new_session()
-    _say(api, session_id, token, "Please draft my job-search plan")
+    answer_to(api, session_id, token, "Please draft my job-search plan")
     before = _stored(session_id)
     later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
     with time_machine.travel(later):
@@ -82,7 +75,7 @@ def test_only_the_kept_versions_are_listed(api, new_session, monkeypatch):
     monkeypatch.setenv("PLAN_MAX_VERSIONS", "2")
     session_id, token = new_session()
     for message in ("Please draft my job-search plan", "Focus on remote roles", "Add a weekly schedule"):
-        _say(api, session_id, token, message)
+        answer_to(api, session_id, token, message)
     body = _plan(api, session_id, token).json()
     assert [version["version"] for version in body["versions"]] == [2, 3]
     assert body["current"]["version"] == 3
@@ -98,7 +91,7 @@ def test_without_a_token_it_is_the_401_of_the_other_endpoints(api, new_session):
 def test_every_miss_is_the_404_of_the_other_endpoints_byte_for_byte(api, new_session, settings):
     settings.DEBUG = False
     mine, my_token = new_session()
-    _say(api, mine, my_token, "Please draft my job-search plan")
+    answer_to(api, mine, my_token, "Please draft my job-search plan")
     other, other_token = new_session()
     gone, gone_token = new_session()
     assert api.delete(f"/agent/sessions/{gone}", HTTP_X_SESSION_TOKEN=gone_token).status_code == 204

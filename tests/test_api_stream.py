@@ -10,9 +10,11 @@ from asgiref.sync import sync_to_async
 
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.storage import turn_lock
-from tests.asgi_client import ASGIClient, run
+from tests.support.asgi_client import ASGIClient, run
+from tests.support.session_client import say
 
 pytestmark = pytest.mark.django_db
+DRAFT_MESSAGE = "Please draft my job-search plan"
 
 STREAM = {"HTTP_ACCEPT": "text/event-stream"}
 PROGRESS_KEYS = {"stage", "label", "count", "version", "model_call"}
@@ -22,11 +24,6 @@ PROGRESS_KEYS = {"stage", "label", "count", "version", "model_call"}
 def api():
     """This module's client (and `new_session`'s): Django's ASGI handler, the one stream path."""
     return ASGIClient()
-
-
-def _post(api, session_id, token, message="Please draft my job-search plan", **headers):
-    url = f"/agent/sessions/{session_id}/messages"
-    return api.post(url, {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token, **headers)
 
 
 def parse(chunks) -> list[tuple[str, dict]]:
@@ -41,7 +38,7 @@ def parse(chunks) -> list[tuple[str, dict]]:
 
 def test_a_streamed_turn_shows_its_stages_then_the_stored_reply(api, new_session):
     session_id, token = new_session()
-    response = _post(api, session_id, token, HTTP_ACCEPT_LANGUAGE="en", **STREAM)
+    response = say(api, session_id, token, DRAFT_MESSAGE, HTTP_ACCEPT_LANGUAGE="en", **STREAM)
     assert response.status_code == 200
     assert response["Content-Type"] == "text/event-stream; charset=utf-8"
     assert response["Cache-Control"] == "no-store"
@@ -54,7 +51,7 @@ def test_a_streamed_turn_shows_its_stages_then_the_stored_reply(api, new_session
     labels = {data["stage"]: data["label"] for _, data in events[:-1]}
     assert labels["saving_plan"] == "Saving plan v1"
     reply = events[-1][1]
-    plain = _post(api, session_id, token, "Focus on remote roles").json()
+    plain = say(api, session_id, token, "Focus on remote roles").json()
     assert set(reply) == set(plain)
     assert reply["verification"] and reply["tool_calls"][0]["outcome"] == "ran"
     history = api.get(f"/agent/sessions/{session_id}/messages", HTTP_X_SESSION_TOKEN=token).json()["messages"]
@@ -64,7 +61,7 @@ def test_a_streamed_turn_shows_its_stages_then_the_stored_reply(api, new_session
 
 def test_progress_carries_stages_and_counts_never_the_models_text(api, new_session):
     session_id, token = new_session()
-    events = parse(_post(api, session_id, token, **STREAM).streaming_content)
+    events = parse(say(api, session_id, token, DRAFT_MESSAGE, **STREAM).streaming_content)
     reply = events[-1][1]["reply"]
     for _, data in events[:-1]:
         assert set(data) <= PROGRESS_KEYS
@@ -75,7 +72,9 @@ def test_progress_carries_stages_and_counts_never_the_models_text(api, new_sessi
 
 def test_progress_labels_speak_the_clients_language(api, new_session):
     session_id, token = new_session()
-    events = parse(_post(api, session_id, token, HTTP_ACCEPT_LANGUAGE="zh-Hant", **STREAM).streaming_content)
+    events = parse(
+        say(api, session_id, token, DRAFT_MESSAGE, HTTP_ACCEPT_LANGUAGE="zh-Hant", **STREAM).streaming_content
+    )
     labels = {data["stage"]: data["label"] for name, data in events if name == "progress"}
     assert labels["saving_plan"] == "正在儲存計畫 v1"
     assert all(not label.isascii() for label in labels.values())
@@ -83,26 +82,27 @@ def test_progress_labels_speak_the_clients_language(api, new_session):
 
 def test_errors_before_the_stream_are_the_usual_json_answers(api, new_session):
     session_id, token = new_session()
-    missing = _post(api, "0" * 32, token, **STREAM)
-    plain_missing = _post(api, "0" * 32, token)
+    missing = say(api, "0" * 32, token, DRAFT_MESSAGE, **STREAM)
+    plain_missing = say(api, "0" * 32, token, DRAFT_MESSAGE)
     assert (missing.status_code, missing.content) == (404, plain_missing.content)
     assert missing["Content-Type"] == "application/json"
     session = AgentSession.objects.get(session_id=session_id)
     assert turn_lock.lock_turn(session.pk, 60)  # another turn runs
-    busy = _post(api, session_id, token, **STREAM)
+    busy = say(api, session_id, token, DRAFT_MESSAGE, **STREAM)
     turn_lock.release_turn(session.pk)
     assert busy.status_code == 409 and busy["Content-Type"] == "application/json" and "detail" in busy.json()
 
 
-def test_a_model_failure_mid_stream_is_an_error_event_and_nothing_is_kept(api, new_session, gemini):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_a_model_failure_mid_stream_is_an_error_event_and_nothing_is_kept(api, new_session, gemini_double):
     session_id, token = new_session()
-    gemini.answer((503, {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}))
-    events = parse(_post(api, session_id, token, **STREAM).streaming_content)
+    gemini_double.answer((503, {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}))
+    events = parse(say(api, session_id, token, DRAFT_MESSAGE, **STREAM).streaming_content)
     name, error = events[-1]
     assert name == "error" and error["status"] == 503 and error["code"] == "model_unavailable"
     assert error["detail"]
     assert SessionEvent.objects.count() == 0
-    assert _post(api, session_id, token).status_code == 200  # the lock was freed
+    assert say(api, session_id, token, DRAFT_MESSAGE).status_code == 200  # the lock was freed
 
 
 def test_a_session_deleted_while_its_turn_streams_ends_with_the_one_404(api, new_session):
@@ -142,7 +142,9 @@ def test_under_debug_an_unexpected_failure_mid_stream_is_still_the_json_500(api,
     answers = {}
     for debug in (False, True):
         settings.DEBUG = debug
-        answers[debug] = parse(_post(api, session_id, token, HTTP_ACCEPT_LANGUAGE="en", **STREAM).streaming_content)[-1]
+        answers[debug] = parse(
+            say(api, session_id, token, DRAFT_MESSAGE, HTTP_ACCEPT_LANGUAGE="en", **STREAM).streaming_content
+        )[-1]
     assert answers[True] == answers[False]
     assert answers[True] == (
         "error",
@@ -171,7 +173,7 @@ def test_a_stream_closed_before_its_first_event_frees_the_turn(api, new_session)
     finally:
         signals.request_finished.connect(close_old_connections)
     assert turns_in_flight.count == 0
-    assert _post(api, session_id, token).status_code == 200  # no 409: the lock was freed
+    assert say(api, session_id, token, DRAFT_MESSAGE).status_code == 200  # no 409: the lock was freed
 
 
 @pytest.mark.parametrize(
@@ -187,7 +189,7 @@ def test_a_stream_closed_before_its_first_event_frees_the_turn(api, new_session)
 )
 def test_the_accept_header_chooses_the_stream_as_drf_negotiates(api, new_session, accept, streamed):
     session_id, token = new_session()
-    response = _post(api, session_id, token, HTTP_ACCEPT=accept)
+    response = say(api, session_id, token, DRAFT_MESSAGE, HTTP_ACCEPT=accept)
     assert response.status_code == 200 and response.streaming == streamed
     if streamed:
         list(response.streaming_content)
@@ -201,12 +203,12 @@ def test_only_a_turns_answer_varies_with_accept(api, new_session):
         return "Accept" in [name.strip() for name in response.get("Vary", "").split(",")]
 
     session_id, token = new_session()
-    streamed = _post(api, session_id, token, **STREAM)
+    streamed = say(api, session_id, token, DRAFT_MESSAGE, **STREAM)
     list(streamed.streaming_content)
-    assert varies(streamed) and varies(_post(api, session_id, token))
+    assert varies(streamed) and varies(say(api, session_id, token, DRAFT_MESSAGE))
     auth = {"HTTP_X_SESSION_TOKEN": token}
     assert not varies(api.get(f"/agent/sessions/{session_id}/messages", **auth, **STREAM))
-    assert not varies(_post(api, "0" * 32, token, **STREAM))
-    assert not varies(_post(api, session_id, token, message="", **STREAM))  # a 400
-    refused = _post(api, session_id, token, HTTP_ACCEPT="application/xml")
+    assert not varies(say(api, "0" * 32, token, DRAFT_MESSAGE, **STREAM))
+    assert not varies(say(api, session_id, token, message="", **STREAM))  # a 400
+    refused = say(api, session_id, token, DRAFT_MESSAGE, HTTP_ACCEPT="application/xml")
     assert refused.status_code == 406 and not varies(refused)

@@ -9,7 +9,7 @@ import pytest
 from agent import APP_NAME
 from sessions_app.security.crypto import derive_key
 from sessions_app.security.tokens import owner_id_for
-from tests.privacy import find_chunks, find_markers, sealed_chunks
+from tests.support.privacy import find_chunks, find_markers, sealed_chunks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,19 +9,10 @@ from google.genai import errors as genai_errors
 
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.storage import turn_lock
-from tests.scripted_llm import call_response, text_response
+from tests.support.scripted_llm import call_response, text_response
+from tests.support.session_client import messages_of, say
 
 pytestmark = pytest.mark.django_db
-
-
-def _say(api, session_id, token, message="請更新我的計畫"):
-    return api.post(
-        f"/agent/sessions/{session_id}/messages", {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token
-    )
-
-
-def _history(api, session_id, token):
-    return api.get(f"/agent/sessions/{session_id}/messages", HTTP_X_SESSION_TOKEN=token).json()["messages"]
 
 
 def test_tool_calls_usage_and_plan_are_reported(api, new_session, scripted_model):
@@ -36,7 +27,7 @@ def test_tool_calls_usage_and_plan_are_reported(api, new_session, scripted_model
         call_response("save_plan", {"plan": "1. Apply to platform teams."}, prompt_tokens=120, output_tokens=12),
         text_response("Hi 林語晴. Your plan is saved as v1.", prompt_tokens=140, output_tokens=14),
     )
-    response = _say(api, session_id, token)
+    response = say(api, session_id, token)
     assert response.status_code == 200
     body = response.json()
     assert [call["name"] for call in body["tool_calls"]] == ["verify_claims", "save_plan"]
@@ -53,7 +44,7 @@ def test_tool_calls_usage_and_plan_are_reported(api, new_session, scripted_model
 def test_reply_is_verified_even_when_the_model_skips_verification(api, new_session, scripted_model):
     session_id, token = new_session()
     scripted_model(text_response("You worked at Google for 10 years. You led the billing migration to Kubernetes."))
-    body = _say(api, session_id, token).json()
+    body = say(api, session_id, token).json()
     assert body["tool_calls"] == []
     by_claim = {check["claim"]: check for check in body["verification"]}
     assert by_claim["You worked at Google for 10 years."]["supported"] is False
@@ -92,25 +83,25 @@ def test_model_failure_is_mapped_and_leaves_no_half_turn(
 ):
     session_id, token = new_session()
     scripted_model(text_response("Hi 林語晴, first answer."))
-    assert _say(api, session_id, token, "first").status_code == 200
-    history = _history(api, session_id, token)
+    assert say(api, session_id, token, "first").status_code == 200
+    history = messages_of(api, session_id, token)
     state = AgentSession.objects.get(session_id=session_id).state
     event_count = SessionEvent.objects.count()
 
     # The model fails after a tool already wrote state in this turn.
     scripted_model(call_response("save_plan", {"plan": "half a plan"}), error)
-    response = _say(api, session_id, token, "second")
+    response = say(api, session_id, token, "second")
     assert response.status_code == status
     assert "detail" in response.json()
     assert ("Retry-After" in response) is retry_after
     assert not retry_after or int(response["Retry-After"]) > 0  # seconds, as RFC 9110 says
 
-    assert _history(api, session_id, token) == history
+    assert messages_of(api, session_id, token) == history
     assert AgentSession.objects.get(session_id=session_id).state == state
     assert SessionEvent.objects.count() == event_count
     scripted_model(text_response("Hi again."))
-    assert _say(api, session_id, token, "third").status_code == 200
-    assert [m["text"] for m in _history(api, session_id, token)][-2:] == ["third", "Hi again."]
+    assert say(api, session_id, token, "third").status_code == 200
+    assert [m["text"] for m in messages_of(api, session_id, token)][-2:] == ["third", "Hi again."]
 
 
 def test_turn_timeout_is_504(api, new_session, scripted_model, settings):
@@ -119,25 +110,25 @@ def test_turn_timeout_is_504(api, new_session, scripted_model, settings):
     model = scripted_model()
 
     async def slow_generate(llm_request, stream=False):
-        await asyncio.sleep(2)
+        await asyncio.Event().wait()  # a model that never answers: the turn's timeout ends it
         yield text_response("too late")
 
     object.__setattr__(model, "generate_content_async", slow_generate)
     session_id, token = new_session()
-    response = _say(api, session_id, token)
+    response = say(api, session_id, token)
     assert response.status_code == 504
-    assert _history(api, session_id, token) == []
+    assert messages_of(api, session_id, token) == []
 
 
 def test_a_turn_already_running_gets_409(api, new_session):
     session_id, token = new_session()
     session_pk = AgentSession.objects.get(session_id=session_id).pk
     assert turn_lock.lock_turn(session_pk, 60)  # another turn runs
-    response = _say(api, session_id, token)
+    response = say(api, session_id, token)
     turn_lock.release_turn(session_pk)
     assert response.status_code == 409
     assert response.json() == {"detail": "這個 session 正在處理上一則訊息，請等它完成後再送出"}
-    assert _history(api, session_id, token) == []
+    assert messages_of(api, session_id, token) == []
 
 
 @pytest.mark.django_db(transaction=True)
@@ -157,12 +148,12 @@ def test_two_concurrent_turns_give_one_200_and_one_409(new_session, scripted_mod
     results = {}
 
     def first_turn():
-        results["first"] = _say(APIClient(), session_id, token, "first")
+        results["first"] = say(APIClient(), session_id, token, "first")
 
     thread = threading.Thread(target=first_turn)
     thread.start()
     assert entered.wait(10)
-    results["second"] = _say(APIClient(), session_id, token, "second")
+    results["second"] = say(APIClient(), session_id, token, "second")
     release.set()
     thread.join(10)
     from django.db import connections
@@ -170,20 +161,20 @@ def test_two_concurrent_turns_give_one_200_and_one_409(new_session, scripted_mod
     connections.close_all()
     assert results["first"].status_code == 200
     assert results["second"].status_code == 409
-    texts = [m["text"] for m in _history(APIClient(), session_id, token)]
+    texts = [m["text"] for m in messages_of(APIClient(), session_id, token)]
     assert texts == ["first", "Hi 林語晴, the only answer."]
 
 
 def test_offline_model_end_to_end(api, new_session):
     session_id, token = new_session()
     headers = {"HTTP_X_SESSION_TOKEN": token}
-    first = _say(api, session_id, token, "請幫我規劃求職").json()
+    first = say(api, session_id, token, "請幫我規劃求職").json()
     assert "offline" in first["model"]
     assert "林語晴" in first["reply"] and "offline" in first["reply"].lower()
     assert {"verify_claims", "save_plan"} <= {call["name"] for call in first["tool_calls"]}
     assert first["total_tokens"] == 0 and first["llm_calls"] >= 3
     assert first["verification"] and all(check["supported"] for check in first["verification"])
-    second = _say(api, session_id, token, "Focus on remote roles").json()
+    second = say(api, session_id, token, "Focus on remote roles").json()
     assert second["reply"] != first["reply"]
 
     meta = api.get(f"/agent/sessions/{session_id}", **headers).json()
@@ -240,7 +231,7 @@ def test_a_turn_beyond_the_processs_bound_is_503_busy_and_takes_nothing(api, new
 
     session_id, token = new_session()
     settings.AGENT_MAX_TURNS_IN_FLIGHT = 0
-    refused = _say(api, session_id, token)
+    refused = say(api, session_id, token)
     assert refused.status_code == 503 and refused["Retry-After"] == "1"
     assert refused.json() == {"detail": "服務目前正在回覆的訊息已達上限，請稍後再傳送一次。", "code": "busy"}
     in_english = api.post(
@@ -253,7 +244,7 @@ def test_a_turn_beyond_the_processs_bound_is_503_busy_and_takes_nothing(api, new
     assert in_english.json()["detail"] == (
         "The service is answering as many messages as it can right now. Please send it again soon."
     )
-    assert turns_in_flight.count == 0 and _history(api, session_id, token) == []
+    assert turns_in_flight.count == 0 and messages_of(api, session_id, token) == []
     settings.AGENT_MAX_TURNS_IN_FLIGHT = 1
-    assert _say(api, session_id, token).status_code == 200  # the session's lock was never taken
+    assert say(api, session_id, token).status_code == 200  # the session's lock was never taken
     assert turns_in_flight.count == 0  # the turn gave its place back

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.urls import resolve
 
 from sessions_app.turns import loop as event_loop
-from tests.scripted_llm import text_response
+from tests.support.scripted_llm import text_response
 
 pytestmark = pytest.mark.django_db
 

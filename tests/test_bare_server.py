@@ -21,9 +21,10 @@ import pytest
 
 from sessions_app.infra.log_lines import short_form
 from sessions_app.infra.supervisor import gunicorn_command
-from tests.privacy import fixture_resume
-from tests.test_servers import _free_port, migrated_env, start_server
-from tests.waiting import wait_until
+from tests.support.privacy import fixture_resume
+from tests.support.servers import free_port, migrated_env, start_server
+from tests.support.sockets import held_by_server, not_yet_accepted, read_by_server
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.sqlite_only]
 
@@ -79,7 +80,7 @@ def _serve(tmp: Path, app: str | None = None):
         CLIENT_MESSAGE_RATE="10000/min",
         DJANGO_ALLOWED_HOSTS="127.0.0.1",
     )
-    port, log_path = _free_port(), tmp / "server.log"
+    port, log_path = free_port(), tmp / "server.log"
     command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1, environ=env)
     if app is not None:
         command[command.index("config.asgi:application")] = app
@@ -97,7 +98,7 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def large_answers(tmp_path_factory):
     """The same server and worker, its application one that answers 8 MB to every request."""
-    yield from _serve(tmp_path_factory.mktemp("large"), app="tests.large_answer_app:application")
+    yield from _serve(tmp_path_factory.mktemp("large"), app="tests.support.large_answer_app:application")
 
 
 def _closed_by_server(sock: socket.socket, within: float) -> float | None:
@@ -149,6 +150,10 @@ def _body_on_disk(server: Server) -> list[str]:
     return found
 
 
+def _answered(sock: socket.socket) -> bool:
+    return bool(select.select([sock], [], [], 0)[0])
+
+
 def _upload(server: Server, method: str, path: str, chunked: bool) -> tuple[int, dict, bytes, list[str]]:
     """Sends a 50 MB JSON body 1 MB at a time, looking for it on disk every 4 MB; stops when the
     server answers."""
@@ -164,11 +169,11 @@ def _upload(server: Server, method: str, path: str, chunked: bool) -> tuple[int,
     on_disk = []
     try:
         for sent in range(BIG // len(piece)):
-            if select.select([sock], [], [], 0)[0]:
+            if _answered(sock):
                 break  # the answer came
             sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
-            if sent % 4 == 3:
-                time.sleep(0.2)
+            if sent % 4 == 3:  # once the server has read what came so far (or answered)
+                wait_until(lambda: _answered(sock) or read_by_server(server.port, sock), timeout=10, interval=0.01)
                 on_disk += _body_on_disk(server)
     except (BrokenPipeError, ConnectionResetError):
         pass
@@ -259,7 +264,13 @@ def test_a_slow_body_is_answered_408_after_the_body_timeout(server):
 def test_connections_over_the_cap_are_refused_and_logged(server):
     socks = [server.connect() for _ in range(CAP + 10)]
     try:
-        time.sleep(0.3)  # well within the header timeout: the accepted ones are all still open
+        # Every connection taken, the ten over the cap closed: well within the header timeout, so
+        # the accepted ones are all still open.
+        wait_until(
+            lambda: not_yet_accepted(server.port) == 0 and len(select.select(socks, [], [], 0)[0]) >= 10,
+            timeout=TIMEOUT / 2,
+            interval=0.01,
+        )
         closed = select.select(socks, [], [], 0.2)[0]
         assert len(closed) == 10
         assert set(closed) == set(socks[CAP:])
@@ -287,7 +298,8 @@ def _resident_mb(server: Server) -> float:
 
 def _unread_round(server: Server, readers: int = 20) -> None:
     """`readers` clients ask for the 8 MB answer and read none of it (a 4 KB receive buffer)."""
-    time.sleep(KEEPALIVE + 0.5)  # any kept-alive connection of before is closed by now
+    # Any kept-alive connection of before closed by the server (after KEEPALIVE).
+    wait_until(lambda: held_by_server(server.port) == 0, timeout=KEEPALIVE + 5)
     baseline = _socket_count(server)
     socks = []
     for _ in range(readers):
@@ -375,7 +387,7 @@ def test_an_aborted_upload_is_no_500(server):
     mark = len(server.log())
     sock = server.connect()
     sock.sendall(b'POST /agent/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{"resume')
-    time.sleep(0.2)
+    wait_until(lambda: read_by_server(server.port, sock), timeout=5, interval=0.01)  # the upload has begun
     sock.close()
     assert wait_until(lambda: "POST /agent/sessions" in _lines_after(server, mark), 5)
     new = _lines_after(server, mark)

@@ -8,7 +8,7 @@ from google.genai import errors as genai_errors
 
 from sessions_app.models import AgentSession
 from sessions_app.storage import turn_lock
-from tests.scripted_llm import text_response
+from tests.support.scripted_llm import text_response
 
 pytestmark = pytest.mark.django_db
 
@@ -46,15 +46,9 @@ def test_create_and_its_errors(api, settings, monkeypatch):
     assert "token" in answers[201].json()
 
 
-def test_unexpected_error_500(api, settings, monkeypatch):
+def test_unexpected_error_500(api, settings, creating_fails):
     settings.DEBUG = False
-    api.raise_request_exception = False
-    from sessions_app import services
-
-    def failing_token():
-        raise RuntimeError("forced failure")
-
-    monkeypatch.setattr(services, "new_token", failing_token)
+    creating_fails(RuntimeError("forced failure"))
     response = api.post("/agent/sessions", {"resume_text": "Lin"}, format="json")
     assert response.status_code == 500
     assert _no_store(response)

@@ -18,9 +18,10 @@ from django.db import connections
 from rest_framework.test import APIClient
 
 from sessions_app.infra.cache_counters import HeldCounts
-from tests.asgi_client import ASGIClient, run
-from tests.scripted_llm import text_response
-from tests.waiting import let_go_together, wait_until_async
+from tests.support.asgi_client import ASGIClient, run
+from tests.support.scripted_llm import text_response
+from tests.support.session_client import say
+from tests.support.waiting import let_go_together, wait_until, wait_until_async
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUSED_EN = "Too many messages from your network are being answered at once. Please send it again in a few seconds."
@@ -30,22 +31,12 @@ REFUSED_ZH = "你的網路同時有太多則訊息正在等待回覆，請過幾
 
 def _stream(session, address: str):
     """A streamed turn through Django's ASGI handler (the one stream path), read to its end."""
-    session_id, token = session
-    url = f"/agent/sessions/{session_id}/messages"
-    return ASGIClient(address).post(url, {"message": "Plan please"}, HTTP_X_SESSION_TOKEN=token, **STREAM)
+    return say(ASGIClient(address), *session, "Plan please", **STREAM)
 
 
 def _say(session, address: str, language: str = "en", **extra):
-    session_id, token = session
-    return APIClient().post(
-        f"/agent/sessions/{session_id}/messages",
-        {"message": "Plan please"},
-        format="json",
-        HTTP_X_SESSION_TOKEN=token,
-        REMOTE_ADDR=address,
-        HTTP_ACCEPT_LANGUAGE=language,
-        **extra,
-    )
+    """A turn of `session` (session_id, token) from a client at `address`."""
+    return say(APIClient(), *session, "Plan please", REMOTE_ADDR=address, HTTP_ACCEPT_LANGUAGE=language, **extra)
 
 
 @pytest.fixture
@@ -75,15 +66,6 @@ def held_model(scripted_model):
     return release, arrived
 
 
-def _wait_for(condition, timeout=20.0):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
 @pytest.fixture
 def sessions(new_session, settings):
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {}}
@@ -98,11 +80,13 @@ def test_a_client_holding_its_bound_is_refused_and_another_client_gets_through(b
     mine, theirs = sessions(4), sessions(1)
     with ThreadPoolExecutor(max_workers=3) as pool:
         held = [pool.submit(_say, session, "203.0.113.10") for session in mine[:2]]
-        _wait_for(lambda: len(arrived) == 2)
+        assert wait_until(lambda: len(arrived) == 2, timeout=20, interval=0.01), "timed out"
         refused = _say(mine[2], "203.0.113.10")
         in_chinese = _say(mine[3], "203.0.113.10", language="zh-Hant")
         other = pool.submit(_say, theirs[0], "203.0.113.11")
-        _wait_for(lambda: len(arrived) == 3)  # another address's turn reached the model meanwhile
+        assert wait_until(lambda: len(arrived) == 3, timeout=20, interval=0.01), (
+            "timed out"
+        )  # another address's turn reached the model meanwhile
         release.set()
         answered = [future.result(timeout=30).status_code for future in [*held, other]]
     connections.close_all()
@@ -122,7 +106,7 @@ def test_the_networks_of_a_client_are_bounded_too(bounds, held_model, sessions):
     held_addresses = ["198.51.100.1", "198.51.100.2", "2001:db8:1:100::1", "2001:db8:1:200::1"]
     with ThreadPoolExecutor(max_workers=4) as pool:
         held = [pool.submit(_say, session, address) for session, address in zip(mine, held_addresses, strict=False)]
-        _wait_for(lambda: len(arrived) == 4)
+        assert wait_until(lambda: len(arrived) == 4, timeout=20, interval=0.01), "timed out"
         beyond = [
             _say(mine[4], "198.51.100.3"),  # a third address of one /24
             _say(mine[5], "2001:db8:1:1ff::1"),  # another /64 of a /56 that holds its one
@@ -143,10 +127,10 @@ def test_junk_forwarded_by_a_proxy_is_no_fresh_turn_budget(bounds, held_model, s
     first, second, third = sessions(3)
     with ThreadPoolExecutor(max_workers=2) as pool:
         held = pool.submit(_say, first, "10.0.0.1", HTTP_X_FORWARDED_FOR="junk-1")
-        _wait_for(lambda: len(arrived) == 1)
+        assert wait_until(lambda: len(arrived) == 1, timeout=20, interval=0.01), "timed out"
         refused = _say(second, "10.0.0.1", HTTP_X_FORWARDED_FOR="junk-2")
         other = pool.submit(_say, third, "10.0.0.1", HTTP_X_FORWARDED_FOR="203.0.113.12:5555")
-        _wait_for(lambda: len(arrived) == 2)
+        assert wait_until(lambda: len(arrived) == 2, timeout=20, interval=0.01), "timed out"
         release.set()
         answered = [held.result(timeout=30).status_code, other.result(timeout=30).status_code]
     connections.close_all()

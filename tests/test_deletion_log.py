@@ -47,11 +47,12 @@ from sessions_app.models import (
     SessionEvent,
 )
 from sessions_app.security.tokens import owner_id_for
-from tests.factories import make_session
-from tests.privacy import encodings, fixture_markers
+from tests.support.factories import make_session
+from tests.support.privacy import encodings, fixture_markers
+from tests.support.session_client import say
+from tests.support.waiting import wait_until
 from tests.test_one_erasure import WAYS, _started
 from tests.test_receipts_core import V1_FIELDS, assert_only_allowed_fields
-from tests.waiting import wait_until
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
 KEY_PATH = "/.well-known/deletion-log-key"
@@ -137,25 +138,8 @@ def _plans_shown(client, session_id, token) -> int:
     return answer.json()["plan_versions"]
 
 
-def _say(client, session_id: str, token: str, message: str):
-    return client.post(
-        f"/agent/sessions/{session_id}/messages",
-        {"message": message},
-        content_type="application/json",
-        headers={"X-Session-Token": token},
-    )
-
-
-def _with_two_plans(client) -> tuple[str, str]:
-    session_id, token = _started(client)
-    answer = _say(client, session_id, token, "Focus on remote roles")
-    assert answer.status_code == 200
-    assert _plans_shown(client, session_id, token) == 2
-    return session_id, token
-
-
 @pytest.mark.django_db
-def test_a_turn_whose_store_fails_leaves_the_plan_count_as_it_was(client, monkeypatch):
+def test_a_turn_whose_store_fails_leaves_the_plan_count_as_it_was(client, api, monkeypatch):
     session_id, token = _started(client)
     before = _plans_shown(client, session_id, token)
     real_store = TurnBuffer.store_pending
@@ -165,7 +149,7 @@ def test_a_turn_whose_store_fails_leaves_the_plan_count_as_it_was(client, monkey
         raise RuntimeError("the turn's transaction fails after its writes")
 
     monkeypatch.setattr(TurnBuffer, "store_pending", store_then_fail)
-    failed = _say(client, session_id, token, "Focus on remote roles")
+    failed = say(api, session_id, token, "Focus on remote roles")
     assert failed.status_code == 500
     monkeypatch.setattr(TurnBuffer, "store_pending", real_store)
     stored = AgentSession.objects.get(session_id=session_id).plan_versions

@@ -20,7 +20,7 @@ from sessions_app.deletion_log import verification as log_verification
 from sessions_app.deletion_log.formats.entry import DeletionEntry
 from sessions_app.deletion_log.verification import State
 from sessions_app.models import AgentSession
-from tests.factories import make_session
+from tests.support.factories import make_session
 from tests.test_deletion_log_tree import grow_log
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("in_english")]

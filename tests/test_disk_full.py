@@ -24,8 +24,8 @@ import httpx
 import pytest
 
 from sessions_app.infra.supervisor import gunicorn_command
-from tests.privacy import find_in_text, fixture_markers, fixture_resume
-from tests.test_servers import ROOT, _free_port, service_env, start_server
+from tests.support.privacy import find_in_text, fixture_markers, fixture_resume
+from tests.support.servers import ROOT, free_port, service_env, start_server
 
 pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 
@@ -115,7 +115,7 @@ def test_deleting_and_purging_work_on_a_full_disk(small_volume, tmp_path):
         PURGE_BATCH_PAUSE_SECONDS="0",
     )
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path / "server.log"
     command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1, environ=env)
     process, base = start_server(command, env, log_path, port)

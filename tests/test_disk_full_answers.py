@@ -27,8 +27,8 @@ from sessions_app.api.middleware import DiskFullAnswers
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.storage import turn_lock
-from tests.factories import make_session
-from tests.privacy import find_in_text, fixture_markers, fixture_resume
+from tests.support.factories import make_session
+from tests.support.privacy import find_in_text, fixture_markers, fixture_resume
 
 
 def _erase_through_attempts(work):

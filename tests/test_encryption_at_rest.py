@@ -28,8 +28,9 @@ from sessions_app.security import crypto, sealing
 from sessions_app.security.crypto import VERSION, DecryptionFailed, KeyUnavailable, token_context
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import turn_lock
-from tests.privacy import encodings, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
-from tests.scripted_llm import text_response
+from tests.support.privacy import encodings, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
+from tests.support.scripted_llm import text_response
+from tests.support.session_client import say
 
 MESSAGES = ("請依照履歷規劃求職 Wombat-5531", "Focus on remote roles Wombat-7702")
 USER_STATE_MARKER = "偏好遠端 Wombat-user-state"
@@ -59,16 +60,10 @@ CLEAR_COLUMNS = {
 SEALED_COLUMNS = {AgentSession: {"state"}, SessionEvent: {"event_data"}, UserState: {"state"}, AppState: set()}
 
 
-def _say(api, session_id, token, message):
-    return api.post(
-        f"/agent/sessions/{session_id}/messages", {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token
-    )
-
-
 def _converse(api, new_session) -> tuple[str, str]:
     session_id, token = new_session()
     for message in MESSAGES:
-        assert _say(api, session_id, token, message).status_code == 200
+        assert say(api, session_id, token, message).status_code == 200
     return session_id, token
 
 
@@ -95,7 +90,7 @@ def test_the_resume_is_never_in_clear_in_the_files_or_a_backup(api, stored_files
     session_id, token = created["session_id"], created["token"]
     scan("after create")
     for index, message in enumerate(MESSAGES):
-        assert _say(api, session_id, token, message).status_code == 200
+        assert say(api, session_id, token, message).status_code == 200
         scan(f"after turn {index + 1}")
     export = api.get(f"/agent/sessions/{session_id}/export", HTTP_X_SESSION_TOKEN=token)
     assert export.status_code == 200
@@ -276,7 +271,7 @@ def two_sessions(api, new_session, scripted_model):
     for _ in range(2):
         scripted_model(text_response("Hi 林語晴, noted."))
         session_id, token = new_session()
-        assert _say(api, session_id, token, "first").status_code == 200
+        assert say(api, session_id, token, "first").status_code == 200
         sessions.append((session_id, token))
     return sessions, scripted_model()
 

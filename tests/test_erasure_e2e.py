@@ -23,7 +23,7 @@ from django_q.models import OrmQ, Schedule, Task
 from django_q.tasks import async_task
 
 from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState
-from tests.privacy import (
+from tests.support.privacy import (
     database_files,
     find_chunks,
     find_in_text,

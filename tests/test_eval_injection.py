@@ -24,7 +24,7 @@ from evals import injection
 from evals.injection import DECOY_SECRETS, DECOY_USER_ID, USER_ID, CaseResult, judge, load_cases, main, run_eval
 from tests import red_team_baseline
 from tests.red_team_baseline import EVAL_FAILURES
-from tests.scripted_llm import ScriptedLlm, call_response, text_response
+from tests.support.scripted_llm import ScriptedLlm, call_response, text_response
 
 pytestmark = pytest.mark.backend_independent
 

@@ -3,7 +3,7 @@ OpenAPI schema declares, at every level, so the schema and the output cannot dri
 
 import pytest
 
-from tests.privacy import fixture_resume
+from tests.support.privacy import fixture_resume
 
 pytestmark = pytest.mark.django_db
 

@@ -1,5 +1,5 @@
 """The real model path on the wire: ADK's Gemini class, google-genai's HTTP client, and a local
-double of the Gemini REST API on 127.0.0.1 (tests/gemini_double.py; google-genai reads
+double of the Gemini REST API on 127.0.0.1 (tests/support/gemini_double.py; google-genai reads
 GOOGLE_GEMINI_BASE_URL). No network.
 
 A turn the model ends without an answer to show is an error with a code the client can act on,
@@ -16,8 +16,8 @@ import pytest
 
 from sessions_app.models import AgentSession, IntegrityFailure, SessionEvent
 from sessions_app.storage import turn_lock
-from sessions_app.turns.runner import build_runner
-from tests.gemini_double import GeminiDouble, call_answer, text_answer
+from tests.support.gemini_double import GeminiDouble, call_answer, text_answer
+from tests.support.session_client import messages_of, say
 
 pytestmark = pytest.mark.django_db
 
@@ -37,39 +37,32 @@ NO_ANSWER = {
 }
 
 
-def _say(api, session_id, token, message, **headers):
-    url = f"/agent/sessions/{session_id}/messages"
-    return api.post(url, {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token, **headers)
-
-
-def _history(api, session_id, token):
-    return api.get(f"/agent/sessions/{session_id}/messages", HTTP_X_SESSION_TOKEN=token).json()["messages"]
-
-
-def test_a_turn_on_the_wire_stores_its_reply(api, new_session, gemini):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_a_turn_on_the_wire_stores_its_reply(api, new_session, gemini_double):
     session_id, token = new_session()
-    gemini.answer(text_answer("Hi 林語晴, here is a first answer."))
-    response = _say(api, session_id, token, "Please draft my plan")
+    gemini_double.answer(text_answer("Hi 林語晴, here is a first answer."))
+    response = say(api, session_id, token, "Please draft my plan")
     assert response.status_code == 200
     assert (response.json()["reply"], response.json()["model"]) == (
         "Hi 林語晴, here is a first answer.",
         "gemini-2.5-flash",
     )
-    assert gemini.requests[0]["systemInstruction"]  # what ADK sent on the wire
-    assert [m["role"] for m in _history(api, session_id, token)] == ["user", "agent"]
+    assert gemini_double.requests[0]["systemInstruction"]  # what ADK sent on the wire
+    assert [m["role"] for m in messages_of(api, session_id, token)] == ["user", "agent"]
 
 
-def test_turns_share_one_model_client_and_its_connection(api, new_session, gemini, caplog):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_turns_share_one_model_client_and_its_connection(api, new_session, gemini_double, caplog):
     """The Runner runs on one long-lived event loop (sessions_app.turns.loop), so ADK's Gemini keeps
     one google-genai client and its connection pool across turns: every model call of five turns
     arrives on one connection, and no closed loop is left for a discarded client's aclose() to fail
     on ("Event loop is closed", an ERROR record of asyncio's)."""
     session_id, token = new_session()
     for n in range(5):
-        assert _say(api, session_id, token, f"message {n}").status_code == 200
+        assert say(api, session_id, token, f"message {n}").status_code == 200
     gc.collect()  # a discarded client is closed when it is collected
-    assert len(gemini.client_ports) == 5
-    assert len(set(gemini.client_ports)) == 1
+    assert len(gemini_double.client_ports) == 5
+    assert len(set(gemini_double.client_ports)) == 1
     assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
 
 
@@ -88,13 +81,14 @@ QUOTING_ANSWERS = {
 
 
 @pytest.mark.parametrize("case", list(QUOTING_ANSWERS))
-def test_upstream_text_in_a_failed_answer_reaches_no_log(api, new_session, gemini, captured_logs, case):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_upstream_text_in_a_failed_answer_reaches_no_log(api, new_session, gemini_double, captured_logs, case):
     """ADK logs a failed model call with tracebacks quoting the upstream text (its node runner's
     "Node execution failed" and the root node's failure); the console handler's filter redacts them."""
     protected, raw = captured_logs
     session_id, token = new_session()
-    gemini.answer(QUOTING_ANSWERS[case])
-    response = _say(api, session_id, token, "Please draft my plan")
+    gemini_double.answer(QUOTING_ANSWERS[case])
+    response = say(api, session_id, token, "Please draft my plan")
     assert response.status_code in (502, 503) and response.json()["code"].startswith("model_")
     assert UPSTREAM_MARKER in raw.getvalue()  # control: the libraries did log it
     assert "record redacted" in protected.getvalue()
@@ -103,52 +97,55 @@ def test_upstream_text_in_a_failed_answer_reaches_no_log(api, new_session, gemin
 
 
 @pytest.mark.parametrize("case", list(NO_ANSWER))
-def test_a_turn_without_an_answer_is_an_error_and_is_not_kept(api, new_session, gemini, case):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_a_turn_without_an_answer_is_an_error_and_is_not_kept(api, new_session, gemini_double, case):
     body, status, code = NO_ANSWER[case]
     session_id, token = new_session()
-    gemini.answer(text_answer("Hi 林語晴, a first answer."))
-    assert _say(api, session_id, token, "first").status_code == 200
-    history, events = _history(api, session_id, token), SessionEvent.objects.count()
+    gemini_double.answer(text_answer("Hi 林語晴, a first answer."))
+    assert say(api, session_id, token, "first").status_code == 200
+    history, events = messages_of(api, session_id, token), SessionEvent.objects.count()
     state = AgentSession.objects.get(session_id=session_id).state
 
-    gemini.answer(body)
-    response = _say(api, session_id, token, "second", HTTP_ACCEPT_LANGUAGE="en")
+    gemini_double.answer(body)
+    response = say(api, session_id, token, "second", HTTP_ACCEPT_LANGUAGE="en")
     assert (response.status_code, response.json()["code"]) == (status, code)
     assert response.json()["detail"].isascii() and "not saved" in response.json()["detail"]
     # Nothing of the turn is kept: not the message, not an empty reply.
-    assert _history(api, session_id, token) == history
+    assert messages_of(api, session_id, token) == history
     assert SessionEvent.objects.count() == events
     assert AgentSession.objects.get(session_id=session_id).state == state
     assert not turn_lock.turn_is_locked(AgentSession.objects.get(session_id=session_id).pk)  # the lock was released
 
-    gemini.answer(text_answer("Hi again."))
-    assert _say(api, session_id, token, "third").status_code == 200
-    assert [m["text"] for m in _history(api, session_id, token)][-2:] == ["third", "Hi again."]
+    gemini_double.answer(text_answer("Hi again."))
+    assert say(api, session_id, token, "third").status_code == 200
+    assert [m["text"] for m in messages_of(api, session_id, token)][-2:] == ["third", "Hi again."]
 
 
-def test_a_blocked_turn_answers_in_the_clients_language(api, new_session, gemini):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_a_blocked_turn_answers_in_the_clients_language(api, new_session, gemini_double):
     session_id, token = new_session()
-    gemini.answer({"promptFeedback": {"blockReason": "SAFETY"}})
-    chinese = _say(api, session_id, token, "first")  # no Accept-Language: Traditional Chinese
+    gemini_double.answer({"promptFeedback": {"blockReason": "SAFETY"}})
+    chinese = say(api, session_id, token, "first")  # no Accept-Language: Traditional Chinese
     assert chinese.status_code == 422 and chinese.json()["code"] == "model_blocked"
     assert not chinese.json()["detail"].isascii()
 
 
-def test_each_tool_call_says_whether_it_ran(api, new_session, gemini, captured_logs):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_each_tool_call_says_whether_it_ran(api, new_session, gemini_double, captured_logs):
     """A tool the model made up is listed as unknown, not as done: ADK told the model so, nothing ran."""
     session_id, token = new_session()
-    gemini.answer(
+    gemini_double.answer(
         call_answer("delete_all_sessions", {"confirm": True}),
         call_answer("save_plan", {"plan": "1. Apply to platform teams."}),
         text_answer("Hi 林語晴, your plan is saved."),
     )
-    response = _say(api, session_id, token, "Please draft my plan")
+    response = say(api, session_id, token, "Please draft my plan")
     assert response.status_code == 200
     assert response.json()["tool_calls"] == [
         {"name": "delete_all_sessions", "args": {"confirm": True}, "outcome": "unknown"},
         {"name": "save_plan", "args": {"plan": "1. Apply to platform teams."}, "outcome": "ran"},
     ]
-    told = gemini.requests[1]["contents"][-1]["parts"][0]["functionResponse"]
+    told = gemini_double.requests[1]["contents"][-1]["parts"][0]["functionResponse"]
     assert told["name"] == "delete_all_sessions" and "error" in told["response"]
     assert api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).json()["plan_versions"] == 1
     # Counted for the operators (the retention page's integrity table), without the made-up name.
@@ -162,23 +159,19 @@ UNAVAILABLE = (503, {"error": {"code": 503, "message": "overloaded", "status": "
 
 
 @pytest.fixture
-def selected_gemini(monkeypatch, install_runner):
+def selected_gemini(monkeypatch, env_on_gemini_double, turns_on):
     """The model the service picks with a key (select_model: Gemini with its retries) on a local
     double; AGENT_MODEL_ATTEMPTS as the test sets it before it calls `select()`."""
-    double = GeminiDouble().start()
-    monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", double.url)
     monkeypatch.setenv("AGENT_MODEL_RETRY_DELAY_SECONDS", "0.01")
 
     def select(attempts: str) -> GeminiDouble:
         from agent.model_selection import select_model
 
         monkeypatch.setenv("AGENT_MODEL_ATTEMPTS", attempts)
-        install_runner(build_runner(select_model()))
-        return double
+        turns_on(select_model())
+        return env_on_gemini_double
 
-    yield select
-    double.stop()
+    return select
 
 
 @pytest.mark.parametrize("attempts,status,requests", [("2", 200, 2), ("1", 503, 1)])
@@ -187,7 +180,7 @@ def test_a_failed_model_call_is_retried_as_configured(api, new_session, selected
     double = selected_gemini(attempts)
     session_id, token = new_session()
     double.answer(UNAVAILABLE, text_answer("Hi 林語晴, answered on the second attempt."))
-    response = _say(api, session_id, token, "Please draft my plan")
+    response = say(api, session_id, token, "Please draft my plan")
     assert response.status_code == status
     assert len(double.requests) == requests
 
@@ -196,7 +189,7 @@ def test_a_retry_waits_as_long_as_the_model_asked(api, new_session, selected_gem
     double = selected_gemini("3")
     session_id, token = new_session()
     double.answer((429, _quota(), {"Retry-After": "1"}), text_answer("Hi 林語晴, answered after the wait."))
-    assert _say(api, session_id, token, "Please draft my plan").status_code == 200
+    assert say(api, session_id, token, "Please draft my plan").status_code == 200
     first, second = double.arrival_times
     assert second - first >= 0.95  # the model's 1 s, not the configured 0.01 s backoff
 
@@ -209,7 +202,7 @@ def test_a_wait_past_the_turns_deadline_is_not_waited(api, new_session, selected
     session_id, token = new_session()
     double.answer((429, _quota(), {"Retry-After": "120"}), text_answer("never sent"))
     started = time.monotonic()
-    response = _say(api, session_id, token, "Please draft my plan")
+    response = say(api, session_id, token, "Please draft my plan")
     assert (response.status_code, response["Retry-After"]) == (503, "120")
     assert len(double.requests) == 1 and time.monotonic() - started < 10
 
@@ -226,10 +219,11 @@ RETRY_INFO = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay"
     [((429, _quota(), {"Retry-After": "17"}), "17"), ((429, _quota(RETRY_INFO)), "43"), ((429, _quota()), "30")],
     ids=["Retry-After header", "RetryInfo detail", "nothing said"],
 )
-def test_the_answers_retry_after_says_what_the_model_said(api, new_session, gemini, answer, retry_after):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_the_answers_retry_after_says_what_the_model_said(api, new_session, gemini_double, answer, retry_after):
     session_id, token = new_session()
-    gemini.answer(answer)
-    response = _say(api, session_id, token, "Please draft my plan")
+    gemini_double.answer(answer)
+    response = say(api, session_id, token, "Please draft my plan")
     assert response.status_code == 503
     assert response["Retry-After"] == retry_after
     assert SessionEvent.objects.count() == 0

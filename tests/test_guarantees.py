@@ -27,8 +27,9 @@ from sessions_app.security import crypto
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.selectors import owned_live_session
 from sessions_app.storage import turn_lock
-from tests.factories import make_session, make_user_state
-from tests.scripted_llm import text_response
+from tests.support.factories import make_session, make_user_state
+from tests.support.scripted_llm import text_response
+from tests.support.session_client import messages_of, say
 
 pytestmark = pytest.mark.django_db
 
@@ -36,16 +37,6 @@ HOUR = dt.timedelta(hours=1)
 UNIFORM_404_BODY = '{"detail": "找不到這個 session，可能已過期或被刪除"}'.encode()
 # An instant with microseconds, so "exactly at expiry" is not a whole second.
 T0 = dt.datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
-
-
-def _say(api, session_id, token, message="請更新我的計畫"):
-    return api.post(
-        f"/agent/sessions/{session_id}/messages", {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token
-    )
-
-
-def _history(api, session_id, token):
-    return api.get(f"/agent/sessions/{session_id}/messages", HTTP_X_SESSION_TOKEN=token).json()["messages"]
 
 
 # --- 1. Ownership is decided by the lookup, before any key is derived --------
@@ -134,7 +125,7 @@ def test_token_outside_its_header_is_refused_and_adds_no_turn(api, new_session, 
         response = api.post(url, {**body, name: token})  # multipart form
     assert response.status_code == 401
     assert model.requests == []
-    assert _history(api, session_id, token) == []
+    assert messages_of(api, session_id, token) == []
     for read in (f"/agent/sessions/{session_id}", url, f"/agent/sessions/{session_id}/export"):
         assert api.get(f"{read}?{name}={token}").status_code == 401
 
@@ -143,7 +134,7 @@ def test_token_outside_its_header_is_refused_and_adds_no_turn(api, new_session, 
 
 
 def _session_created_at(api, instant) -> tuple[str, str]:
-    from tests.privacy import fixture_resume
+    from tests.support.privacy import fixture_resume
 
     with time_machine.travel(instant, tick=False):
         created = api.post("/agent/sessions", {"resume_text": fixture_resume()}, format="json").json()
@@ -167,7 +158,7 @@ def test_api_treats_a_session_as_expired_at_the_exact_max_age_instant(api, setti
     session_id, token = _session_created_at(api, T0)
     url = f"/agent/sessions/{session_id}"
     with time_machine.travel(T0 + HOUR, tick=False):  # activity: the TTL moves on, the max age does not
-        assert _say(api, session_id, token).status_code == 200
+        assert say(api, session_id, token).status_code == 200
     with time_machine.travel(T0 + 2 * HOUR - dt.timedelta(microseconds=1), tick=False):
         assert api.get(url, HTTP_X_SESSION_TOKEN=token).status_code == 200
     with time_machine.travel(T0 + 2 * HOUR, tick=False):
@@ -298,18 +289,18 @@ def test_turn_lock_is_held_while_the_turn_is_written(api, new_session, scripted_
         # transaction commits, and it needs no second write lock to ask.
         seen["in_transaction"] = connection.in_atomic_block
         seen["lock"] = turn_lock.turn_is_locked(AgentSession.objects.get(session_id=session_id).pk)
-        seen["second"] = _say(api, session_id, token, "second")
+        seen["second"] = say(api, session_id, token, "second")
 
     def store_pending_with_a_second_turn(self, *args, **kwargs):
         second_turn_during_the_writes()
         return store_pending(self, *args, **kwargs)
 
     monkeypatch.setattr(TurnBuffer, "store_pending", store_pending_with_a_second_turn)
-    first = _say(api, session_id, token, "first")
+    first = say(api, session_id, token, "first")
 
     assert seen["second"].status_code == 409
     assert seen["in_transaction"] and seen["lock"]
     assert first.status_code == 200
     assert not turn_lock.turn_is_locked(AgentSession.objects.get(session_id=session_id).pk)
     monkeypatch.setattr(TurnBuffer, "store_pending", store_pending)
-    assert [m["text"] for m in _history(api, session_id, token)] == ["first", "Hi 林語晴, the first answer."]
+    assert [m["text"] for m in messages_of(api, session_id, token)] == ["first", "Hi 林語晴, the first answer."]

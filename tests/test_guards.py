@@ -25,7 +25,7 @@ from agent.text import EMAIL_RE, long_numbers, normalise, reading
 from evals.injection import load_cases
 from tests import red_team_baseline
 from tests.red_team_baseline import WORST_MODEL_FAILURES
-from tests.scripted_llm import Harness, ScriptedLlm, call_response, final_text, function_calls, text_response
+from tests.support.scripted_llm import Harness, ScriptedLlm, call_response, final_text, function_calls, text_response
 
 pytestmark = pytest.mark.backend_independent
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from sessions_app.choices import CheckStatus, ReadinessCheck
 from sessions_app.retention import PURGE_TASK
-from tests.factories import make_purge_schedule, make_session
+from tests.support.factories import make_purge_schedule, make_session
 
 pytestmark = pytest.mark.django_db
 
@@ -54,13 +54,13 @@ def _expected_cache() -> str:
 
 
 def test_healthz_answers_ok_and_asks_nothing(client, settings, django_assert_num_queries):
-    from tests.test_servers import _free_port
+    from tests.support.servers import free_port
 
     # No cache either: one that nothing answers for changes nothing.
     settings.CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": f"redis://127.0.0.1:{_free_port()}/0",
+            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
         }
     }
     with django_assert_num_queries(0):
@@ -157,10 +157,10 @@ def test_the_disk_below_the_headroom_makes_readyz_503(client, settings):
 
 @pytest.mark.postgres_only  # the Redis leg: a cache server is configured there
 def test_the_cache_server_down_makes_readyz_503(client, settings):
-    from tests.test_servers import _free_port
+    from tests.support.servers import free_port
 
     assert _failing(client) == set()
-    down = {**settings.CACHES["default"], "LOCATION": f"redis://127.0.0.1:{_free_port()}/0"}  # nothing listens
+    down = {**settings.CACHES["default"], "LOCATION": f"redis://127.0.0.1:{free_port()}/0"}  # nothing listens
     settings.CACHES = {"default": down}
     assert _failing(client) == {"cache"}
 

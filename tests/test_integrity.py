@@ -26,7 +26,8 @@ from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import turn_lock
-from tests.privacy import encodings, fixture_markers
+from tests.support.privacy import encodings, fixture_markers
+from tests.support.session_client import say
 
 pytestmark = pytest.mark.django_db
 
@@ -40,12 +41,6 @@ READS = [
 POLICY = reverse("admin:sessions_app_agentsession_policy")
 
 
-def _say(api, session_id, token, message):
-    return api.post(
-        f"/agent/sessions/{session_id}/messages", {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token
-    )
-
-
 def _events(session_id: str) -> list[SessionEvent]:
     return list(SessionEvent.objects.filter(agent_session__session_id=session_id).order_by("pk"))
 
@@ -54,10 +49,10 @@ def _events(session_id: str) -> list[SessionEvent]:
 def two_turns(api, new_session):
     """A session after two turns (offline model), with what was stored after turn 1."""
     session_id, token = new_session()
-    assert _say(api, session_id, token, TURNS[0]).status_code == 200
+    assert say(api, session_id, token, TURNS[0]).status_code == 200
     row = AgentSession.objects.get(session_id=session_id)
     after_turn_1 = {"state": row.state, "revision": row.revision, "events": [e.pk for e in _events(session_id)]}
-    assert _say(api, session_id, token, TURNS[1]).status_code == 200
+    assert say(api, session_id, token, TURNS[1]).status_code == 200
     assert len(_events(session_id)) > len(after_turn_1["events"]) + 1
     return session_id, token, after_turn_1
 

@@ -19,8 +19,7 @@ from google.genai import Client, types
 
 from agent import APP_NAME
 from agent.agent import build_agent
-from sessions_app.turns.runner import build_runner
-from tests.privacy import find_in_text, fixture_markers, fixture_resume
+from tests.support.privacy import find_in_text, fixture_markers, fixture_resume
 
 pytestmark = pytest.mark.django_db
 
@@ -52,8 +51,9 @@ def _fake_gemini() -> Gemini:
 
 
 @pytest.fixture
-def gemini(install_runner):
-    return install_runner(build_runner(_fake_gemini()))
+def runner_on_fake_gemini(turns_on):
+    """The API's turns on ADK's Gemini class whose google-genai transport answers (no network)."""
+    return turns_on(_fake_gemini())
 
 
 def _full_flow(api) -> str:
@@ -71,7 +71,7 @@ def _full_flow(api) -> str:
     return token
 
 
-def test_logs_hold_no_resume_message_or_token_at_debug(api, gemini, captured_logs, settings):
+def test_logs_hold_no_resume_message_or_token_at_debug(api, runner_on_fake_gemini, captured_logs, settings):
     protected, raw = captured_logs
     token = _full_flow(api)
     secrets = fixture_markers() + [MESSAGE_MARKER, token]
@@ -82,7 +82,7 @@ def test_logs_hold_no_resume_message_or_token_at_debug(api, gemini, captured_log
     assert "redact_library_records" in settings.LOGGING["handlers"]["console"]["filters"]
 
 
-def test_tracing_spans_hold_no_content(api, gemini, telemetry):
+def test_tracing_spans_hold_no_content(api, runner_on_fake_gemini, telemetry):
     token = _full_flow(api)
     text = telemetry.text()
     assert "call_llm" in text or "generate_content" in text  # spans were recorded
@@ -105,15 +105,9 @@ def test_tracing_would_record_content_without_our_setting(telemetry):
     assert find_in_text(telemetry.text(), fixture_markers()) != []
 
 
-def test_debug_error_page_hides_resume_and_token(api, settings, monkeypatch):
+def test_debug_error_page_hides_resume_and_token(api, settings, creating_fails):
     settings.DEBUG = True
-    api.raise_request_exception = False
-    from sessions_app import services
-
-    def failing_token():
-        raise RuntimeError("forced failure")
-
-    monkeypatch.setattr(services, "new_token", failing_token)
+    creating_fails(RuntimeError("forced failure"))
     response = api.post(
         "/agent/sessions",
         {"resume_text": fixture_resume()},
@@ -126,15 +120,9 @@ def test_debug_error_page_hides_resume_and_token(api, settings, monkeypatch):
     assert find_in_text(page, fixture_markers() + [MESSAGE_MARKER.encode().hex()]) == []
 
 
-def test_unexpected_error_without_debug_is_json_and_logs_no_message(api, settings, monkeypatch, caplog):
+def test_unexpected_error_without_debug_is_json_and_logs_no_message(api, settings, creating_fails, caplog):
     settings.DEBUG = False
-    api.raise_request_exception = False
-    from sessions_app import services
-
-    def failing_token():
-        raise RuntimeError(f"failure quoting {MESSAGE_MARKER}")
-
-    monkeypatch.setattr(services, "new_token", failing_token)
+    creating_fails(RuntimeError(f"failure quoting {MESSAGE_MARKER}"))
     with caplog.at_level(logging.DEBUG):
         response = api.post("/agent/sessions", {"resume_text": fixture_resume()}, format="json")
     assert response.status_code == 500

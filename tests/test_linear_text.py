@@ -4,7 +4,7 @@ Hypothesis builds hostile resumes from every opener, closer, delimiter, script a
 character the screen (agent/screening.py) and the guards (agent/guards.py) know: repeated,
 nested, unclosed, on one line or many. Each must be screened and checked without an exception,
 and with work within a fixed bound per character: every character handed to one of their
-regular expressions and every function called are counted (tests/text_work.py), not timed.
+regular expressions and every function called are counted (tests/support/text_work.py), not timed.
 The fixed seed and the example budget keep the run the same on every machine and within CI's
 time.
 """
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from agent import decoding, guards, provenance, screening, text
 from agent.plans import initial_state
 from agent.text import fold
-from tests.text_work import counted
+from tests.support.text_work import counted
 
 pytestmark = pytest.mark.backend_independent
 

@@ -18,8 +18,7 @@ from google.genai import Client
 from google.genai import errors as genai_errors
 
 from sessions_app.infra.redaction import CONTENT_LOGGING_LIBRARIES, RedactLibraryRecords
-from sessions_app.turns.runner import build_runner
-from tests.privacy import find_in_text
+from tests.support.privacy import find_in_text
 
 MARKER = "模型錯誤標記-Quillfeather"
 
@@ -135,8 +134,7 @@ def test_unretrieved_task_exception_is_redacted(captured_logs):
 
     async def main():
         task = asyncio.get_running_loop().create_task(fail())
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        await asyncio.wait([task])  # it has failed (asyncio.wait does not retrieve its exception)
         del task
         gc.collect()
 
@@ -167,9 +165,9 @@ def _failing_gemini(exc: Exception) -> Gemini:
     [(_genai_error(503), 503), (_genai_error(429), 503), (_genai_error(400), 502), (RuntimeError(MARKER), 502)],
     ids=["server-error", "quota", "client-error", "plain-exception"],
 )
-def test_failed_turn_logs_no_model_error_text(api, new_session, install_runner, captured_logs, error, status):
+def test_failed_turn_logs_no_model_error_text(api, new_session, turns_on, captured_logs, error, status):
     protected, raw = captured_logs
-    install_runner(build_runner(_failing_gemini(error)))
+    turns_on(_failing_gemini(error))
     session_id, token = new_session()
     response = api.post(
         f"/agent/sessions/{session_id}/messages", {"message": "plan"}, format="json", HTTP_X_SESSION_TOKEN=token

@@ -16,9 +16,11 @@ from django.utils.html import escape
 
 from sessions_app import model_provider
 from sessions_app.models import AgentSession
-from tests.gemini_double import text_answer
+from tests.support.gemini_double import text_answer
+from tests.support.session_client import say
 
 pytestmark = pytest.mark.django_db
+DRAFT_MESSAGE = "Please draft my job-search plan"
 INVENTORY = Path(__file__).resolve().parent.parent / "docs" / "DATA_INVENTORY.md"
 
 CUSTOM = {
@@ -45,11 +47,6 @@ def environment(monkeypatch, settings):
         settings.MODEL_PROVIDER_DESCRIPTION = "" if description is None else description
 
     return configure
-
-
-def _say(api, session_id, token, message="Please draft my job-search plan"):
-    url = f"/agent/sessions/{session_id}/messages"
-    return api.post(url, {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token)
 
 
 def _metadata(api, session_id, token) -> dict:
@@ -206,15 +203,15 @@ def test_the_metadata_and_the_export_name_the_providers_that_received_the_turns(
     failed Gemini turn, which was sent all the same. The row, the metadata and the export say so."""
     session_id, token = new_session()
     assert _metadata(api, session_id, token)["model_providers"] == []  # creating sends nothing to a model
-    assert _say(api, session_id, token).status_code == 200
+    assert say(api, session_id, token, DRAFT_MESSAGE).status_code == 200
     assert _metadata(api, session_id, token)["model_providers"] == ["offline"]
 
-    gemini = request.getfixturevalue("gemini")  # the operator adds a key and restarts
-    gemini.answer(text_answer("A first answer from Gemini."))
-    assert _say(api, session_id, token, "Focus on remote roles").status_code == 200
-    gemini.answer((400, {"error": {"code": 400, "message": "refused", "status": "INVALID_ARGUMENT"}}))
-    assert _say(api, session_id, token, "And salary?").status_code == 502
-    assert _say(api, session_id, token, "Once more").status_code == 200
+    gemini_double = request.getfixturevalue("runner_on_gemini_double")  # the operator adds a key and restarts
+    gemini_double.answer(text_answer("A first answer from Gemini."))
+    assert say(api, session_id, token, "Focus on remote roles").status_code == 200
+    gemini_double.answer((400, {"error": {"code": 400, "message": "refused", "status": "INVALID_ARGUMENT"}}))
+    assert say(api, session_id, token, "And salary?").status_code == 502
+    assert say(api, session_id, token, "Once more").status_code == 200
 
     seen = ["offline", "gemini-api-unpaid"]
     assert AgentSession.objects.get(session_id=session_id).model_provider_ids == seen
@@ -222,10 +219,11 @@ def test_the_metadata_and_the_export_name_the_providers_that_received_the_turns(
     assert _export(api, session_id, token)["model_providers"] == seen
 
 
-def test_a_failed_first_turn_still_names_its_provider(api, new_session, gemini):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_a_failed_first_turn_still_names_its_provider(api, new_session, gemini_double):
     session_id, token = new_session()
-    gemini.answer((400, {"error": {"code": 400, "message": "refused", "status": "INVALID_ARGUMENT"}}))
-    assert _say(api, session_id, token).status_code == 502
+    gemini_double.answer((400, {"error": {"code": 400, "message": "refused", "status": "INVALID_ARGUMENT"}}))
+    assert say(api, session_id, token, DRAFT_MESSAGE).status_code == 502
     assert _metadata(api, session_id, token)["model_providers"] == ["gemini-api-unpaid"]
 
 

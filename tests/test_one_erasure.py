@@ -19,7 +19,7 @@ from sessions_app.adk.service import DjangoSessionService
 from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState
 from sessions_app.purge import purge_expired
 from sessions_app.security.tokens import owner_id_for
-from tests.privacy import fixture_resume
+from tests.support.privacy import fixture_resume
 
 CHANGELIST = reverse("admin:sessions_app_agentsession_changelist")
 
@@ -111,7 +111,7 @@ def test_every_way_of_deleting_runs_the_one_erasure_and_leaves_the_same_traces(
 def test_the_erasure_never_opens_its_own_transaction():
     """The caller decides what commits with it (the API's liveness check, a purge's batch): called
     outside a transaction it refuses, and erases nothing."""
-    from tests.factories import make_session
+    from tests.support.factories import make_session
 
     make_session()
     with pytest.raises(transaction.TransactionManagementError):

@@ -92,7 +92,7 @@ def purge_on_time():
 
     from django.utils import timezone
 
-    from tests.factories import make_purge_schedule
+    from tests.support.factories import make_purge_schedule
 
     make_purge_schedule(timezone.now() + dt.timedelta(minutes=5))
 
@@ -106,7 +106,7 @@ def known_session(many_sessions_allowed):
     from sessions_app.adk.service import DjangoSessionService
     from sessions_app.security.crypto import token_context
     from sessions_app.security.tokens import owner_id_for
-    from tests.privacy import fixture_resume
+    from tests.support.privacy import fixture_resume
 
     with token_context(KNOWN_TOKEN):
         async_to_sync(DjangoSessionService().create_session)(

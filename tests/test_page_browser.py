@@ -38,9 +38,9 @@ from sessions_app.deletion_log.formats.note import Verifier
 from sessions_app.deletion_log.formats.verify import WhoseSession, verify_receipt
 from sessions_app.models import AgentSession, DeletionAudit
 from sessions_app.page.views import STORAGE_KEY, _script_strings
-from tests.browser import chromium, needs_chromium
-from tests.factories import make_session
-from tests.privacy import FIXTURES
+from tests.support.browser import chromium, needs_chromium
+from tests.support.factories import make_session
+from tests.support.privacy import FIXTURES
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 RESUME = (FIXTURES / "resume_chen_en.txt").read_text(encoding="utf-8")
@@ -125,6 +125,20 @@ INJECT_INLINE_SCRIPT = """() => {
 }"""
 
 
+def _new_page(context):
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    return page
+
+
+def _start_a_session(page, base: str, resume: str = RESUME) -> None:
+    """The page at `base`, a session started on `resume`, its key put away."""
+    page.goto(f"{base}/")
+    page.fill("#resume-text", resume)
+    page.click("#start-button")
+    page.click("#key-done")
+
+
 def _save_screenshots(shots: dict[str, Path], lang: str) -> None:
     for step, path in shots.items():
         assert path.read_bytes().startswith(b"\x89PNG")
@@ -156,8 +170,7 @@ def test_a_person_walks_through_the_page(asgi_live_server, settings, tmp_path, l
 
     with chromium(tmp_path, locale=locale, accept_downloads=True, viewport={"width": 1280, "height": 900}) as context:
         context.grant_permissions(["clipboard-read", "clipboard-write"], origin=asgi_live_server.url)
-        page = context.new_page()
-        page.set_default_timeout(20_000)
+        page = _new_page(context)
         page.on("console", on_console)
         page.goto(f"{asgi_live_server.url}/")
         expect(page.locator("html")).to_have_attribute("lang", lang)
@@ -343,8 +356,7 @@ def test_the_admin_runs_under_the_same_policy(asgi_live_server, django_user_mode
             violations.append((page.url, message.text))
 
     with chromium(tmp_path) as context:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
+        page = _new_page(context)
         page.on("console", on_console)
         page.goto(f"{asgi_live_server.url}/admin/login/")
         page.fill("#id_username", "operator")
@@ -374,17 +386,13 @@ def test_a_reply_shows_which_claims_the_resume_does_not_support(
 ):
     from playwright.sync_api import expect
 
-    from tests.scripted_llm import text_response
+    from tests.support.scripted_llm import text_response
 
     scripted_model(text_response(f"{UNSUPPORTED} {SUPPORTED}"))  # the live server's thread uses it too
     strings = _texts(lang)["strings"]
     with chromium(tmp_path, locale=locale, viewport={"width": 1280, "height": 900}) as context:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        page.goto(f"{asgi_live_server.url}/")
-        page.fill("#resume-text", RESUME)
-        page.click("#start-button")
-        page.click("#key-done")
+        page = _new_page(context)
+        _start_a_session(page, asgi_live_server.url)
         page.fill("#message-text", "What stands out on my resume?")
         page.click("#send-button")
         claims = page.locator("#conversation > li.message-agent .claim")
@@ -410,13 +418,9 @@ def test_an_expired_session_shows_the_apis_not_found_message(asgi_live_server, s
     settings.AGENT_SESSION_TTL_HOURS = 60 / 3600  # a minute after the last activity
     texts = _texts(lang)
     with chromium(tmp_path, locale=locale) as context:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
+        page = _new_page(context)
         page.clock.install()  # the page's timers and clock, moved on below
-        page.goto(f"{asgi_live_server.url}/")
-        page.fill("#resume-text", RESUME)
-        page.click("#start-button")
-        page.click("#key-done")
+        _start_a_session(page, asgi_live_server.url)
         expect(page.locator("#expiry")).to_have_text(_pattern(texts["strings"]["expires"]))
         # The server's clock (the live server's thread runs in this process) and the page's
         # move past the expiry; the page's expiry ticker runs and asks the API.
@@ -434,13 +438,9 @@ def test_a_receipt_that_cannot_be_fetched_now_says_where_it_stays(asgi_live_serv
 
     strings = _texts("en")["strings"]
     with chromium(tmp_path, locale="en-US") as context:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
+        page = _new_page(context)
         page.route("**/deletions/*", lambda route: route.fulfill(status=503, body="busy"))
-        page.goto(f"{asgi_live_server.url}/")
-        page.fill("#resume-text", RESUME)
-        page.click("#start-button")
-        page.click("#key-done")
+        _start_a_session(page, asgi_live_server.url)
         stored = json.loads(page.evaluate(f"sessionStorage.getItem({json.dumps(STORAGE_KEY)})"))
         page.click("#delete")
         page.click("#delete-confirm")
@@ -459,8 +459,7 @@ def test_after_a_purge_the_key_finds_its_receipt_and_the_id_alone_does_not(asgi_
 
     texts = _texts("en")
     with chromium(tmp_path, locale="en-US", accept_downloads=True) as context:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
+        page = _new_page(context)
         page.goto(f"{asgi_live_server.url}/")
         page.fill("#resume-text", RESUME)
         page.click("#start-button")
@@ -512,12 +511,8 @@ def test_the_page_shows_the_screens_flags(asgi_live_server, settings, tmp_path, 
         label = str(FLAG_LABELS["markup_comment"])
         where = _fill(_script_strings()["flag_line"], line=len(RESUME.rstrip("\n").splitlines()) + 1)
     with chromium(tmp_path, locale=locale, viewport={"width": 1280, "height": 900}) as context:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        page.goto(f"{asgi_live_server.url}/")
-        page.fill("#resume-text", f"{RESUME.rstrip()}\n{FLAGGED_LINE}")
-        page.click("#start-button")
-        page.click("#key-done")
+        page = _new_page(context)
+        _start_a_session(page, asgi_live_server.url, f"{RESUME.rstrip()}\n{FLAGGED_LINE}")
         expect(page.locator("#flags")).to_be_visible()
         items = page.locator("#flag-list > li")
         expect(items).to_have_count(1)
@@ -530,12 +525,8 @@ def test_a_clean_resume_shows_no_flags(asgi_live_server, settings, tmp_path):
     from playwright.sync_api import expect
 
     with chromium(tmp_path, locale="en-US") as context:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        page.goto(f"{asgi_live_server.url}/")
-        page.fill("#resume-text", RESUME)
-        page.click("#start-button")
-        page.click("#key-done")
+        page = _new_page(context)
+        _start_a_session(page, asgi_live_server.url)
         expect(page.locator("#session-view")).to_be_visible()
         expect(page.locator("#flags")).to_be_hidden()
 
@@ -553,14 +544,13 @@ def test_the_page_says_who_else_sees_the_resume_before_it_is_pasted(
     from sessions_app import model_provider
 
     if provider == "gemini":
-        request.getfixturevalue("gemini")  # GOOGLE_API_KEY set, the model calls going to the local double
+        request.getfixturevalue("env_on_gemini_double")  # GOOGLE_API_KEY set, the model calls going to the local double
     with translation.override(lang):
         described = model_provider.configured()
         notice, retention = described.notice(), str(described.retention)
     assert described.id == ("gemini-api-unpaid" if provider == "gemini" else "offline")
     with chromium(tmp_path, locale=locale, viewport={"width": 1280, "height": 900}) as context:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
+        page = _new_page(context)
         page.goto(f"{asgi_live_server.url}/")
         box = page.locator("#provider-notice")
         expect(box).to_be_visible()

@@ -21,7 +21,7 @@ from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security import crypto, sealing
 from sessions_app.security.crypto import token_context
 from sessions_app.storage import appending
-from tests.privacy import find_in_text
+from tests.support.privacy import find_in_text
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
 

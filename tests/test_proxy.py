@@ -24,9 +24,11 @@ import httpx
 import pytest
 
 from sessions_app.infra.supervisor import gunicorn_command
-from tests.privacy import encodings, fixture_resume
-from tests.test_servers import ROOT, _free_port, launch, migrated_env, wait_until_serving
-from tests.waiting import wait_until
+from tests.support import servers
+from tests.support.privacy import encodings, fixture_resume
+from tests.support.servers import ROOT, free_port, launch, migrated_env, wait_until_serving
+from tests.support.sockets import not_yet_accepted
+from tests.support.waiting import wait_until, wait_until_async
 
 SITE = ROOT / "config" / "nginx" / "resume-agent.conf"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -50,7 +52,7 @@ def _serve(tmp_path: Path, command_for):
     """A server of the service on a fresh database, told that one proxy stands in front;
     `command_for(bind)` is its command line."""
     env = migrated_env(tmp_path, NUM_PROXIES="1")
-    port, log_path = _free_port(), tmp_path / "gunicorn.log"
+    port, log_path = free_port(), tmp_path / "gunicorn.log"
     command = command_for(f"127.0.0.1:{port}")
     process, base = wait_until_serving(launch(command, env, log_path), command, log_path, port)
     return process, (port, base, log_path)
@@ -71,7 +73,7 @@ def capped_app(tmp_path_factory):
     slow clients alone take every place it has."""
     tmp_path = tmp_path_factory.mktemp("capped")
     env = migrated_env(tmp_path, NUM_PROXIES="1", SERVER_WORKER_CONNECTIONS=str(SLOW_CLIENTS))
-    port, log_path = _free_port(), tmp_path / "gunicorn.log"
+    port, log_path = free_port(), tmp_path / "gunicorn.log"
     command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1, environ=env)
     process, base = wait_until_serving(launch(command, env, log_path), command, log_path, port)
     yield port, base, log_path
@@ -95,7 +97,7 @@ def _site(upstream_port: int, port: int, logs: Path) -> str:
 @contextlib.contextmanager
 def _nginx(prefix: Path, upstream_port: int):
     """nginx with the shipped site file in front of the server at `upstream_port`."""
-    port = _free_port()
+    port = free_port()
     (prefix / "site.conf").write_text(_site(upstream_port, port, prefix))
     temp_paths = "".join(
         f"{kind}_temp_path {prefix / kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
@@ -112,15 +114,7 @@ def _nginx(prefix: Path, upstream_port: int):
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
-
-    def answering() -> bool:
-        try:
-            httpx.get(f"{base}/", timeout=1)
-            return True
-        except httpx.TransportError:
-            assert process.poll() is None, (prefix / "main.error.log").read_text()
-            return False
-
+    answering = servers.answering(f"{base}/", process, prefix / "main.error.log")
     assert wait_until(answering, timeout=10), (prefix / "main.error.log").read_text()
     yield base, prefix
     process.terminate()
@@ -139,27 +133,28 @@ def nginx_capped(tmp_path_factory, capped_app):
         yield served
 
 
-async def _slow_header(port: int, stop: asyncio.Event) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(b"GET / HTTP/1.1\r\nHost: localhost\r\n")
-    while not stop.is_set():
+async def _slow_client(port: int, first: bytes, again: bytes, stop: asyncio.Event, begun: list) -> None:
+    """Sends `first`, then `again` every PAUSE_SECONDS until `stop`; in `begun` once its first bytes
+    are sent (or the connection refused)."""
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(first)
         await writer.drain()
+    finally:
+        begun.append(port)
+    while not stop.is_set():
         await asyncio.wait([asyncio.ensure_future(stop.wait())], timeout=PAUSE_SECONDS)
-        writer.write(b"X-Slow: 1\r\n")
+        writer.write(again)
+        await writer.drain()
     writer.close()
 
 
-async def _slow_body(port: int, stop: asyncio.Event) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(
-        b"POST /agent/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-        b"Content-Length: 100000\r\n\r\n{"
-    )
-    while not stop.is_set():
-        await writer.drain()
-        await asyncio.wait([asyncio.ensure_future(stop.wait())], timeout=PAUSE_SECONDS)
-        writer.write(b" ")
-    writer.close()
+SLOW_HEADER = (b"GET / HTTP/1.1\r\nHost: localhost\r\n", b"X-Slow: 1\r\n")  # a header line at a time
+SLOW_BODY = (
+    b"POST /agent/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 100000\r\n\r\n{",
+    b" ",
+)  # a byte of the body at a time
 
 
 async def _normal_requests_under_slow_clients(base: str, port: int, count: int, timeout: float) -> list[float]:
@@ -168,10 +163,14 @@ async def _normal_requests_under_slow_clients(base: str, port: int, count: int, 
     for _ in range(6):  # a new connection each: every worker renders its first page untimed
         async with httpx.AsyncClient(base_url=base, timeout=30) as client:
             assert (await client.get("/")).status_code == 200
-    stop = asyncio.Event()
-    slow = [asyncio.ensure_future(_slow_header(port, stop)) for _ in range(SLOW_CLIENTS)]
-    slow += [asyncio.ensure_future(_slow_body(port, stop)) for _ in range(SLOW_CLIENTS)]
-    await asyncio.sleep(1)  # every slow request has begun, and sent its first line again since
+    stop, begun = asyncio.Event(), []
+    slow = [
+        asyncio.ensure_future(_slow_client(port, *kind, stop, begun))
+        for kind in (SLOW_HEADER, SLOW_BODY)
+        for _ in range(SLOW_CLIENTS)
+    ]
+    # Every slow request has begun, and the server (or nginx) has taken each connection.
+    await wait_until_async(lambda: len(begun) == len(slow) and not_yet_accepted(port) == 0, timeout=30)
     took = []
     async with httpx.AsyncClient(base_url=base, timeout=timeout) as client:
         for _ in range(count):

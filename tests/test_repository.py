@@ -17,17 +17,12 @@ from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEv
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import appending, sessions
-from tests.scripted_llm import call_response, text_response
+from tests.support.scripted_llm import call_response, text_response
+from tests.support.session_client import say
 
 pytestmark = pytest.mark.django_db
 
 CHANGELIST = "/admin/sessions_app/agentsession/"
-
-
-def _say(api, session_id, token, message="請更新我的計畫"):
-    return api.post(
-        f"/agent/sessions/{session_id}/messages", {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token
-    )
 
 
 # --- one erase, whichever way a session is deleted ------------------------------------------
@@ -69,7 +64,7 @@ def test_every_way_of_deleting_leaves_the_same_audit_row_and_empty_tables(
     settings.PURGE_BATCH_PAUSE_SECONDS = 0
     session_id, token = new_session()
     scripted_model(text_response("Hi 林語晴, the first answer."))
-    assert _say(api, session_id, token).status_code == 200  # the user's message and the reply
+    assert say(api, session_id, token).status_code == 200  # the user's message and the reply
     delete, trigger = DELETIONS[way]
 
     delete(session_id, token, api, admin_client)
@@ -101,7 +96,7 @@ def test_a_bug_in_a_tool_is_a_logged_500_not_a_model_failure(
 
     monkeypatch.setattr(plans, "new_version_delta", broken)
     scripted_model(call_response("save_plan", {"plan": "1. Apply."}), text_response("Saved."))
-    response = _say(api, session_id, token)
+    response = say(api, session_id, token)
 
     assert response.status_code == 500
     logged = protected.getvalue()
@@ -111,7 +106,7 @@ def test_a_bug_in_a_tool_is_a_logged_500_not_a_model_failure(
     assert SessionEvent.objects.count() == 0
     monkeypatch.undo()
     scripted_model(text_response("Hi again."))
-    assert _say(api, session_id, token).status_code == 200
+    assert say(api, session_id, token).status_code == 200
 
 
 def test_no_token_in_context_is_a_logged_500_not_a_404(api, new_session, monkeypatch, captured_logs):
@@ -159,7 +154,7 @@ def test_a_session_deleted_while_the_model_runs_is_the_uniform_404(api, new_sess
             self.running.cancel()
 
     monkeypatch.setattr(turns.event_loop, "submit", lambda coroutine: ThenDelete(submit(coroutine)))
-    response = _say(api, session_id, token)
+    response = say(api, session_id, token)
     assert response.status_code == 404
     assert SessionEvent.objects.count() == 0
 

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent, UserState
 from sessions_app.purge import purge_expired
-from tests.factories import make_session, make_user_state
-from tests.privacy import find_chunks, find_markers, fixture_markers, sealed_chunks
+from tests.support.factories import make_session, make_user_state
+from tests.support.privacy import find_chunks, find_markers, fixture_markers, sealed_chunks
 
 pytestmark = pytest.mark.django_db
 

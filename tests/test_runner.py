@@ -1,11 +1,13 @@
-"""The Runner is handed to each turn: built once per process, replaced only inside `using_runner`."""
+"""The Runner is handed to each turn: built once per process by the setting AGENT_RUNNER_FACTORY,
+and built again only when that setting changes."""
 
 import sys
 
 import pytest
+from django.test import override_settings
 
-from sessions_app.turns.runner import build_runner, process_runner, using_runner
-from tests.scripted_llm import ScriptedLlm, text_response
+from sessions_app.turns.runner import build_runner, process_runner
+from tests.support.scripted_llm import ScriptedLlm, text_response
 
 pytestmark = pytest.mark.backend_independent
 
@@ -14,22 +16,41 @@ def test_the_process_builds_one_runner():
     assert process_runner() is process_runner()
 
 
-def test_using_runner_puts_the_runner_back_afterwards():
+def test_the_setting_injects_the_runner_and_the_default_comes_back_afterwards():
     before = process_runner()
     mine, inner = build_runner(ScriptedLlm(steps=[])), build_runner(ScriptedLlm(steps=[]))
-    with using_runner(mine):
+    with override_settings(AGENT_RUNNER_FACTORY=lambda: mine):
         assert process_runner() is mine
-        with using_runner(inner):
+        with override_settings(AGENT_RUNNER_FACTORY=lambda: inner):
             assert process_runner() is inner
         assert process_runner() is mine
-    assert process_runner() is before
+    # The default factory's again, built anew (the one before was dropped with the setting's change).
+    after = process_runner()
+    assert after not in (before, mine, inner) and after is process_runner()
+
+
+def test_another_settings_change_keeps_the_runner():
+    runner = process_runner()
+    with override_settings(AGENT_TURN_TIMEOUT_SECONDS=1.0):
+        assert process_runner() is runner
+
+
+def scripted_runner():
+    """A factory named by its dotted path, as a settings module names one."""
+    return build_runner(ScriptedLlm(steps=[]))
+
+
+def test_the_setting_may_name_the_factory_by_its_dotted_path():
+    with override_settings(AGENT_RUNNER_FACTORY="tests.test_runner.scripted_runner"):
+        assert isinstance(process_runner().agent.model, ScriptedLlm)
+    assert not isinstance(process_runner().agent.model, ScriptedLlm)
 
 
 @pytest.mark.django_db
-def test_a_turn_runs_on_the_runner_it_was_given(api, new_session, install_runner):
+def test_a_turn_runs_on_the_runner_it_was_given(api, new_session, turns_on):
     """The view hands the process's Runner to the turn (`turns.service.turn_slot`): a test's model answers."""
     model = ScriptedLlm(steps=[text_response("Hello from the test's own model.")])
-    install_runner(build_runner(model))
+    turns_on(model)
     session_id, token = new_session()
     response = api.post(
         f"/agent/sessions/{session_id}/messages", {"message": "hi"}, format="json", HTTP_X_SESSION_TOKEN=token
@@ -50,11 +71,11 @@ class _ImportsSeen:
 
 
 @pytest.mark.django_db
-def test_a_turn_does_not_retry_adks_optional_a2a_import(api, new_session, install_runner, monkeypatch):
+def test_a_turn_does_not_retry_adks_optional_a2a_import(api, new_session, turns_on, monkeypatch):
     """Without the `a2a` package ADK's import of its remote agent fails each time it builds a node,
     and a failed import runs again in full (5 % of a loaded server's CPU); agent/agent.py makes it
     fail at once. Seen failing with that line removed (the import looked for on every turn)."""
-    install_runner(build_runner(ScriptedLlm(steps=[text_response("One."), text_response("Two.")])))
+    turns_on(ScriptedLlm(steps=[text_response("One."), text_response("Two.")]))
     session_id, token = new_session()
     seen = _ImportsSeen()
     monkeypatch.setattr(sys, "meta_path", [seen, *sys.meta_path])

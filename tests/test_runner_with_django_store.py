@@ -27,22 +27,15 @@ from sessions_app.adk.service import DjangoSessionService
 from sessions_app.models import AgentSession, SessionEvent, UserState
 from sessions_app.security import sealing
 from sessions_app.security.crypto import token_context
-from tests.scripted_llm import ScriptedLlm, call_response, text_response
+from tests.support.scripted_llm import ScriptedLlm, call_response, text_response
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("sealed_with_the_modules_token")]
 
 APP = "runner_app"
 USER = "runner-user"
 TOKEN = "runner-test-token-not-a-real-one"
 SKILL = "Python 程式設計"
 ANSWER = "已記錄你的技能：Python 程式設計。"
-
-
-@pytest.fixture(autouse=True)
-def _session_token():
-    """The store seals with keys from the request's token, as under the API."""
-    with token_context(TOKEN):
-        yield
 
 
 def record_skill(skill: str, tool_context: ToolContext) -> dict:

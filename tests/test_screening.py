@@ -13,7 +13,7 @@ from agent.plans import initial_state
 from agent.prompt import build_instruction, extract_resume
 from agent.screening import KINDS, flagged_lines, screen
 from agent.text import mixed_script_words, reading
-from tests.scripted_llm import Harness, final_text, function_calls
+from tests.support.scripted_llm import Harness, final_text, function_calls
 
 pytestmark = pytest.mark.backend_independent
 

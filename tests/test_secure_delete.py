@@ -18,21 +18,24 @@ from google.genai import types
 from sessions_app.adk.service import DjangoSessionService
 from sessions_app.infra.sqlite import secure_delete_enabled
 from sessions_app.models import AgentSession, SessionEvent
-from sessions_app.security.crypto import token_context
-from tests.privacy import database_files, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
+from tests.support.privacy import (
+    database_files,
+    find_chunks,
+    find_markers,
+    fixture_markers,
+    fixture_resume,
+    sealed_chunks,
+)
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.sqlite_only]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.sqlite_only,
+    pytest.mark.usefixtures("sealed_with_the_modules_token"),
+]
 
 APP = "resume_agent"
 USER = "anon-proof"
 TOKEN = "secure-delete-test-token-not-a-real-one"
-
-
-@pytest.fixture(autouse=True)
-def _session_token():
-    """The store seals with keys from the request's token, as under the API."""
-    with token_context(TOKEN):
-        yield
 
 
 def _fill_session(service: DjangoSessionService) -> str:

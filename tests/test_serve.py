@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from sessions_app.infra.log_lines import short_form
-from tests.privacy import encodings, fixture_resume
-from tests.test_servers import ROOT, _free_port, launch, wait_until_serving
-from tests.waiting import wait_until
+from tests.support.privacy import encodings, fixture_resume
+from tests.support.servers import free_port, launch, migrated_env, wait_until_serving
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 
@@ -40,26 +40,20 @@ def _alive(pid: int) -> bool:
 @pytest.fixture
 def served(tmp_path):
     db = tmp_path / "serve.db"
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST"))},
-        "DATABASE_URL": f"sqlite:///{db}",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DJANGO_SECRET_KEY": "serve-test-key",
-        "PYTHONPATH": str(ROOT),
-        "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
-        "AGENT_SESSION_TTL_HOURS": "1",
-        "AGENT_SESSION_CREATE_RATE": "10000/hour",
-        "AGENT_SESSION_MESSAGE_RATE": "10000/min",
-        "CLIENT_MESSAGE_RATE": "10000/min",
+    env = migrated_env(
+        tmp_path,
+        db,
+        AGENT_SESSION_TTL_HOURS="1",
+        AGENT_SESSION_MESSAGE_RATE="10000/min",
+        CLIENT_MESSAGE_RATE="10000/min",
         # The loop below deletes as fast as the machine allows: a quick one passes 60 a minute.
-        "AGENT_SESSION_DELETE_RATE": "10000/min",
+        AGENT_SESSION_DELETE_RATE="10000/min",
         # The scheduler's first look at the schedule at start-up, not 30 s later (config/settings/base.py).
-        "Q_GUARD_CYCLE_SECONDS": "30",
+        Q_GUARD_CYCLE_SECONDS="30",
         # Its purge of the 300 in 30 batches, 0.1 s apart: seconds of API traffic meet it.
-        "PURGE_BATCH_SIZE": "10",
-        "PURGE_BATCH_PAUSE_SECONDS": "0.1",
-    }
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+        PURGE_BATCH_SIZE="10",
+        PURGE_BATCH_PAUSE_SECONDS="0.1",
+    )
     # Make the scheduler run the purge every cycle, starting now.
     with sqlite3.connect(db) as conn:
         conn.execute(
@@ -68,7 +62,7 @@ def served(tmp_path):
         )
     # Already expired when the service starts: the start-up purge's to delete.
     _insert_expired_sessions(db, 3, prefix="anon-startup-")
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path / "serve.log"
     command = [sys.executable, "manage.py", "serve", "--bind", f"127.0.0.1:{port}"]
     process = launch(command, env, log_path)

@@ -9,16 +9,14 @@ from sessions_app import selectors
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security.crypto import token_context
 from sessions_app.storage import sessions
-from tests.factories import make_session
-from tests.scripted_llm import call_response, text_response
+from tests.support.factories import make_session
+from tests.support.scripted_llm import call_response, text_response
+from tests.support.session_client import say
+
+# The turn these tests take (the offline model saves a plan version for it).
+PLAN_MESSAGE = "Focus on remote roles"
 
 pytestmark = pytest.mark.django_db
-
-
-def _say(api, session_id, token, message="Focus on remote roles"):
-    return api.post(
-        f"/agent/sessions/{session_id}/messages", {"message": message}, format="json", HTTP_X_SESSION_TOKEN=token
-    )
 
 
 def _content(session_id, token):
@@ -34,7 +32,7 @@ def _state_deltas(session_id, token) -> list[dict]:
 def test_each_save_plan_event_stores_only_the_new_version(api, new_session):
     session_id, token = new_session()
     for _ in range(4):
-        assert _say(api, session_id, token).status_code == 200
+        assert say(api, session_id, token, PLAN_MESSAGE).status_code == 200
     deltas = _state_deltas(session_id, token)
     assert [sorted(delta) for delta in deltas] == [[PLAN_COUNT_KEY, plan_key(n)] for n in (1, 2, 3, 4)]
     # Storage is linear: the 4th save's delta is no bigger than the 1st's plus its revision note.
@@ -48,7 +46,7 @@ def test_only_the_newest_plan_versions_are_kept(api, new_session, monkeypatch):
     monkeypatch.setenv("PLAN_MAX_VERSIONS", "2")
     session_id, token = new_session()
     for _ in range(3):
-        assert _say(api, session_id, token).status_code == 200
+        assert say(api, session_id, token, PLAN_MESSAGE).status_code == 200
     meta = api.get(f"/agent/sessions/{session_id}", HTTP_X_SESSION_TOKEN=token).json()
     assert meta["plan_versions"] == 3  # saved so far
     document = api.get(f"/agent/sessions/{session_id}/export", HTTP_X_SESSION_TOKEN=token).json()
@@ -76,9 +74,9 @@ def test_a_session_takes_at_most_session_max_turns(api, new_session, settings, s
     settings.AGENT_SESSION_MAX_TURNS = 2
     session_id, token = new_session()
     scripted_model(text_response("one"), text_response("two"))  # nothing scripted for a third turn
-    assert [_say(api, session_id, token).status_code for _ in range(2)] == [200, 200]
+    assert [say(api, session_id, token, PLAN_MESSAGE).status_code for _ in range(2)] == [200, 200]
     events_before = SessionEvent.objects.count()
-    refused = _say(api, session_id, token)
+    refused = say(api, session_id, token, PLAN_MESSAGE)
     assert refused.status_code == 409
     assert refused.json()["code"] == "session_turn_limit" and refused.json()["detail"]
     assert SessionEvent.objects.count() == events_before
@@ -89,20 +87,20 @@ def test_a_session_takes_at_most_session_max_turns(api, new_session, settings, s
 def test_a_session_over_session_max_bytes_takes_no_more_turns(api, new_session, settings, scripted_model):
     session_id, token = new_session()
     scripted_model(text_response("one"))
-    assert _say(api, session_id, token).status_code == 200
+    assert say(api, session_id, token, PLAN_MESSAGE).status_code == 200
     stored = sessions.usage(AgentSession.objects.get(session_id=session_id).pk)
     assert stored.turns == 1 and stored.size_bytes > 0
     settings.AGENT_SESSION_MAX_BYTES = stored.size_bytes  # full now: the model must not run again
-    refused = _say(api, session_id, token)
+    refused = say(api, session_id, token, PLAN_MESSAGE)
     assert refused.status_code == 409 and refused.json()["code"] == "session_size_limit"
     settings.AGENT_SESSION_MAX_BYTES = stored.size_bytes + 1
     scripted_model(text_response("two"))
-    assert _say(api, session_id, token).status_code == 200
+    assert say(api, session_id, token, PLAN_MESSAGE).status_code == 200
 
 
 def test_session_usage_counts_sealed_bytes_without_a_key(api, new_session):
     session_id, token = new_session()
-    assert _say(api, session_id, token).status_code == 200
+    assert say(api, session_id, token, PLAN_MESSAGE).status_code == 200
     session = AgentSession.objects.get(session_id=session_id)
     usage = sessions.usage(session.pk)  # no token_context: no key needed
     stored = len(session.state) + sum(len(data) for data in session.events.values_list("event_data", flat=True))
@@ -125,11 +123,11 @@ def test_a_model_that_keeps_calling_tools_is_stopped_and_nothing_is_saved(api, n
     session_id, token = new_session()
     model = scripted_model(*[call_response("verify_claims", {"claims": ["Loop"]}) for _ in range(50)])
     before = SessionEvent.objects.count()
-    response = _say(api, session_id, token)
+    response = say(api, session_id, token, PLAN_MESSAGE)
     assert response.status_code == 502
     assert "次數" in response.json()["detail"]
     assert len(model.requests) == 4
     assert SessionEvent.objects.count() == before
     # The session is not left locked: the next turn runs.
     scripted_model(text_response("Back to normal."))
-    assert _say(api, session_id, token).status_code == 200
+    assert say(api, session_id, token, PLAN_MESSAGE).status_code == 200

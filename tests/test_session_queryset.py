@@ -10,7 +10,7 @@ from sessions_app import erasure, retention
 from sessions_app.choices import ErasureTrigger
 from sessions_app.deletion_log.formats.lookup import receipt_lookup
 from sessions_app.models import AgentSession
-from tests.factories import make_session
+from tests.support.factories import make_session
 
 pytestmark = pytest.mark.django_db
 

@@ -33,6 +33,7 @@ import os
 import time
 
 import pytest
+import time_machine
 from asgiref.sync import async_to_sync
 from google.adk.errors import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -299,10 +300,10 @@ def test_list_sessions_ordered_by_last_update_time_oldest_first(svc):
     for session_id in ("a", "b", "c"):
         svc.create_session(app_name=APP, user_id=USER, session_id=session_id)
 
-    # Make the oldest session the most recently active one.
+    # Make the oldest session the most recently active one: its event a second later on the clock.
     session_a = svc.get_session(app_name=APP, user_id=USER, session_id="a")
-    time.sleep(0.01)
-    svc.append_event(session_a, _event())
+    with time_machine.travel(time.time() + 1, tick=False):
+        svc.append_event(session_a, _event())
 
     sessions = svc.list_sessions(app_name=APP, user_id=USER).sessions
     assert [s.id for s in sessions] == ["b", "c", "a"]

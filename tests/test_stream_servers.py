@@ -5,45 +5,28 @@ happens, and a client that hangs up mid-turn leaves the session exactly as it wa
 import http.client
 import json
 import subprocess
-import sys
-import time
 
 import httpx
 import pytest
 
-from sessions_app.infra.supervisor import gunicorn_command
 from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.storage import turn_lock
-from tests.gemini_double import GeminiDouble, call_answer, text_answer
-from tests.test_servers import BIN, _free_port, service_env, start_server
-from tests.waiting import wait_until
+from tests.support.gemini_double import call_answer, text_answer
+from tests.support.servers import free_port, server_commands, service_env, start_server
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-SERVERS = {
-    "make-run-gunicorn-asgi": lambda port: gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1),
-    "uvicorn-asgi": lambda port: [
-        str(BIN / "uvicorn"), "config.asgi:application", "--workers", "1", "--host", "127.0.0.1", "--port", str(port)
-    ],
-}  # fmt: skip
-
-
-@pytest.fixture
-def gemini():
-    double = GeminiDouble().start()
-    yield double
-    double.stop()
+# How long a write that must not come is watched for: a turn here stores its answer well within it.
+WRITE_WINDOW_SECONDS = 0.5
+SERVERS = server_commands(workers=1)
 
 
 @pytest.fixture(params=sorted(SERVERS))
-def server(request, tmp_path, gemini):
-    port = _free_port()
+def server(request, tmp_path, gemini_double):
+    port = free_port()
     env = service_env(
-        tmp_path,
-        GOOGLE_API_KEY="key-of-the-local-double",
-        GOOGLE_GEMINI_BASE_URL=gemini.url,
-        STREAM_HEARTBEAT_SECONDS="0.1",
-        AGENT_SESSION_CREATE_RATE="1000/hour",
+        tmp_path, **gemini_double.environment(), STREAM_HEARTBEAT_SECONDS="0.1", AGENT_SESSION_CREATE_RATE="1000/hour"
     )
     process, base = start_server(SERVERS[request.param](port), env, tmp_path / "server.log", port)
     yield base
@@ -52,15 +35,15 @@ def server(request, tmp_path, gemini):
 
 
 def _new_session(base: str) -> tuple[str, str]:
-    from tests.privacy import fixture_resume
+    from tests.support.privacy import fixture_resume
 
     created = httpx.post(f"{base}/agent/sessions", json={"resume_text": fixture_resume()}, timeout=30).json()
     return created["session_id"], created["token"]
 
 
-def test_curl_sees_the_progress_then_the_reply(server, gemini):
+def test_curl_sees_the_progress_then_the_reply(server, gemini_double):
     session_id, token = _new_session(server)
-    gemini.answer(
+    gemini_double.answer(
         call_answer("save_plan", {"plan": "1. Apply to platform teams."}), text_answer("Hi 林語晴, plan v1 is saved.")
     )
     curl = [
@@ -76,15 +59,19 @@ def test_curl_sees_the_progress_then_the_reply(server, gemini):
     assert reply["reply"] == "Hi 林語晴, plan v1 is saved."
 
 
-def test_a_client_that_hangs_up_mid_turn_leaves_the_session_as_it_was(server, gemini):
+def _stored_events() -> list:
+    return list(SessionEvent.objects.order_by("pk").values_list("pk", "event_data"))
+
+
+def test_a_client_that_hangs_up_mid_turn_leaves_the_session_as_it_was(server, gemini_double):
     session_id, token = _new_session(server)
     headers = {"X-Session-Token": token, "Content-Type": "application/json"}
     first = httpx.post(f"{server}/agent/sessions/{session_id}/messages", json={"message": "hello"}, headers=headers)
     assert first.status_code == 200
-    stored = list(SessionEvent.objects.order_by("pk").values_list("pk", "event_data"))
+    stored = _stored_events()
     host, port = server.removeprefix("http://").split(":")
-    gemini.answer(call_answer("save_plan", {"plan": "1. Apply to platform teams."}), text_answer("Saved v1."))
-    with gemini.hold() as held:
+    gemini_double.answer(call_answer("save_plan", {"plan": "1. Apply to platform teams."}), text_answer("Saved v1."))
+    with gemini_double.hold() as held:
         connection = http.client.HTTPConnection(host, int(port), timeout=30)
         body = json.dumps({"message": "Please draft my plan"})
         connection.request(
@@ -104,7 +91,10 @@ def test_a_client_that_hangs_up_mid_turn_leaves_the_session_as_it_was(server, ge
             interval=0.1,
         )
         assert stopped, "the turn of a client that hung up was never stopped"
-    time.sleep(0.5)  # the model answers now: nothing may be stored from it
+    # The model answers now (the hold let go): nothing may be stored from it. Watched for
+    # WRITE_WINDOW_SECONDS once its answer is out: a write of the stopped turn's would come within it.
+    wait_until(lambda: gemini_double.answered == gemini_double.calls, timeout=15)
+    wait_until(lambda: _stored_events() != stored, timeout=WRITE_WINDOW_SECONDS)
     assert list(SessionEvent.objects.order_by("pk").values_list("pk", "event_data")) == stored
     again = httpx.post(f"{server}/agent/sessions/{session_id}/messages", json={"message": "again"}, headers=headers)
     assert again.status_code == 200

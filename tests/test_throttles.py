@@ -14,8 +14,9 @@ from rest_framework.test import APIClient
 from sessions_app.api.throttles import SessionCreateThrottle
 from sessions_app.deletion_log.formats.lookup import owner_id_for, receipt_lookup
 from sessions_app.infra.client_address import address, client_network
-from tests.privacy import fixture_resume
-from tests.waiting import let_go_together
+from tests.support.privacy import fixture_resume
+from tests.support.session_client import say
+from tests.support.waiting import let_go_together
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -166,13 +167,7 @@ def test_processes_sharing_the_cache_let_exactly_the_limit_through(tmp_path):
 
 # --- messages ----------------------------------------------------------------------------
 def _send(api, session_id, token, address="127.0.0.1"):
-    return api.post(
-        f"/agent/sessions/{session_id}/messages",
-        {"message": "Plan please"},
-        format="json",
-        HTTP_X_SESSION_TOKEN=token,
-        REMOTE_ADDR=address,
-    )
+    return say(api, session_id, token, "Plan please", REMOTE_ADDR=address)
 
 
 @pytest.mark.django_db

@@ -1,9 +1,9 @@
 """Traces stay empty of content (issue 42, point 6): one whole turn through the API, on ADK's
-Gemini class talking HTTP to the local double (tests/gemini_double.py), with OpenTelemetry's SDK
-keeping every span and log record in memory (tests/otel_capture.py). No span's name, status,
+Gemini class talking HTTP to the local double (tests/support/gemini_double.py), with OpenTelemetry's SDK
+keeping every span and log record in memory (tests/support/otel_capture.py). No span's name, status,
 attribute, event or link, and no log record ADK emits as a GenAI event, holds a line of the
 resume, the message, the token, the owner id derived from it or the session's id, in UTF-8,
-JSON-escaped or hex (tests/privacy.py), in either of ADK's telemetry schemas.
+JSON-escaped or hex (tests/support/privacy.py), in either of ADK's telemetry schemas.
 
 Off by configuration (sessions_app/infra/traces.py): the switches set at start-up, the run's
 TelemetryConfig, and the name the Runner knows the session by. The controls put each back as it
@@ -21,8 +21,9 @@ from google.adk.telemetry import ContentCapturingMode, TelemetryConfig
 from sessions_app.infra import traces
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.turns.runner import process_runner
-from tests.gemini_double import call_answer, text_answer
-from tests.privacy import find_in_text, fixture_markers, fixture_resume
+from tests.support.gemini_double import call_answer, text_answer
+from tests.support.privacy import find_in_text, fixture_markers
+from tests.support.session_client import answer_to, create_session, say
 from tests.test_settings import settings_process
 
 pytestmark = pytest.mark.django_db
@@ -33,22 +34,18 @@ REPLY = "Hi 林語晴. At 翠鳥雲端股份有限公司 Kingfisher Cloud you le
 SCHEMAS = {"semconv schema (2, ADK's default)": "2", "legacy schema (1)": "1"}
 
 
-def _one_turn(api, gemini) -> dict[str, list[str]]:
+def _one_turn(api, gemini_double) -> dict[str, list[str]]:
     """A session created, then one turn: the model checks a claim, saves a plan, and answers
     quoting the resume. Returns what the traces must not hold, by kind."""
-    created = api.post("/agent/sessions", {"resume_text": fixture_resume()}, format="json").json()
-    session_id, token = created["session_id"], created["token"]
-    gemini.answer(
+    session_id, token = create_session(api)
+    gemini_double.answer(
         call_answer("verify_claims", {"claims": ["Worked at 翠鳥雲端股份有限公司 Kingfisher Cloud"]}),
         call_answer("save_plan", {"plan": PLAN}),
         text_answer(REPLY),
     )
-    response = api.post(
-        f"/agent/sessions/{session_id}/messages", {"message": MESSAGE}, format="json", HTTP_X_SESSION_TOKEN=token
-    )
-    assert response.status_code == 200, response.content
+    answer_to(api, session_id, token, MESSAGE)
     # What went to the model did hold them: the turn carried content the spans could have kept.
-    assert find_in_text(str(gemini.requests), [*fixture_markers(), MESSAGE]) != []
+    assert find_in_text(str(gemini_double.requests), [*fixture_markers(), MESSAGE]) != []
     return {
         "resume": fixture_markers(),
         "message and plan": [MESSAGE, PLAN.split()[-1]],
@@ -72,8 +69,9 @@ def schema(request, monkeypatch):
     return request.param
 
 
-def test_one_turn_leaves_no_content_in_spans_or_events(api, gemini, telemetry, schema):
-    secrets = _one_turn(api, gemini)
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_one_turn_leaves_no_content_in_spans_or_events(api, gemini_double, telemetry, schema):
+    secrets = _one_turn(api, gemini_double)
     spans = telemetry.spans()
     names = {span.name for span in spans}
     # The turn was traced: the agent, each model call, each tool, with their timings and counts.
@@ -135,15 +133,16 @@ class _RunsSeen(BasePlugin):
         self.seen.append((invocation_context.run_config.telemetry, invocation_context.session.id))
 
 
-def test_each_run_is_told_no_content_and_knows_its_session_by_another_name(api, gemini, install_runner, new_session):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_each_run_is_told_no_content_and_knows_its_session_by_another_name(api, settings, new_session):
     """Both, as the Runner is given them: the run's own config, not only the environment behind it."""
     runs = _RunsSeen()
-    base = process_runner()  # the gemini fixture's
+    base = process_runner()  # runner_on_gemini_double's
     app = base.app.model_copy(update={"plugins": [*base.app.plugins, runs]})
-    install_runner(Runner(app=app, app_name=base.app_name, session_service=base.session_service))
+    runner = Runner(app=app, app_name=base.app_name, session_service=base.session_service)
+    settings.AGENT_RUNNER_FACTORY = lambda: runner
     session_id, token = new_session()
-    url = f"/agent/sessions/{session_id}/messages"
-    assert api.post(url, {"message": MESSAGE}, format="json", HTTP_X_SESSION_TOKEN=token).status_code == 200
+    assert say(api, session_id, token, MESSAGE).status_code == 200
     [(config, traced_id)] = runs.seen
     assert config.capture_message_content is ContentCapturingMode.NO_CONTENT
     assert traced_id == traces.traced_session_id(session_id) != session_id
@@ -157,19 +156,23 @@ def _capture_back_on(monkeypatch, mode: ContentCapturingMode) -> None:
 
 
 @pytest.mark.parametrize("mode", [ContentCapturingMode.SPAN_ONLY, ContentCapturingMode.EVENT_ONLY])
-def test_control_with_content_capture_back_on_the_scan_finds_the_resume(api, gemini, telemetry, monkeypatch, mode):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_control_with_content_capture_back_on_the_scan_finds_the_resume(
+    api, gemini_double, telemetry, monkeypatch, mode
+):
     """Control: the same turn with capture on (on spans, or on ADK's GenAI events) puts the
     resume and the message where the scan looks."""
     _capture_back_on(monkeypatch, mode)
-    found = _found(telemetry, _one_turn(api, gemini))
+    found = _found(telemetry, _one_turn(api, gemini_double))
     assert "resume" in found and "message and plan" in found
 
 
-def test_control_with_the_runner_on_the_sessions_id_the_scan_finds_it(api, gemini, telemetry, monkeypatch):
+@pytest.mark.usefixtures("runner_on_gemini_double")
+def test_control_with_the_runner_on_the_sessions_id_the_scan_finds_it(api, gemini_double, telemetry, monkeypatch):
     """Control: ADK writes the session's id on its spans whatever the switches say, so the Runner
     must not know the session by it."""
     monkeypatch.setattr(traces, "traced_session_id", lambda session_id: session_id)
-    assert list(_found(telemetry, _one_turn(api, gemini))) == ["session id"]
+    assert list(_found(telemetry, _one_turn(api, gemini_double))) == ["session id"]
 
 
 def test_the_traced_name_is_stable_per_session_and_keyed():

@@ -20,9 +20,9 @@ from django.utils import timezone
 from sessions_app.infra import file_range_locks, postgresql_presence
 from sessions_app.models import AgentSession
 from sessions_app.storage import turn_lock
-from tests.factories import make_session
-from tests.test_servers import ROOT, service_env
-from tests.waiting import wait_until
+from tests.support.factories import make_session
+from tests.support.servers import ROOT, service_env
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TURN_TIMEOUT = 60  # a lock is taken over as stale after 90 s: far beyond this test's wait

@@ -14,7 +14,7 @@ from google.adk.events.event import Event
 from google.adk.sessions import Session
 
 from sessions_app.adk.buffer import TurnBuffer
-from tests.privacy import fixture_resume
+from tests.support.privacy import fixture_resume
 
 pytestmark = pytest.mark.django_db
 

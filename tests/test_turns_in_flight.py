@@ -17,10 +17,10 @@ import pytest
 from django.db import connection
 
 from sessions_app.infra.supervisor import WEB_POOL_SIZE, gunicorn_command
-from tests.gemini_double import GeminiDouble
-from tests.privacy import fixture_resume
-from tests.test_servers import _free_port, launch, service_env, wait_until_serving
-from tests.waiting import wait_until_async
+from tests.support.gemini_double import GeminiDouble
+from tests.support.privacy import fixture_resume
+from tests.support.servers import free_port, launch, service_env, wait_until_serving
+from tests.support.waiting import wait_until_async
 
 pytestmark = pytest.mark.slow
 TURNS = 100
@@ -32,15 +32,14 @@ def _serve(tmp_path, **env):
     env = service_env(
         tmp_path,
         DATABASE_POOL_SIZE=WEB_POOL_SIZE,
-        GOOGLE_API_KEY="key-of-the-local-double",
-        GOOGLE_GEMINI_BASE_URL=double.url,
+        **double.environment(),
         AGENT_MODEL_ATTEMPTS="1",
         CLIENT_MESSAGE_RATE="100000/min",
         AGENT_SESSION_MESSAGE_RATE="100000/min",
         AGENT_SESSION_CREATE_RATE="100000/hour",
         **env,
     )
-    port, log_path = _free_port(), tmp_path / "server.log"
+    port, log_path = free_port(), tmp_path / "server.log"
     command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1)
     process, base = wait_until_serving(launch(command, env, log_path), command, log_path, port)
     return base, double, log_path, process

@@ -7,7 +7,7 @@ clusters run while both serve. (Runs in the PostgreSQL + Redis leg of `make test
 sent to both at once get one order and one tree in the deletion log, with receipts that verify
 offline: on both legs (on SQLite the two servers share the test's database file).
 
-The servers' model is "Gemini" on a local double of its REST API (tests/gemini_double.py),
+The servers' model is "Gemini" on a local double of its REST API (tests/support/gemini_double.py),
 which can hold a model call: that is how a turn is caught mid-way, with no timing guesses.
 """
 
@@ -36,11 +36,10 @@ from sessions_app.infra.supervisor import gunicorn_command
 from sessions_app.models import AgentSession, DeletionAudit, DeletionLogEntry
 from sessions_app.retention import PURGE_TASK
 from sessions_app.security.tokens import owner_id_for
-from tests.factories import make_session
-from tests.gemini_double import GeminiDouble
-from tests.privacy import fixture_resume
-from tests.test_servers import ROOT, _free_port, launch, service_env, wait_until_serving
-from tests.waiting import wait_until
+from tests.support.factories import make_session
+from tests.support.privacy import fixture_resume
+from tests.support.servers import ROOT, free_port, launch, service_env, wait_until_serving
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 # The scale-out tests (a shared Redis, django-q2's ORM broker, the row turn lock); the deletion
@@ -52,14 +51,7 @@ SECOND_CLUSTER = "resume-agent-second"
 
 
 @pytest.fixture
-def gemini():
-    double = GeminiDouble().start()
-    yield double
-    double.stop()
-
-
-@pytest.fixture
-def scale_out_env(tmp_path, gemini):
+def scale_out_env(tmp_path, gemini_double):
     """The environment of every process of the deployment; `name` gives each its own var/."""
 
     # One Redis for every server where the leg has one; on SQLite each server counts its own rates.
@@ -73,8 +65,7 @@ def scale_out_env(tmp_path, gemini):
             # One log, one signing key: each server has a var/ of its own, where it would make its own.
             DELETION_LOG_SIGNING_KEY=log_key.signer().skey,
             DELETION_LOG_RATE="1000/min",
-            GOOGLE_API_KEY="key-of-the-local-double",
-            GOOGLE_GEMINI_BASE_URL=gemini.url,
+            **gemini_double.environment(),
             AGENT_SESSION_CREATE_RATE=f"{CREATES_ALLOWED}/hour",
             PURGE_BATCH_SIZE="10",
             PURGE_BATCH_PAUSE_SECONDS="0.05",
@@ -89,7 +80,7 @@ def scale_out_env(tmp_path, gemini):
 def two_servers(tmp_path, scale_out_env):
     launched = []
     for name in ("a", "b"):  # started together, then waited for
-        port = _free_port()
+        port = free_port()
         command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1)
         launched.append((launch(command, scale_out_env(name), tmp_path / f"{name}.log"), command, port, name))
     servers = [
@@ -197,10 +188,10 @@ def test_the_create_limit_counts_requests_to_both_servers(two_clients):
 
 
 @postgres_only
-def test_two_turns_sent_to_both_servers_at_once_give_one_200_and_one_409(two_clients, gemini):
+def test_two_turns_sent_to_both_servers_at_once_give_one_200_and_one_409(two_clients, gemini_double):
     a, b = two_clients
     url, headers = _new_session(a)
-    with gemini.hold() as held:
+    with gemini_double.hold() as held:
         thread, first = _in_thread(lambda: a.post(f"{url}/messages", json=MESSAGE, headers=headers))
         assert held.arrived.wait(30)  # A's turn is in its model call, holding the turn lock
         second = b.post(f"{url}/messages", json={"message": "And my cover letter?"}, headers=headers)
@@ -215,13 +206,13 @@ def test_two_turns_sent_to_both_servers_at_once_give_one_200_and_one_409(two_cli
 
 @postgres_only
 def test_a_server_killed_mid_turn_loses_nothing_and_the_other_serves_the_next_turn_at_once(
-    two_clients, two_servers, gemini
+    two_clients, two_servers, gemini_double
 ):
     (server_a, _), _ = two_servers
     a, b = two_clients
     url, headers = _new_session(b)
     assert b.post(f"{url}/messages", json=MESSAGE, headers=headers).status_code == 200  # stored by B
-    with gemini.hold() as held:
+    with gemini_double.hold() as held:
         _in_thread(lambda: a.post(f"{url}/messages", json={"message": "Killed mid-way"}, headers=headers))
         assert held.arrived.wait(30)
         os.killpg(server_a.pid, signal.SIGKILL)  # gunicorn's master and its worker, mid-turn

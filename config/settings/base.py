@@ -327,7 +327,11 @@ Q_CLUSTER = {
 
 # --- Agent ----------------------------------------------------------------------
 # The model is chosen in agent.model_selection (Gemini with GOOGLE_API_KEY,
-# otherwise the offline model). A turn longer than this answers 504.
+# otherwise the offline model). The process's ADK Runner is built, on its first turn, by
+# AGENT_RUNNER_FACTORY: a callable taking no argument, or its dotted path; a setting, not a
+# variable (tests inject a Runner on a model of their own with it: sessions_app/turns/runner.py).
+AGENT_RUNNER_FACTORY = "sessions_app.turns.runner.build_runner"
+# A turn longer than this answers 504.
 AGENT_TURN_TIMEOUT_SECONDS = env.float("AGENT_TURN_TIMEOUT_SECONDS", default=60.0)
 # Model calls within one turn (ADK's default is 500): a model that keeps
 # calling tools is stopped, the turn answers 502 and nothing is saved.

@@ -6,16 +6,22 @@ management commands) never import ADK. The view hands it to each turn
 (`turns.service.turn_slot(process_runner(), ...)`); a turn runs a copy of it on its own session buffer,
 and keeps the Runner it started with until it ends.
 
-A test runs turns on a model of its own inside `using_runner(build_runner(model))`
-(tests/conftest.py, `install_runner`).
+What builds it is the setting `AGENT_RUNNER_FACTORY`: a callable taking no argument, or its
+dotted path (by default this module's `build_runner`). When that setting changes (Django's
+`override_settings`, pytest-django's `settings`), the Runner built is dropped and the next turn
+builds one with the new factory: a test runs turns on a model of its own with
+`settings.AGENT_RUNNER_FACTORY = lambda: build_runner(model)`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.utils.module_loading import import_string
 from google.adk.models import BaseLlm
 from google.adk.runners import Runner
 
@@ -33,23 +39,26 @@ def build_runner(model: str | BaseLlm | None = None) -> Runner:
     return Runner(app_name=APP_NAME, agent=build_agent(model), session_service=DjangoSessionService())
 
 
+def runner_factory() -> Callable[[], Runner]:
+    """What `AGENT_RUNNER_FACTORY` names: the callable itself, or the one at its dotted path."""
+    factory = settings.AGENT_RUNNER_FACTORY
+    return import_string(factory) if isinstance(factory, str) else factory
+
+
 def process_runner() -> Runner:
-    """This process's Runner, built the first time it is asked for."""
+    """This process's Runner, built the first time it is asked for (after the factory changed,
+    the first time since)."""
     global _runner
     with _lock:
         if _runner is None:
-            _runner = build_runner()
+            _runner = runner_factory()()
         return _runner
 
 
-@contextmanager
-def using_runner(runner: Runner) -> Iterator[Runner]:
-    """`process_runner()` is `runner` inside the block, and what it was before after it."""
+@receiver(setting_changed)
+def _drop_the_runner(*, setting: str, **kwargs) -> None:
+    """A new `AGENT_RUNNER_FACTORY`: the Runner the old one built is not this process's any more."""
     global _runner
-    with _lock:
-        previous, _runner = _runner, runner
-    try:
-        yield runner
-    finally:
+    if setting == "AGENT_RUNNER_FACTORY":
         with _lock:
-            _runner = previous
+            _runner = None

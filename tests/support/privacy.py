@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 SIDECAR_SUFFIXES = ("", "-journal", "-wal", "-shm")
 
 

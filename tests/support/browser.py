@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.waiting import wait_until
+from tests.support.waiting import wait_until
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -8,7 +8,7 @@ a short text reply when none is left, and keeps each request it was sent (in mem
 makes every call take that many seconds, as a real model does (also set over HTTP, `PUT /latency`
 with the seconds as the body, for a double in another process):
 
-    .venv/bin/python -m tests.gemini_double --latency 2    # prints its URL, serves until killed
+    .venv/bin/python -m tests.support.gemini_double --latency 2    # prints its URL, serves until killed
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 GENERATE = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):generateContent$")
 DEFAULT_REPLY = "Here is what I would do next with your resume."
+# The GOOGLE_API_KEY of a service whose model calls come here (`GeminiDouble.environment()`).
+DOUBLE_KEY = "key-of-the-local-double"
 
 
 def text_answer(text: str, model: str = "gemini-2.5-flash") -> dict:
@@ -65,6 +67,7 @@ class GeminiDouble:
         self.latency = latency
         self.keep_requests = keep_requests  # off for a benchmark's thousands of calls
         self.calls = 0
+        self.answered = 0  # model calls whose answer has been sent (or whose client had gone)
         self.requests: list[dict] = []
         # The client port of each model call's connection: one client with a connection
         # pool reuses its connection (HTTP/1.1 keep-alive), a new client opens a new one.
@@ -81,6 +84,10 @@ class GeminiDouble:
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
+
+    def environment(self) -> dict[str, str]:
+        """What points a process's google-genai here: any key (the double checks none), and this URL."""
+        return {"GOOGLE_API_KEY": DOUBLE_KEY, "GOOGLE_GEMINI_BASE_URL": self.url}
 
     def start(self) -> GeminiDouble:
         self._thread.start()
@@ -120,7 +127,9 @@ class GeminiDouble:
             hold.arrived.set()
             hold.released.wait(timeout=120)
         if self.latency:
-            time.sleep(self.latency)  # this call's own thread: calls overlap as a real model's do
+            # The model's latency, the quantity given (a benchmark's slow model): not a wait for
+            # anything. In this call's own thread: calls overlap as a real model's do.
+            time.sleep(self.latency)
         return scripted if isinstance(scripted, tuple) else (200, scripted)
 
     def _handler(self):
@@ -155,6 +164,8 @@ class GeminiDouble:
                 self.end_headers()
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(data)
+                with double._lock:
+                    double.answered += 1
 
             def log_message(self, format, *args):  # requests hold resumes: never printed
                 pass

@@ -1,0 +1,123 @@
+"""The service's processes as tests start them: their environment (on the test's database, or a
+fresh migrated SQLite one), a free port, and waiting until a server answers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings
+
+from tests.support.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+BIN = Path(sys.executable).parent
+
+
+def server_commands(workers: int) -> dict[str, Callable[[int], list[str]]]:
+    """The ASGI servers a test runs the service under, by name: a function of the port each.
+    gunicorn as `make run` starts it (its ASGI worker), with `workers` processes, and uvicorn."""
+    from sessions_app.infra.supervisor import gunicorn_command
+
+    uvicorn = [str(BIN / "uvicorn"), "config.asgi:application", "--workers", "1", "--host", "127.0.0.1", "--port"]
+    return {
+        "make-run-gunicorn-asgi": lambda port: gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=workers),
+        "uvicorn-asgi": lambda port: [*uvicorn, str(port)],
+    }
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def database_url() -> str:
+    """The URL of the database this test uses, for a process of the service started by it."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def service_env(tmp_path: Path, **extra: str) -> dict:
+    """The environment of a service process started by a test: on this test's database, with a
+    var/ of its own under `tmp_path`, no model key and nothing of pytest's."""
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST", "DJANGO_"))}
+    return {
+        **inherited,
+        "DATABASE_URL": database_url(),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        # The test's own key: what the test signs (django-q2's queued tasks) the service reads.
+        "DJANGO_SECRET_KEY": settings.SECRET_KEY,
+        "DJANGO_VAR_DIR": str(tmp_path / "var"),
+        "PYTHONPATH": str(ROOT),
+        **extra,
+    }
+
+
+def start_server(command: list[str], env: dict, log_path: Path, port: int) -> tuple[subprocess.Popen, str]:
+    """Starts `command` and waits until it answers HTTP on `port`; fails the test if it doesn't."""
+    return wait_until_serving(launch(command, env, log_path), command, log_path, port)
+
+
+def launch(command: list[str], env: dict, log_path: Path) -> subprocess.Popen:
+    with open(log_path, "wb") as log:
+        # A process group of its own, so a test can kill the server with its workers.
+        return subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def answering(url: str, process: subprocess.Popen | None = None, log_path: Path | None = None) -> Callable[[], bool]:
+    """A condition for `wait_until`: `url` answers HTTP, whatever its status. With `process`, one
+    that has exited meanwhile fails the test at once, with `log_path`'s text."""
+
+    def answers() -> bool:
+        try:
+            httpx.get(url, timeout=1)
+            return True
+        except httpx.TransportError:
+            if process is not None:
+                assert process.poll() is None, log_path.read_text() if log_path else process.args
+            return False
+
+    return answers
+
+
+def wait_until_serving(process: subprocess.Popen, command: list[str], log_path: Path, port: int):
+    """`process` (started with `command`, its output in `log_path`) once it answers HTTP on `port`,
+    with its base URL; killed, and the test failed with its log, when it does not within 30 s."""
+    base = f"http://127.0.0.1:{port}"
+    if wait_until(answering(f"{base}/api/schema/"), timeout=30, interval=0.2):
+        return process, base
+    process.kill()
+    process.wait()
+    pytest.fail(f"{command[0]} did not start:\n{log_path.read_text()}")
+
+
+def migrated_env(tmp_path: Path, database: Path | None = None, **settings: str) -> dict:
+    """The environment of a server process of the service on a fresh SQLite database
+    (`database`, by default server.db under `tmp_path`), migrated, offline model, creations
+    unthrottled; `settings` added on top."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST"))},
+        "DATABASE_URL": f"sqlite:///{database or tmp_path / 'server.db'}",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_SECRET_KEY": "server-test-key",
+        "PYTHONPATH": str(ROOT),
+        "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
+        "AGENT_SESSION_CREATE_RATE": "10000/hour",
+        **settings,
+    }
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    return env
