@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerView
 
+from sessions_app.api import health
 from sessions_app.api.errors import bad_request_response, session_not_found_response
 from sessions_app.api.schema_views import SchemaView
 from sessions_app.deletion_log import views as deletion_log
@@ -17,6 +18,9 @@ urlpatterns = [
     path("deletions/consistency", deletion_log.DeletionConsistencyView.as_view(), name="deletion-consistency"),
     path("deletions/<str:lookup>", deletion_log.DeletionReceiptView.as_view(), name="deletion-receipt"),
     path(".well-known/deletion-log-key", deletion_log.DeletionLogKeyView.as_view(), name="deletion-log-key"),
+    # The probes (docs/OBSERVABILITY.md, "Health"): public, never throttled, never in the access log.
+    path("healthz", health.HealthView.as_view(), name="healthz"),
+    path("readyz", health.ReadinessView.as_view(), name="readyz"),
     # Throttled per client (the schema is built on each request); the docs page is 5 kB and not.
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),

@@ -29,3 +29,22 @@ class FailureKind(models.TextChoices):
     # Not a stored value: a model call to a tool the agent does not have (it ran nothing; a sign of
     # a confused or steered model), counted with the others for the operators (turns/service.py).
     UNKNOWN_TOOL_CALL = "unknown_tool_call", _("the model called a tool that does not exist")
+
+
+class ReadinessCheck(models.TextChoices):
+    """What `/readyz` checks (sessions_app.selectors_health), in the order it answers them."""
+
+    DATABASE = "database", _("Database reachable")
+    MIGRATIONS = "migrations", _("Migrations applied")
+    CACHE = "cache", _("Cache server reachable")
+    DISK = "disk", _("Free space above the headroom")
+    PURGE_SCHEDULE = "purge_schedule", _("Purge schedule present and on time")
+    SIGNING_KEY = "signing_key", _("Deletion log's signing key usable")
+
+
+class CheckStatus(models.TextChoices):
+    """A readiness check's outcome: all a client of `/readyz` learns of it."""
+
+    OK = "ok", _("ok")
+    FAILING = "failing", _("failing")
+    NOT_CONFIGURED = "not_configured", _("not configured here")

@@ -12,7 +12,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from django_q.models import Schedule, Task
 
-from sessions_app import retention
+from sessions_app import retention, selectors_health
 from sessions_app.choices import ErasureTrigger, FailureKind
 from sessions_app.deletion_log import key as log_key
 from sessions_app.deletion_log import store as deletion_log
@@ -59,8 +59,7 @@ def retention_policy() -> RetentionPolicy:
         ttl_hours=settings.AGENT_SESSION_TTL_HOURS,
         max_age_hours=settings.AGENT_SESSION_MAX_AGE_HOURS,
         batch_size=settings.PURGE_BATCH_SIZE,
-        # By function, not name: operators may rename the schedule in the admin.
-        schedule=Schedule.objects.filter(func=retention.PURGE_TASK).order_by("next_run").first(),
+        schedule=selectors_health.purge_schedule(),
         # Task holds both Success and Failure rows (they are proxies of it).
         last_run=Task.objects.filter(func=retention.PURGE_TASK).order_by("-stopped").first(),
     )

@@ -478,6 +478,8 @@ SPECTACULAR_SETTINGS = {
     # one session, and a wrong token is answered like a wrong session id (the
     # one 404), never 401/403, which an authentication scheme would promise.
     "AUTHENTICATION_WHITELIST": [],
+    # One enum for every readiness check's status (/readyz), not one per check.
+    "ENUM_NAME_OVERRIDES": {"CheckStatusEnum": ["ok", "failing", "not_configured"]},
     # The created session (id and token) is linked to every operation on it.
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

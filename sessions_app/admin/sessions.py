@@ -18,7 +18,7 @@ from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 from django_q.models import Failure, OrmQ, Schedule, Success
 
-from sessions_app import erasure, purge, selectors_admin, services
+from sessions_app import erasure, purge, selectors_admin, selectors_health, services
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit
 
@@ -275,6 +275,8 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 "interval_form": interval_form,
                 "integrity_failures": selectors_admin.integrity_failure_counts(),
                 "storage": selectors_admin.storage_status(),
+                # What /readyz answers, from the same checks (docs/OBSERVABILITY.md, "Health").
+                "readiness": selectors_health.readiness(),
             },
         )
 

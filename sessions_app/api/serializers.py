@@ -14,6 +14,7 @@ from rest_framework import serializers
 
 from agent.screening import KINDS, MODEL_FLAG_KIND
 from sessions_app.api.flags import FlagLabel
+from sessions_app.choices import CheckStatus, ReadinessCheck
 from sessions_app.exceptions import ModelFailureReason
 from sessions_app.model_provider import IDENTIFIER
 
@@ -299,3 +300,28 @@ class MessageErrors(serializers.Serializer):
     message = _error_messages("Why message was refused.")
     non_field_errors = _error_messages("The body is JSON but not an object.")
     detail = serializers.CharField(required=False, help_text="The body is not valid JSON.")
+
+
+# --- The probes: /healthz and /readyz (sessions_app/api/health.py) ---------------------------------
+
+
+class HealthResponse(serializers.Serializer):
+    status = serializers.ChoiceField(choices=[CheckStatus.OK.value], help_text="The process answers.")
+
+
+class ReadinessChecks(serializers.Serializer):
+    """One status per check, and nothing else: no count, no reason, no name of a file or a server."""
+
+
+for _check in ReadinessCheck:
+    ReadinessChecks._declared_fields[_check.value] = serializers.ChoiceField(
+        choices=[status.value for status in CheckStatus],
+        help_text=f"The {_check.value} check (`not_configured`: nothing to ask on this server).",
+    )
+
+
+class ReadinessResponse(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=[CheckStatus.OK.value, CheckStatus.FAILING.value], help_text="`failing` when a check is failing (503)."
+    )
+    checks = ReadinessChecks()

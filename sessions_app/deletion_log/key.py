@@ -82,14 +82,23 @@ def _signer(origin: str, given: str, path: Path) -> Signer:
     return key
 
 
-@checks.register("deletion_log")
-def check_signing_key(app_configs=None, **kwargs) -> list:
-    """Every erasure signs a checkpoint: a key that cannot be read or made stops them all, so
-    `manage.py check` (which `serve` runs before it starts) says so first."""
+def signing_key_problem() -> Exception | None:
+    """Why the log's keys cannot be used (the signing key, or a previous key, unreadable or
+    misnamed), or None when they can: `manage.py check` and the readiness probe both ask."""
     try:
         signer()
         previous_verifiers()
     except (ImproperlyConfigured, ValueError, OSError) as error:
+        return error
+    return None
+
+
+@checks.register("deletion_log")
+def check_signing_key(app_configs=None, **kwargs) -> list:
+    """Every erasure signs a checkpoint: a key that cannot be read or made stops them all, so
+    `manage.py check` (which `serve` runs before it starts) says so first."""
+    error = signing_key_problem()
+    if error is not None:
         message = gettext("The deletion log cannot sign its checkpoints: %(problem)s.") % {"problem": error}
         hint = gettext("No session can be erased until this is fixed (docs/API.md, 'Deletion receipts').")
         return [checks.Error(message, hint=hint, id="sessions_app.E008")]

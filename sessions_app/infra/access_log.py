@@ -15,9 +15,18 @@ from sessions_app.infra.log_lines import loggable, loggable_path
 # that writes the access line, so it sees the value the guard set.)
 CLIENT_WENT_AWAY = ContextVar("client_went_away", default=False)
 CLIENT_CLOSED_REQUEST = "499"
+# The probes (config/urls.py, sessions_app/api/health.py): a load balancer asks them every second,
+# and a line each would bury the requests people make. What they answer is on the admin's retention
+# page whenever asked; a failing /readyz is still logged, by Django, at ERROR.
+PROBE_PATHS = frozenset({"/healthz", "/readyz"})
 
 
 class AccessLogger(Logger):
+    def access(self, resp, req, environ, request_time):
+        if (environ.get("PATH_INFO") or "") in PROBE_PATHS:
+            return
+        super().access(resp, req, environ, request_time)
+
     def atoms(self, resp, req, environ, request_time):
         atoms = super().atoms(resp, req, environ, request_time)
         if CLIENT_WENT_AWAY.get():

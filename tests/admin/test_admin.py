@@ -13,7 +13,7 @@ from sessions_app import retention
 from sessions_app.admin.sessions import local_time, time_left
 from sessions_app.models import AgentSession, DeletionAudit, SessionEvent
 from sessions_app.retention import PURGE_TASK
-from tests.support.factories import make_session
+from tests.support.factories import make_purge_schedule, make_session
 from tests.support.privacy import find_in_text, fixture_markers
 
 # The admin in English (its source language): what these tests read; tests/project/test_translations.py
@@ -37,23 +37,6 @@ def _expiring(**kwargs):
 
 def _html(response) -> str:
     return response.content.decode()
-
-
-def _purge_schedule(next_run):
-    from django_q.models import Schedule
-
-    # Transactional tests elsewhere flush the row the migration made; set it up here.
-    schedule, _ = Schedule.objects.update_or_create(
-        func=PURGE_TASK,
-        defaults={
-            "name": "purge expired sessions",
-            "schedule_type": Schedule.MINUTES,
-            "minutes": 15,
-            "repeats": -1,
-            "next_run": next_run,
-        },
-    )
-    return schedule
 
 
 @pytest.fixture
@@ -311,7 +294,7 @@ def test_policy_page_shows_ttl_schedule_and_runs(staff_client, settings):
 
     settings.AGENT_SESSION_TTL_HOURS, settings.AGENT_SESSION_MAX_AGE_HOURS, settings.PURGE_BATCH_SIZE = 6, 48, 150
     next_run = timezone.now().replace(microsecond=0) + dt.timedelta(minutes=9)
-    _purge_schedule(next_run)
+    make_purge_schedule(next_run)
 
     page = staff_client.get(POLICY)
     html = _html(page)
@@ -456,7 +439,7 @@ def test_no_resume_content_on_any_admin_page(admin_client, api, new_session, set
     AgentSession.objects.filter(session_id=expired_id).update(last_activity_at=timezone.now() - 48 * HOUR)
     gone_id, gone_token = new_session()
     api.delete(f"/agent/sessions/{gone_id}", HTTP_X_SESSION_TOKEN=gone_token)  # an audit row
-    _purge_schedule(timezone.now() + HOUR)
+    make_purge_schedule(timezone.now() + HOUR)
     settings.AGENT_SESSION_TTL_HOURS = 10_000  # keep every session through the task run below
     async_task(PURGE_TASK)
     settings.AGENT_SESSION_TTL_HOURS = 24

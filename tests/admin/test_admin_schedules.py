@@ -21,6 +21,7 @@ from django_q.models import Failure, OrmQ, Schedule, Success, Task
 from sessions_app.deletion_log import verification as log_verification
 from sessions_app.retention import PURGE_TASK
 from sessions_app.services import purge_interval_set
+from tests.support.factories import make_purge_schedule
 
 # The admin in English (its source language): what these tests read; tests/project/test_translations.py
 # covers the Traditional Chinese.
@@ -47,15 +48,6 @@ HOSTILE_FIELDS = {
     "post": "yes",
     "_save": "Save",
 }
-
-
-def _purge_schedule() -> Schedule:
-    # Transactional tests elsewhere flush the row migration 0002_purge_schedule made; set it up here.
-    schedule, _ = Schedule.objects.update_or_create(
-        func=PURGE_TASK,
-        defaults={"name": "purge expired sessions", "schedule_type": Schedule.MINUTES, "minutes": 15, "repeats": -1},
-    )
-    return schedule
 
 
 def _schedules() -> list[dict]:
@@ -108,7 +100,7 @@ def _every_admin_url(values: dict[str, list[str]]) -> list[tuple[str, str]]:
 @pytest.fixture
 def hostile_targets():
     """The purge schedule and a finished task, as an attacker would find them."""
-    schedule = _purge_schedule()
+    schedule = make_purge_schedule()
     Task.objects.create(
         id="0" * 32, name="done", func=PURGE_TASK, started=timezone.now(), stopped=timezone.now(), success=True
     )
@@ -201,7 +193,7 @@ def operator(client, django_user_model):
 
 
 def test_interval_form_changes_only_the_minutes(operator):
-    schedule = _purge_schedule()
+    schedule = make_purge_schedule()
     page = operator.get(POLICY)
     assert page.status_code == 200
     assert 'id="purge-interval"' in page.content.decode() and page.context["interval_form"]["minutes"].value() == 15
@@ -220,7 +212,7 @@ def test_interval_form_changes_only_the_minutes(operator):
 
 @pytest.mark.parametrize("minutes", ["0", "1441", "-5", "abc", "", "1.5"])
 def test_interval_outside_bounds_is_refused_with_a_message(operator, minutes):
-    schedule = _purge_schedule()
+    schedule = make_purge_schedule()
     response = operator.post(POLICY, {"minutes": minutes})
     assert response.status_code == 200
     assert response.context["interval_form"].errors["minutes"]
@@ -230,13 +222,13 @@ def test_interval_outside_bounds_is_refused_with_a_message(operator, minutes):
 
 @pytest.mark.parametrize("minutes", [1, 1440])
 def test_interval_bounds_are_accepted(operator, minutes):
-    schedule = _purge_schedule()
+    schedule = make_purge_schedule()
     assert operator.post(POLICY, {"minutes": str(minutes)}).status_code == 302
     assert Schedule.objects.get(pk=schedule.pk).minutes == minutes
 
 
 def test_viewers_see_the_interval_but_cannot_change_it(client, django_user_model):
-    schedule = _purge_schedule()
+    schedule = make_purge_schedule()
     viewer = django_user_model.objects.create_user("viewer", password="unused-in-tests", is_staff=True)
     viewer.user_permissions.set(Permission.objects.filter(codename="view_agentsession"))
     client.force_login(viewer)
@@ -259,7 +251,7 @@ def test_changing_the_interval_without_a_schedule_says_so(operator):
 
 def test_a_purge_schedule_that_is_not_every_n_minutes_keeps_its_timing(operator):
     # Set to daily outside the admin: minutes mean nothing to it, and the page offers no interval.
-    schedule = _purge_schedule()
+    schedule = make_purge_schedule()
     Schedule.objects.filter(pk=schedule.pk).update(schedule_type=Schedule.DAILY)
     before = model_to_dict(Schedule.objects.get(pk=schedule.pk))
     assert 'id="purge-interval"' not in operator.get(POLICY).content.decode()
@@ -270,7 +262,7 @@ def test_a_purge_schedule_that_is_not_every_n_minutes_keeps_its_timing(operator)
 
 
 def test_the_service_checks_the_bounds_and_touches_no_other_schedule():
-    purge = _purge_schedule()
+    purge = make_purge_schedule()
     other = Schedule.objects.create(func="some.other.task", schedule_type=Schedule.MINUTES, minutes=5)
     for minutes in (0, 1441):
         with pytest.raises(ValueError, match=rf"^purge interval {minutes} min is outside 1\.\.1440$"):

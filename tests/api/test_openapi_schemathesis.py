@@ -37,6 +37,9 @@ OPERATIONS = {
     "GET /deletions/checkpoint",
     "GET /deletions/consistency",
     "GET /.well-known/deletion-log-key",
+    # The probes: public, never throttled (sessions_app/api/health.py).
+    "GET /healthz",
+    "GET /readyz",
 }
 SESSION_OPERATIONS = {label for label in OPERATIONS if "{session_id}" in label}
 # Fictional; each test's database gets this session afresh (see known_session).
@@ -79,6 +82,19 @@ def many_sessions_allowed(settings):
             ("session_create", "session_message", "client_message", "session_delete", "session_export"), "100000/min"
         ),
     )
+
+
+@pytest.fixture(autouse=True)
+def purge_on_time():
+    """/readyz answers 200 (its 503s: tests/test_health.py): the purge schedule the migration made,
+    which the transactional tests flush, due soon."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from tests.support.factories import make_purge_schedule
+
+    make_purge_schedule(timezone.now() + dt.timedelta(minutes=5))
 
 
 @pytest.fixture(autouse=True)

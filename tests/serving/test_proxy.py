@@ -225,3 +225,20 @@ def test_a_token_in_the_query_string_reaches_no_log_of_nginx_or_gunicorn(app, ng
     access = (prefix / "resume-agent.access.log").read_text()
     assert session_id not in access
     assert "GET /agent/sessions/~ " in access and "GET /agent/sessions/~/messages " in access
+
+
+def test_nginx_passes_the_probes_on_and_no_log_names_them(app, nginx):
+    _, _, gunicorn_log = app
+    proxy_base, prefix = nginx
+    with httpx.Client(base_url=proxy_base, timeout=30) as client:
+        assert client.get("/").status_code == 200  # a line in each access log, to tell them apart
+        health, ready = client.get("/healthz"), client.get("/readyz")
+        head = client.head("/readyz")
+    assert health.status_code == 200 and health.json() == {"status": "ok"}
+    assert ready.status_code == 200 and ready.json()["status"] == "ok", ready.text
+    assert head.status_code == 200 and head.content == b""
+    assert "no-store" in ready.headers["cache-control"]
+    access = prefix / "resume-agent.access.log"
+    assert wait_until(lambda: '"GET / HTTP/1.1" 200' in gunicorn_log.read_text() and access.read_text(), 5)
+    for log in (access, gunicorn_log):
+        assert "/healthz" not in log.read_text() and "/readyz" not in log.read_text(), log.name

@@ -58,3 +58,17 @@ def make_user_state(owner_id: str, state: dict, app_name: str = "resume_agent") 
     with token_context(FACTORY_TOKEN):
         scoped_state.merge_user_state(app_name, owner_id, state)
     return UserState.objects.get(app_name=app_name, owner_id=owner_id)
+
+
+def make_purge_schedule(next_run=None, **fields):
+    """The purge's django-q2 schedule as migration 0002_purge_schedule makes it (every 15 min), made
+    again: transactional tests elsewhere flush that row. `next_run` and `fields` as given."""
+    from django_q.models import Schedule
+
+    from sessions_app.retention import PURGE_TASK
+
+    defaults = {"name": "purge expired sessions", "schedule_type": Schedule.MINUTES, "minutes": 15, "repeats": -1}
+    if next_run is not None:
+        defaults["next_run"] = next_run
+    schedule, _ = Schedule.objects.update_or_create(func=PURGE_TASK, defaults={**defaults, **fields})
+    return schedule
