@@ -86,7 +86,7 @@ def many_sessions_allowed(settings):
 
 @pytest.fixture(autouse=True)
 def purge_on_time():
-    """/readyz answers 200 (its 503s: tests/test_health.py): the purge schedule the migration made,
+    """/readyz answers 200 (its 503s: tests/api/test_health.py): the purge schedule the migration made,
     which the transactional tests flush, due soon."""
     import datetime as dt
 
