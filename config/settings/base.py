@@ -96,6 +96,12 @@ DATABASES = {
         env.str("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'sessions.db'}"), conn_max_age=0
     )
 }
+# How long a database or cache server may take to answer before the request (or /readyz) gives
+# up on it: a blackholed host or a hung Redis must fail a probe, not hang it. libpq counts
+# connect_timeout in whole seconds, at least 2.
+BACKEND_TIMEOUT_SECONDS = env.float("AGENT_BACKEND_TIMEOUT_SECONDS", default=5.0)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = max(2, round(BACKEND_TIMEOUT_SECONDS))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Django's SQLite backend with a write gate (sessions_app/infra/sqlite_backend/base.py).
     DATABASES["default"]["ENGINE"] = "sessions_app.infra.sqlite_backend"
@@ -194,6 +200,8 @@ if CACHE_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": CACHE_URL,
             "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="resume-agent"),
+            # redis-py's own: connecting, and each command's answer.
+            "OPTIONS": {"socket_connect_timeout": BACKEND_TIMEOUT_SECONDS, "socket_timeout": BACKEND_TIMEOUT_SECONDS},
         }
     }
 else:

@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from sessions_app import selectors_health
 from sessions_app.choices import CheckStatus, ReadinessCheck
 from sessions_app.retention import PURGE_TASK
 from tests.support.factories import make_purge_schedule, make_session
@@ -295,3 +296,33 @@ def test_the_answers_hold_exactly_what_the_schema_declares(client, settings):
         body = client.get("/readyz").json()
         assert set(body) == declared("ReadinessResponse")
         assert set(body["checks"]) == declared("ReadinessChecks") == set(CHECKS)
+
+
+def test_the_database_and_the_cache_servers_are_given_a_time_to_answer(settings):
+    """A blackholed database host or a hung Redis fails a probe after the timeout, not never:
+    both clients are told it (seen failing with the OPTIONS taken out of config/settings/base.py)."""
+    configured = django_settings
+    if configured.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        assert configured.DATABASES["default"]["OPTIONS"]["connect_timeout"] >= 2
+    if not selectors_health.cache_is_local():
+        options = configured.CACHES["default"]["OPTIONS"]
+        assert options["socket_timeout"] == options["socket_connect_timeout"] == configured.BACKEND_TIMEOUT_SECONDS
+
+
+@pytest.mark.postgres_only  # the Redis leg: a cache server is configured there
+def test_a_cache_server_that_never_answers_makes_readyz_503_within_its_timeout(client, settings):
+    import socket
+    import time
+
+    silent = socket.create_server(("127.0.0.1", 0))  # takes connections, never says a word
+    try:
+        port = silent.getsockname()[1]
+        options = {**settings.CACHES["default"]["OPTIONS"], "socket_timeout": 0.5, "socket_connect_timeout": 0.5}
+        settings.CACHES = {
+            "default": {**settings.CACHES["default"], "LOCATION": f"redis://127.0.0.1:{port}/0", "OPTIONS": options}
+        }
+        started = time.monotonic()
+        assert _failing(client) == {"cache"}
+        assert time.monotonic() - started < 5
+    finally:
+        silent.close()
