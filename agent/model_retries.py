@@ -16,7 +16,7 @@ import contextvars
 import math
 import random
 import re
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 
 from google.adk.models.google_llm import Gemini
 from google.adk.models.llm_request import LlmRequest
@@ -27,6 +27,10 @@ from google.genai import errors as genai_errors
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MAX_DELAY_SECONDS = 8.0
 _RETRY_DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")  # google.rpc.RetryInfo's retryDelay, e.g. "17s"
+
+# Told of each call tried again, with the status that failed (the service counts them:
+# sessions_app/turns/runner.py).
+retry_listeners: list[Callable[[int], None]] = []
 
 # The running loop's time by which the turn must end (None: no deadline).
 turn_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("turn_deadline", default=None)
@@ -81,5 +85,7 @@ class RetryingGemini(Gemini):
                 deadline = turn_deadline.get()
                 if deadline is not None and asyncio.get_running_loop().time() + wait >= deadline:
                     raise
+                for listener in retry_listeners:
+                    listener(exc.code)
                 await asyncio.sleep(wait)
                 attempt += 1

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerView
 
-from sessions_app.api import health
+from sessions_app.api import health, scrape
 from sessions_app.api.errors import bad_request_response, session_not_found_response
 from sessions_app.api.schema_views import SchemaView
 from sessions_app.deletion_log import views as deletion_log
@@ -24,6 +24,8 @@ urlpatterns = [
     # Throttled per client (the schema is built on each request); the docs page is 5 kB and not.
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    # Prometheus's, with METRICS_TOKEN only; otherwise the 404 below (sessions_app/api/scrape.py).
+    path("metrics", scrape.metrics_view, name="metrics"),
 ]
 
 

@@ -15,11 +15,15 @@ from dataclasses import asdict, dataclass, field
 from django.db import transaction
 from django.db.models import F, QuerySet
 
+from sessions_app.choices import ErasureTrigger
 from sessions_app.deletion_log import store as deletion_log
 from sessions_app.deletion_log.formats.lookup import receipt_lookup
-from sessions_app.infra import disk_space
+from sessions_app.infra import disk_space, metrics
 from sessions_app.models import DeletionAudit
 from sessions_app.storage import row_erasure
+
+for _trigger in ErasureTrigger:
+    metrics.SESSIONS_ERASED.labels(_trigger.value)
 
 
 @dataclass
@@ -112,6 +116,7 @@ def erase_sessions(
     is full. A purge's batches name the audit row they add to (`adding_to`) and when it began."""
     started = time.monotonic() if started is None else started
     for attempt in disk_space.erasure_attempts():
+        erased = None
         with attempt, transaction.atomic():
             chosen = selection
             if batch_size is not None:
@@ -126,7 +131,11 @@ def erase_sessions(
                 if not batch:
                     return ErasureCounts()
                 chosen = selection.model.objects.filter(pk__in=batch)
-            return erase(chosen, trigger, keep_owner_state=keep_owner_state, started=started, adding_to=adding_to)
+            erased = erase(chosen, trigger, keep_owner_state=keep_owner_state, started=started, adding_to=adding_to)
+        if erased is not None:  # committed (an attempt the disk refused is None: the next one runs)
+            if erased.sessions:  # counted once, here, whoever asked
+                metrics.SESSIONS_ERASED.labels(str(trigger)).inc(erased.sessions)
+            return erased
     raise AssertionError("the last attempt never swallows what the erasure raised")
 
 

@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from sessions_app import erasure
-from sessions_app.infra import disk_space
+from sessions_app.infra import disk_space, metrics
 from sessions_app.models import AgentSession, DeletionAudit
 from sessions_app.retention import LAST_PURGE_KEY
 from sessions_app.storage import planner_statistics
@@ -71,16 +71,24 @@ def purge_expired(
     expired = AgentSession.objects.expired(now or timezone.now(), ttl_hours)
     if dry_run:
         return _what_would_be_erased(expired)
+    started = time.monotonic()
     try:
         result = _erase_in_batches(expired, batch_size=batch_size, trigger=trigger, progress=progress)
     except Exception as exc:
-        _record_outcome(trigger, "disk_full" if disk_space.is_disk_full(exc) else "failed", error=type(exc).__name__)
+        outcome = "disk_full" if disk_space.is_disk_full(exc) else "failed"
+        _record_outcome(trigger, outcome, started, error=type(exc).__name__)
         raise
-    _record_outcome(trigger, "ok", sessions=result.sessions, events=result.events)
+    _record_outcome(trigger, "ok", started, sessions=result.sessions, events=result.events)
     return result
 
 
-def _record_outcome(trigger: str, outcome: str, *, sessions: int = 0, events: int = 0, error: str = "") -> None:
+def _record_outcome(
+    trigger: str, outcome: str, started: float, *, sessions: int = 0, events: int = 0, error: str = ""
+) -> None:
+    metrics.PURGE_RUNS.labels(str(trigger), outcome).inc()
+    metrics.PURGE_SECONDS.labels(str(trigger)).observe(time.monotonic() - started)
+    if outcome == "ok":
+        metrics.PURGE_LAST_SUCCESS.set(time.time())
     record = {
         "at": timezone.now().isoformat(),
         "trigger": str(trigger),

@@ -132,6 +132,28 @@ def storage_status() -> StorageStatus:
 
 
 @dataclass(frozen=True)
+class ObservedState:
+    """What a scrape of the metrics reads when it is made (sessions_app/api/scrape.py): the free
+    space, the reserve, sessions past their TTL still stored, and the deletion log's size and latest
+    checkpoint; two queries, counts and times only."""
+
+    space: disk_space.SpaceReport
+    expired_stored: int
+    log_size: int
+    checkpoint_signed_at: dt.datetime | None
+
+
+def observed_state() -> ObservedState:
+    status = deletion_log.status()
+    return ObservedState(
+        space=disk_space.space_report(),
+        expired_stored=AgentSession.objects.expired().count(),
+        log_size=status.size,
+        checkpoint_signed_at=status.signed_at,
+    )
+
+
+@dataclass(frozen=True)
 class DeletionLogOverview:
     """What the admin shows of the deletion log: sizes, the latest checkpoint and the public key."""
 

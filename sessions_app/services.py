@@ -14,14 +14,18 @@ from django_q.models import Schedule
 
 from agent import APP_NAME
 from agent.plans import initial_state, plan_count
+from agent.screening import KINDS
 from sessions_app import erasure, retention
 from sessions_app.choices import ErasureTrigger
-from sessions_app.infra import disk_space
+from sessions_app.infra import disk_space, metrics
 from sessions_app.models import AgentSession
 from sessions_app.security.crypto import token_context
 from sessions_app.security.sealing import IntegrityCheckFailed
 from sessions_app.security.tokens import new_token, owner_id_for
 from sessions_app.storage import failure_counts, sessions
+
+for _kind in KINDS:  # the screen's kinds (a flag the model raises: turns/service.py)
+    metrics.SCREEN_FLAGS.labels(_kind)
 
 
 @dataclass
@@ -42,6 +46,9 @@ def session_create(*, resume_text: str) -> NewSession:
     with token_context(token):
         deltas = {"app": {}, "user": {}, "session": initial_state(resume_text)}
         created = sessions.create(APP_NAME, owner_id_for(token), None, deltas, count_plans=plan_count)
+    metrics.SESSIONS_CREATED.inc()
+    for flag in deltas["session"]["suspicious_flags"]:
+        metrics.SCREEN_FLAGS.labels(flag["kind"]).inc()
     return NewSession(
         session_id=created.session_id,
         expires_at=retention.expires_at(created.last_activity_at, created.last_activity_at),

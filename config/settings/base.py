@@ -48,6 +48,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost, so it counts every answer, whichever layer made it (sessions_app/infra/metrics.py).
+    "sessions_app.infra.answer_metrics.AnswersByRoute",
     # First, so it marks every answer under /agent/, whichever layer made it.
     "sessions_app.api.middleware.NoStoreForSessionAPI",
     "django.middleware.security.SecurityMiddleware",
@@ -304,6 +306,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {name: {"level": "INFO" if LOG_LEVEL == "DEBUG" else LOG_LEVEL} for name in CONTENT_LOGGING_LIBRARIES},
 }
+
+# --- Metrics (sessions_app/infra/metrics.py; docs/OBSERVABILITY.md, "Metrics") -------------------
+# GET /metrics answers Prometheus only with `Authorization: Bearer <METRICS_TOKEN>`; unset (the
+# default), or with any other header, it is the same 404 as a path that does not exist.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 
 # Error pages hide what views and services mark as sensitive, DEBUG or not.
 DEFAULT_EXCEPTION_REPORTER_FILTER = "sessions_app.infra.redaction.AlwaysSafeExceptionReporterFilter"

@@ -28,6 +28,7 @@ from sessions_app.exceptions import (
     TurnInProgress,
     TurnsBusy,
 )
+from sessions_app.infra import metrics
 from sessions_app.infra.disk_space import InsufficientStorage, is_disk_full
 from sessions_app.security.crypto import DecryptionFailed
 from sessions_app.security.sealing import IntegrityCheckFailed
@@ -174,7 +175,13 @@ def error_answer(exc: Exception) -> tuple[int, dict]:
     return response.status_code, dict(response.data)
 
 
-def _busy(detail: str) -> Response:
+BUSY_CAUSES = ("turns", "pool")  # the process's turns in flight; its PostgreSQL pool
+for _cause in BUSY_CAUSES:
+    metrics.BUSY_ANSWERS.labels(_cause)
+
+
+def _busy(detail: str, cause: str) -> Response:
+    metrics.BUSY_ANSWERS.labels(cause).inc()
     response = Response({"detail": detail, "code": "busy"}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
     response["Retry-After"] = str(TurnsBusy.retry_after)
     return response
@@ -202,7 +209,9 @@ def _answer(exc, context) -> Response | None:
             status=status.HTTP_409_CONFLICT,
         )
     if isinstance(exc, TurnsBusy):
-        return _busy(_("The service is answering as many messages as it can right now. Please send it again soon."))
+        return _busy(
+            _("The service is answering as many messages as it can right now. Please send it again soon."), "turns"
+        )
     if isinstance(exc, ClientTurnsBusy):
         # A 429, not the 503: the client's own doing, and a 5xx would tell operators (and load
         # balancers that take a backend out on 5xx) that the server is failing.
@@ -221,7 +230,7 @@ def _answer(exc, context) -> Response | None:
     if isinstance(exc, OperationalError) and isinstance(exc.__cause__, PoolTimeout):
         # Every connection of the process's pool in use for the pool's timeout (PostgreSQL): a bound,
         # not an error of ours.
-        return _busy(_("The service is busy right now; nothing was done. Please try again soon."))
+        return _busy(_("The service is busy right now; nothing was done. Please try again soon."), "pool")
     if isinstance(exc, SessionLimitReached):
         code, message = _SESSION_LIMIT_ANSWERS[exc.limit]
         return Response({"detail": _(message), "code": code}, status=status.HTTP_409_CONFLICT)

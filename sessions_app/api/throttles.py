@@ -21,6 +21,7 @@ from __future__ import annotations
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from sessions_app.infra import metrics
 from sessions_app.infra.cache_counters import increment
 from sessions_app.infra.client_address import client_ip, client_network
 
@@ -44,7 +45,10 @@ class FixedWindowThrottle(SimpleRateThrottle):
         now = self.timer()
         window = int(now // self.duration)
         self.seconds_left = (window + 1) * self.duration - now
-        return increment(f"{key}:{window}", self.seconds_left + 1) <= self.num_requests
+        allowed = increment(f"{key}:{window}", self.seconds_left + 1) <= self.num_requests
+        if not allowed:
+            metrics.THROTTLED.labels(self.scope).inc()
+        return allowed
 
     def wait(self) -> float | None:
         return self.seconds_left

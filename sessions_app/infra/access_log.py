@@ -19,11 +19,13 @@ CLIENT_CLOSED_REQUEST = "499"
 # and a line each would bury the requests people make. What they answer is on the admin's retention
 # page whenever asked; a failing /readyz is still logged, by Django, at ERROR.
 PROBE_PATHS = frozenset({"/healthz", "/readyz"})
+# The metrics (sessions_app/api/scrape.py): a scraper asks every few seconds (docs/OBSERVABILITY.md).
+METRICS_PATHS = frozenset({"/metrics"})
 
 
 class AccessLogger(Logger):
     def access(self, resp, req, environ, request_time):
-        if (environ.get("PATH_INFO") or "") in PROBE_PATHS:
+        if (environ.get("PATH_INFO") or "") in PROBE_PATHS | METRICS_PATHS:
             return
         super().access(resp, req, environ, request_time)
 

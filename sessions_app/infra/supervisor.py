@@ -82,6 +82,9 @@ def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS, env
         # Each value of the access line escaped, and no session id (sessions_app/infra/log_lines.py).
         "--logger-class",
         "sessions_app.infra.access_log.AccessLogger",
+        # Its server hooks: a worker that ended is marked so in the metrics (gunicorn_hooks.py).
+        "--config",
+        "python:sessions_app.infra.gunicorn_hooks",
     ]
 
 

@@ -20,16 +20,21 @@ import logging
 from django.db import transaction
 
 from sessions_app.choices import FailureKind
+from sessions_app.infra import metrics
 from sessions_app.models import IntegrityFailure
 from sessions_app.security.sealing import IntegrityCheckFailed
 
 logger = logging.getLogger(__name__)
+for _kind in FailureKind:  # each kind's series from the start; unknown tool calls have their own
+    if _kind != FailureKind.UNKNOWN_TOOL_CALL:
+        metrics.INTEGRITY_FAILURES.labels(_kind.value)
 
 
 def record_failure(failure: IntegrityCheckFailed) -> None:
     logger.warning("integrity failure: session=%s kind=%s", failure.session_id, failure.kind.value)
     with transaction.atomic():
         IntegrityFailure.objects.create(kind=failure.kind)
+    metrics.INTEGRITY_FAILURES.labels(failure.kind.value).inc()
 
 
 def record_unknown_tool_calls(count: int) -> None:
@@ -38,3 +43,4 @@ def record_unknown_tool_calls(count: int) -> None:
         IntegrityFailure.objects.bulk_create(
             [IntegrityFailure(kind=FailureKind.UNKNOWN_TOOL_CALL) for _ in range(count)]
         )
+    metrics.UNKNOWN_TOOL_CALLS.inc(count)

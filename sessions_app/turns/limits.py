@@ -8,6 +8,7 @@ import threading
 from django.conf import settings
 
 from sessions_app.exceptions import SessionLimitReached, SessionMissing, TurnsBusy
+from sessions_app.infra import metrics
 from sessions_app.infra.client_address import IP
 from sessions_app.models import AgentSession
 from sessions_app.storage import sessions
@@ -31,11 +32,17 @@ class TurnsInFlight:
                 client_turns.release(counters)
                 raise TurnsBusy
             self.count += 1
+            self._show()
         return TurnPlace(counters)
 
     def release(self) -> None:
         with self._lock:
             self.count -= 1
+            self._show()
+
+    def _show(self) -> None:
+        metrics.TURNS_IN_FLIGHT.set(self.count)
+        metrics.TURNS_IN_FLIGHT_BUSIEST.set(self.count)
 
 
 turns_in_flight = TurnsInFlight()

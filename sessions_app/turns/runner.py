@@ -25,11 +25,21 @@ from django.utils.module_loading import import_string
 from google.adk.models import BaseLlm
 from google.adk.runners import Runner
 
-from agent import APP_NAME
+from agent import APP_NAME, model_retries
 from agent.agent import build_agent
 from sessions_app.adk.service import DjangoSessionService
+from sessions_app.infra import metrics
 
 _lock = threading.Lock()
+
+
+def _count_retry(status: int) -> None:
+    metrics.MODEL_RETRIES.labels(str(status)).inc()
+
+
+for _status in sorted(model_retries.RETRIED_STATUSES):
+    metrics.MODEL_RETRIES.labels(str(_status))
+model_retries.retry_listeners.append(_count_retry)
 _runner: Runner | None = None
 
 

@@ -38,14 +38,24 @@ from google.adk.runners import Runner
 from google.genai import types
 
 from agent.events import tool_call_outcomes, visible_texts
+from agent.guards import FLAG_TOOL
 from agent.model_retries import turn_deadline
 from agent.model_selection import model_label
+from agent.screening import MODEL_FLAG_KIND
 from agent.verification import verify_reply
 from sessions_app import model_provider
 from sessions_app.adk.buffer import TurnBuffer
 from sessions_app.adk.service import read_session
-from sessions_app.exceptions import SessionMissing, TurnInProgress
-from sessions_app.infra import disk_space, traces
+from sessions_app.exceptions import (
+    ClientTurnsBusy,
+    ModelFailure,
+    ModelFailureReason,
+    SessionLimitReached,
+    SessionMissing,
+    TurnInProgress,
+    TurnsBusy,
+)
+from sessions_app.infra import disk_space, metrics, traces
 from sessions_app.infra.client_address import IP
 from sessions_app.models import AgentSession
 from sessions_app.storage import sessions, turn_lock
@@ -55,6 +65,25 @@ from sessions_app.turns.failures import ModelErrors, as_model_failure, without_a
 from sessions_app.turns.limits import check_session_limits, turns_in_flight
 from sessions_app.turns.plugins import TurnProgress, turn_runner
 from sessions_app.turns.stages import Stage
+
+# Why a turn was refused before its model ran: the `reason` of its count (outcome "refused").
+REFUSALS = {
+    TurnsBusy: "turns_busy",
+    ClientTurnsBusy: "client_turns_busy",
+    TurnInProgress: "turn_in_progress",
+    SessionLimitReached: "session_full",
+    SessionMissing: "session_missing",
+    disk_space.InsufficientStorage: "storage_low",
+}
+# Every outcome and reason a turn is counted by, from the start (a series is there before its
+# first turn): "stored", "model_failure" (a ModelFailureReason), "refused" (a REFUSALS value),
+# "error" (a bug of ours, a storage failure) and "abandoned" (the client went away).
+for _reason in ModelFailureReason:
+    metrics.TURNS.labels("model_failure", _reason.value)
+for _reason in REFUSALS.values():
+    metrics.TURNS.labels("refused", _reason)
+for _outcome in ("stored", "error", "abandoned"):
+    metrics.TURNS.labels(_outcome, "")
 
 
 @dataclass
@@ -78,6 +107,7 @@ class TurnSlot:
         self.runner, self.session, self.client = runner, session, client
         self.started = time.monotonic()
         self.stored = False
+        self.outcome: tuple[str, str] | None = None  # (outcome, reason) once decided; none: abandoned
         self._frees = contextlib.AsyncExitStack()
         self._lock = threading.Lock()  # the stream's end and the server's close() may meet
         self._taken = self._closed = False
@@ -96,7 +126,10 @@ class TurnSlot:
             self._taken = True
             try:
                 await sync_to_async(self._take)()
-            except BaseException:
+            except BaseException as exc:
+                if isinstance(exc, Exception):  # not a cancellation: the client that went away abandoned it
+                    refused = next((reason for kind, reason in REFUSALS.items() if isinstance(exc, kind)), None)
+                    self.outcome = ("refused", refused) if refused else ("error", "")
                 await self.aclose()
                 raise
         return self
@@ -142,6 +175,14 @@ class TurnSlot:
             closed, self._closed = self._closed, True
         if not closed:
             await self._frees.aclose()
+            self._count()
+
+    def _count(self) -> None:
+        """The turn's one count, and its duration when it ran (metrics)."""
+        outcome, reason = self.outcome or ("abandoned", "")
+        metrics.TURNS.labels(outcome, reason).inc()
+        if outcome != "refused":
+            metrics.TURN_SECONDS.labels(outcome).observe(time.monotonic() - self.started)
 
     def close(self) -> None:
         """`aclose` from sync code (a server closing a streamed answer it never read): awaited
@@ -179,9 +220,13 @@ class TurnSlot:
         with turn_lock.storing_then_releasing(session.pk):
             self.buffer.store_pending(self.runner.app_name, session.owner_id, session.session_id)
         self.stored = True
+        self.outcome = ("stored", "")
         unknown = sum(call["outcome"] == "unknown" for call in result.tool_calls)
         if unknown:
             record_unknown_tool_calls(unknown)
+        flagged = sum(call["name"] == FLAG_TOOL and call["outcome"] == "ran" for call in result.tool_calls)
+        if flagged:
+            metrics.SCREEN_FLAGS.labels(MODEL_FLAG_KIND).inc(flagged)
         result.latency_ms = round((time.monotonic() - self.started) * 1000)
         return result
 
@@ -198,19 +243,47 @@ async def run(slot: TurnSlot, message: str, report: Callable[[dict], None] | Non
     holding a thread while the model thinks; verifies the reply and stores the turn. Each stage
     is given to `report` (a streamed turn's) as it happens: on the turn's event loop while the
     model runs, then on the caller's."""
+    try:
+        return await _run(slot, message, report)
+    except ModelFailure as failure:
+        slot.outcome = ("model_failure", failure.reason.value)
+        raise
+    except Exception:
+        slot.outcome = ("error", "")
+        raise
+
+
+@sensitive_variables()
+async def _run(slot: TurnSlot, message: str, report: Callable[[dict], None] | None) -> TurnResult:
     model_errors = ModelErrors()
+    if report is not None:
+        report = _timing_first_progress(report, slot.started)
     plugins = [model_errors] if report is None else [model_errors, TurnProgress(report)]
     session = slot.session
     runner = turn_runner(slot.runner, slot.buffer, plugins)
+    began = time.monotonic()
     running = event_loop.submit(_run_agent(runner, session.owner_id, slot.buffer.session.id, message))
     slot.when_closed(running.cancel)  # a turn not kept stops its model
     await running.finished()
+    metrics.TURN_MODEL_SECONDS.observe(time.monotonic() - began)
     if report is not None:
         report({"stage": Stage.CHECKING_REPLY})
     result = await sync_to_async(slot.answer)(running, model_errors)
     if report is not None:
         report({"stage": Stage.SAVING})
     return await sync_to_async(slot.keep)(result)
+
+
+def _timing_first_progress(report: Callable[[dict], None], started: float) -> Callable[[dict], None]:
+    """`report`, which also times the first stage the turn reports, from its request (metrics)."""
+    unreported = [True]
+
+    def reporting(stage: dict) -> None:
+        if unreported and unreported.pop():
+            metrics.TURN_FIRST_PROGRESS_SECONDS.observe(time.monotonic() - started)
+        report(stage)
+
+    return reporting
 
 
 def _give_back_database_connections() -> None:

@@ -16,6 +16,7 @@ from django.utils import timezone
 from agent import APP_NAME
 from sessions_app import erasure
 from sessions_app.adk.service import DjangoSessionService
+from sessions_app.management.commands.serve import METRICS_READY
 from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState
 from sessions_app.purge import purge_expired
 from sessions_app.security.tokens import owner_id_for
@@ -78,6 +79,8 @@ def _at_start_up(client, admin_user, monkeypatch, session_id, token):
     def stop(*args):
         raise ServeStopped
 
+    # `serve`'s second start, its metrics directory ready (serve.py): the one that purges.
+    monkeypatch.setenv(METRICS_READY, "1")
     monkeypatch.setattr("subprocess.run", lambda *args, **kwargs: None)  # the system checks' child process
     monkeypatch.setattr(os, "execv", stop)
     monkeypatch.setattr(connections, "close_all", lambda: None)  # the test's own transaction stays open

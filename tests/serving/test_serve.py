@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from sessions_app.infra.log_lines import short_form
 from tests.support.privacy import encodings, fixture_resume
@@ -21,6 +22,7 @@ from tests.support.waiting import wait_until
 pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 
 SCHEDULE = "purge expired sessions"
+METRICS_TOKEN = "serve-test-metrics-token"
 
 
 def _children(pid: int) -> list[int]:
@@ -43,6 +45,9 @@ def served(tmp_path):
     env = migrated_env(
         tmp_path,
         db,
+        # A var/ of its own: `serve` empties its metrics directory (var/metrics) as it starts.
+        DJANGO_VAR_DIR=str(tmp_path / "var"),
+        METRICS_TOKEN=METRICS_TOKEN,
         AGENT_SESSION_TTL_HOURS="1",
         AGENT_SESSION_MESSAGE_RATE="10000/min",
         CLIENT_MESSAGE_RATE="10000/min",
@@ -179,6 +184,36 @@ def test_web_and_scheduler_share_sqlite_and_stop_together(served):
     assert [form for form, data in encodings(query_token).items() if data in everything] == []
     # The access log is there, path only, the session's id in its short form (infra/log_lines.py).
     assert f"GET /agent/sessions/{short_form('anon-x')} ".encode() in everything
+
+
+def _scraped(base: str) -> dict:
+    """One scrape, on a connection of its own (the kernel hands each to any of the workers)."""
+    response = httpx.get(f"{base}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=30)
+    assert response.status_code == 200
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def test_make_runs_processes_give_one_view_of_the_metrics(served, tmp_path):
+    """What the four web workers, the scheduler's worker and the start-up purge count is one sum,
+    whichever worker a scrape reaches."""
+    process, base, db, log_path = served
+    created = [httpx.post(f"{base}/agent/sessions", json={"resume_text": fixture_resume()}) for _ in range(12)]
+    assert [response.status_code for response in created] == [201] * 12
+    erased_by_schedule = ("resume_agent_sessions_erased_total", (("trigger", "ttl"),))
+    assert wait_until(lambda: _scraped(base).get(erased_by_schedule) == 300, timeout=90, interval=0.5), log_path
+    scrapes = [_scraped(base) for _ in range(12)]
+    for scraped in scrapes:
+        assert scraped[("resume_agent_sessions_created_total", ())] == 12
+        assert scraped[("resume_agent_sessions_erased_total", (("trigger", "startup"),))] == 3
+        assert scraped[erased_by_schedule] == 300
+        assert scraped[("resume_agent_purge_runs_total", (("outcome", "ok"), ("trigger", "startup")))] == 1
+        assert scraped[("resume_agent_purge_runs_total", (("outcome", "ok"), ("trigger", "ttl")))] >= 1
+    # Values from several processes: the start-up purge's, the scheduler's and the web workers'.
+    assert len(list((tmp_path / "var" / "metrics").glob("counter_*.db"))) >= 4
 
 
 def test_make_run_gives_its_web_workers_a_pool_and_its_scheduler_none(monkeypatch):

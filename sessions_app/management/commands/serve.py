@@ -1,19 +1,28 @@
 """Runs the web server and the django-q2 cluster together; Ctrl-C stops both.
 
-First the system checks (in a child process) and a purge, then this process becomes
-`sessions_app.infra.supervisor`, which starts and stops the two.
+First the metrics' directory (made empty, then named in PROMETHEUS_MULTIPROC_DIR: this command
+starts again, once, so that its start-up purge is counted there too), then the system checks (in a
+child process) and a purge, then this process becomes `sessions_app.infra.supervisor`, which starts
+and stops the two; every process under it writes its metrics to that directory
+(sessions_app/infra/metrics.py).
 """
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import connections
 
 from sessions_app.choices import ErasureTrigger
+from sessions_app.infra import metrics
 from sessions_app.infra.supervisor import DEFAULT_WORKERS
 from sessions_app.purge import purge_expired
+
+# Set for the command's second start (above), and taken out of the environment at once.
+METRICS_READY = "RESUME_AGENT_SERVE_METRICS_READY"
 
 
 class Command(BaseCommand):
@@ -29,6 +38,15 @@ class Command(BaseCommand):
 
     def handle(self, *args, bind, workers, **options):
         python = sys.executable
+        if os.environ.pop(METRICS_READY, None) is None:
+            # The metrics client chooses its mode when it is imported, which this process did before
+            # it read its command: the same command again, in the environment that names the
+            # directory, once the values of an earlier run are gone.
+            directory = Path(settings.VAR_DIR) / metrics.METRICS_DIRECTORY
+            metrics.prepare_directory(directory)
+            os.environ[metrics.MULTIPROCESS_VARIABLE] = str(directory)
+            os.environ[METRICS_READY] = "1"
+            os.execv(python, [python, "manage.py", "serve", "--bind", bind, "--workers", str(workers)])
         subprocess.run([python, "manage.py", "check"], check=True)
         # Purge once at start, so a service that was down past some TTLs (or
         # whose cluster has not run yet) does not keep expired resumes.
