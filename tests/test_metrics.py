@@ -442,3 +442,68 @@ def test_metrics_add_no_query_to_a_create_or_a_turn(api, scripted_model, setting
             monkeypatch.setattr(metrics, name, _Off())
     off = _queries_of_a_create_and_a_turn(api, scripted_model)
     assert on == off
+
+
+# --- The outcomes the flow above does not meet -------------------------------------------------
+
+
+def _count(name: str, **labels) -> float:
+    from prometheus_client import REGISTRY
+
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+@pytest.mark.django_db
+def test_a_turn_whose_client_went_away_counts_as_abandoned(new_session):
+    from django.core import signals
+    from django.db import close_old_connections
+
+    api = ASGIClient()
+    session_id, token = new_session()
+    before = _count("resume_agent_turns_total", outcome="abandoned", reason="")
+    url = f"/agent/sessions/{session_id}/messages"
+    response = api.opened(url, {"message": "Plan"}, HTTP_X_SESSION_TOKEN=token, **STREAM)
+    assert response.status_code == 200
+    signals.request_finished.disconnect(close_old_connections)  # as tests/test_api_stream.py does
+    try:
+        response.close()
+    finally:
+        signals.request_finished.connect(close_old_connections)
+    assert _count("resume_agent_turns_total", outcome="abandoned", reason="") == before + 1
+
+
+@pytest.mark.django_db
+def test_a_turn_that_fails_on_our_side_counts_as_an_error(api, new_session, scripted_model, monkeypatch):
+    from sessions_app.turns import service
+    from tests.scripted_llm import text_response
+
+    session_id, token = new_session()
+    scripted_model(text_response("Hi 林語晴."))
+
+    def broken(*args):
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(service, "_summarise", broken)
+    before = _count("resume_agent_turns_total", outcome="error", reason="")
+    assert _say(api, session_id, token, "Please draft my plan").status_code == 500
+    assert _count("resume_agent_turns_total", outcome="error", reason="") == before + 1
+
+
+def test_a_pool_that_has_no_connection_left_counts_as_busy():
+    from django.db import OperationalError
+    from psycopg_pool import PoolTimeout
+
+    from sessions_app.api.errors import api_exception_handler
+
+    exc = OperationalError("no connection")
+    exc.__cause__ = PoolTimeout()
+    before = _count("resume_agent_busy_answers_total", cause="pool")
+    assert api_exception_handler(exc, {}).status_code == 503
+    assert _count("resume_agent_busy_answers_total", cause="pool") == before + 1
+
+
+@pytest.mark.django_db
+def test_a_path_no_pattern_matches_counts_as_unmatched_never_as_itself(client):
+    before = _count("resume_agent_http_answers_total", route="unmatched", method="GET", status="404")
+    client.get("/agent/sessions/a-session-id/nothing-here")
+    assert _count("resume_agent_http_answers_total", route="unmatched", method="GET", status="404") == before + 1

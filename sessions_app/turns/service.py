@@ -43,18 +43,10 @@ from agent.model_retries import turn_deadline
 from agent.model_selection import model_label
 from agent.screening import MODEL_FLAG_KIND
 from agent.verification import verify_reply
-from sessions_app import model_provider
+from sessions_app import exceptions, model_provider
 from sessions_app.adk.buffer import TurnBuffer
 from sessions_app.adk.service import read_session
-from sessions_app.exceptions import (
-    ClientTurnsBusy,
-    ModelFailure,
-    ModelFailureReason,
-    SessionLimitReached,
-    SessionMissing,
-    TurnInProgress,
-    TurnsBusy,
-)
+from sessions_app.exceptions import ModelFailure, SessionMissing, TurnInProgress
 from sessions_app.infra import disk_space, metrics, traces
 from sessions_app.infra.client_address import IP
 from sessions_app.models import AgentSession
@@ -68,17 +60,17 @@ from sessions_app.turns.stages import Stage
 
 # Why a turn was refused before its model ran: the `reason` of its count (outcome "refused").
 REFUSALS = {
-    TurnsBusy: "turns_busy",
-    ClientTurnsBusy: "client_turns_busy",
+    exceptions.TurnsBusy: "turns_busy",
+    exceptions.ClientTurnsBusy: "client_turns_busy",
     TurnInProgress: "turn_in_progress",
-    SessionLimitReached: "session_full",
+    exceptions.SessionLimitReached: "session_full",
     SessionMissing: "session_missing",
     disk_space.InsufficientStorage: "storage_low",
 }
 # Every outcome and reason a turn is counted by, from the start (a series is there before its
 # first turn): "stored", "model_failure" (a ModelFailureReason), "refused" (a REFUSALS value),
 # "error" (a bug of ours, a storage failure) and "abandoned" (the client went away).
-for _reason in ModelFailureReason:
+for _reason in exceptions.ModelFailureReason:
     metrics.TURNS.labels("model_failure", _reason.value)
 for _reason in REFUSALS.values():
     metrics.TURNS.labels("refused", _reason)
