@@ -19,9 +19,9 @@ from sessions_app.choices import ErasureTrigger, FailureKind
 from sessions_app.infra import access_log, gunicorn_hooks, metrics
 from sessions_app.infra.supervisor import gunicorn_command
 from sessions_app.security.tokens import owner_id_for
-from tests.asgi_client import ASGIClient
-from tests.gemini_double import GeminiDouble, call_answer, text_answer
-from tests.privacy import find_in_text, fixture_markers, fixture_resume
+from tests.support.asgi_client import ASGIClient
+from tests.support.gemini_double import call_answer, text_answer
+from tests.support.privacy import find_in_text, fixture_markers, fixture_resume
 from tests.test_api_stream import STREAM, parse
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -240,19 +240,14 @@ def test_a_scrape_reads_the_database_twice_and_a_request_never(client, scraping,
 
 
 @pytest.fixture
-def retrying_gemini(monkeypatch, install_runner):
+def retrying_gemini(monkeypatch, env_on_gemini_double, turns_on):
     """The model the service picks with a key (Gemini with two attempts per call) on a local double."""
     from agent.model_selection import select_model
-    from sessions_app.turns.runner import build_runner
 
-    double = GeminiDouble().start()
-    monkeypatch.setenv("GOOGLE_API_KEY", "key-of-the-local-double")
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", double.url)
     monkeypatch.setenv("AGENT_MODEL_RETRY_DELAY_SECONDS", "0.01")
     monkeypatch.setenv("AGENT_MODEL_ATTEMPTS", "2")
-    install_runner(build_runner(select_model()))
-    yield double
-    double.stop()
+    turns_on(select_model())
+    return env_on_gemini_double
 
 
 def _say(client, session_id, token, message, **extra):
@@ -422,7 +417,7 @@ class _Off:
 
 
 def _queries_of_a_create_and_a_turn(api, scripted_model) -> tuple[int, int]:
-    from tests.scripted_llm import text_response
+    from tests.support.scripted_llm import text_response
 
     with CaptureQueriesContext(connection) as create:
         response = api.post("/agent/sessions", {"resume_text": fixture_resume()}, format="json")
@@ -475,7 +470,7 @@ def test_a_turn_whose_client_went_away_counts_as_abandoned(new_session):
 @pytest.mark.django_db
 def test_a_turn_that_fails_on_our_side_counts_as_an_error(api, new_session, scripted_model, monkeypatch):
     from sessions_app.turns import service
-    from tests.scripted_llm import text_response
+    from tests.support.scripted_llm import text_response
 
     session_id, token = new_session()
     scripted_model(text_response("Hi 林語晴."))
