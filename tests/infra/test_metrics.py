@@ -19,12 +19,12 @@ from sessions_app.choices import ErasureTrigger, FailureKind
 from sessions_app.infra import access_log, gunicorn_hooks, metrics
 from sessions_app.infra.supervisor import gunicorn_command
 from sessions_app.security.tokens import owner_id_for
+from tests.api.test_api_stream import STREAM, parse
 from tests.support.asgi_client import ASGIClient
 from tests.support.gemini_double import call_answer, text_answer
 from tests.support.privacy import find_in_text, fixture_markers, fixture_resume
-from tests.test_api_stream import STREAM, parse
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "scrape-token-of-this-test-0123456789abcdef"
 AUTHORISED = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
 CLIENT = "203.0.113.77"  # the flow's client address: it must be in no series
