@@ -367,6 +367,7 @@ def test_labels_hold_closed_sets_only(client, scraping):
         "le": None,
     }
     client.get("/agent/sessions/not-a-session/messages")
+    client.get("/admin/auth/")  # a regex route under a prefix (the admin's app index)
     scraped = samples(client.get("/metrics", **AUTHORISED).content)
     routes = _routes()
     for _, labels in scraped:
@@ -392,7 +393,8 @@ def _routes() -> set[str]:
 
     def walk(resolver, prefix=""):
         for pattern in resolver.url_patterns:
-            route = prefix + str(pattern.pattern)
+            # A regex included under a prefix loses its "^" there, as resolver_match.route joins them.
+            route = prefix + (str(pattern.pattern).removeprefix("^") if prefix else str(pattern.pattern))
             if hasattr(pattern, "url_patterns"):
                 yield from walk(pattern, route)
             else:
