@@ -22,6 +22,13 @@ from sessions_app.infra import disk_space, metrics
 from sessions_app.models import DeletionAudit
 from sessions_app.storage import row_erasure
 
+
+def trigger_label(trigger: str) -> str:
+    """`trigger` as a metric's label: one of ErasureTrigger's values, or "other" (a caller may name
+    itself otherwise, and a label holds a closed set)."""
+    return str(trigger) if trigger in ErasureTrigger.values else "other"
+
+
 for _trigger in ErasureTrigger:
     metrics.SESSIONS_ERASED.labels(_trigger.value)
 
@@ -134,7 +141,7 @@ def erase_sessions(
             erased = erase(chosen, trigger, keep_owner_state=keep_owner_state, started=started, adding_to=adding_to)
         if erased is not None:  # committed (an attempt the disk refused is None: the next one runs)
             if erased.sessions:  # counted once, here, whoever asked
-                metrics.SESSIONS_ERASED.labels(str(trigger)).inc(erased.sessions)
+                metrics.SESSIONS_ERASED.labels(trigger_label(trigger)).inc(erased.sessions)
             return erased
     raise AssertionError("the last attempt never swallows what the erasure raised")
 

@@ -85,8 +85,9 @@ def purge_expired(
 def _record_outcome(
     trigger: str, outcome: str, started: float, *, sessions: int = 0, events: int = 0, error: str = ""
 ) -> None:
-    metrics.PURGE_RUNS.labels(str(trigger), outcome).inc()
-    metrics.PURGE_SECONDS.labels(str(trigger)).observe(time.monotonic() - started)
+    label = erasure.trigger_label(trigger)
+    metrics.PURGE_RUNS.labels(label, outcome).inc()
+    metrics.PURGE_SECONDS.labels(label).observe(time.monotonic() - started)
     if outcome == "ok":
         metrics.PURGE_LAST_SUCCESS.set(time.time())
     record = {

@@ -358,7 +358,7 @@ def test_labels_hold_closed_sets_only(client, scraping):
         "outcome": {"stored", "model_failure", "refused", "error", "abandoned", "ok", "disk_full", "failed"},
         "reason": {"", *ModelFailureReason, *REFUSALS.values()},
         "cause": set(BUSY_CAUSES),
-        "trigger": set(ErasureTrigger.values),
+        "trigger": {*ErasureTrigger.values, "other"},
         "kind": {*KINDS, MODEL_FLAG_KIND, *FailureKind.values},
         "scope": _scopes(),
         "status": None,  # a status code, or a model call's
@@ -504,3 +504,14 @@ def test_a_path_no_pattern_matches_counts_as_unmatched_never_as_itself(client):
     before = _count("resume_agent_http_answers_total", route="unmatched", method="GET", status="404")
     client.get("/agent/sessions/a-session-id/nothing-here")
     assert _count("resume_agent_http_answers_total", route="unmatched", method="GET", status="404") == before + 1
+
+
+@pytest.mark.django_db
+def test_a_trigger_outside_the_choices_is_labelled_other():
+    """A caller may name itself (the purge takes any trigger): the label stays a closed set."""
+    from sessions_app.purge import purge_expired
+
+    before = _count("resume_agent_purge_runs_total", trigger="other", outcome="ok")
+    purge_expired(trigger="a-name-of-its-own")
+    assert _count("resume_agent_purge_runs_total", trigger="other", outcome="ok") == before + 1
+    assert _count("resume_agent_purge_runs_total", trigger="a-name-of-its-own", outcome="ok") == 0
