@@ -7,6 +7,7 @@ import pytest
 import time_machine
 
 from sessions_app.security.tokens import owner_id_for
+from tests.support.answers import comparable as _comparable
 
 pytestmark = pytest.mark.django_db
 
@@ -30,16 +31,6 @@ ENDPOINT_IDS = [f"{method} {path}" for method, path, _ in ENDPOINTS]
 def _call(api, method, path, body, session_id, token=None):
     headers = {} if token is None else {"HTTP_X_SESSION_TOKEN": token}
     return getattr(api, method)(path.format(id=session_id), body, format="json", **headers)
-
-
-# Date moves with the clock, and X-Request-ID is each request's own id (random where the client
-# sent none, sessions_app/infra/request_id.py): neither says anything of the session.
-PER_REQUEST_HEADERS = ("Date", "X-Request-ID")
-
-
-def _comparable(response) -> tuple:
-    headers = {key: value for key, value in response.headers.items() if key not in PER_REQUEST_HEADERS}
-    return response.status_code, headers, response.content
 
 
 def _miss_cases(api, new_session):
