@@ -59,6 +59,13 @@ class Env(environ.Env):
             return [item.strip() for item in value if item.strip()]
         return value
 
+    def choice(self, var: str, choices: tuple[str, ...], default: str) -> str:
+        """One of `choices` (in any case), or an ImproperlyConfigured naming the variable and them."""
+        value = self.str(var, default=default).lower()
+        if value not in choices:
+            raise ImproperlyConfigured(f"The environment variable {var} must be one of: {', '.join(choices)}")
+        return value
+
 
 env = Env()
 

@@ -1,5 +1,6 @@
 import hashlib
 import io
+import json
 import logging
 import os
 import shutil
@@ -222,13 +223,23 @@ def creating_fails(api, monkeypatch):
 
 
 @pytest.fixture
-def captured_logs():
+def log_format():
+    """The format of captured_logs' protected handler: LOG_FORMAT's values. A test that holds in
+    both says `@pytest.mark.parametrize("log_format", LOG_FORMATS)`
+    (tests/support/privacy.py)."""
+    return "text"
+
+
+@pytest.fixture
+def captured_logs(log_format):
     """Every logger at DEBUG; one handler as configured in settings, one raw control.
 
     The filter rewrites records in place, so every handler after one that
     has it (settings' console handler included) sees the redacted record: the
-    raw control goes first in the root logger's list.
+    raw control goes first in the root logger's list. In `json`, every line the
+    protected handler wrote is checked to be one JSON object.
     """
+    from sessions_app.infra.json_logs import JsonLines
     from sessions_app.infra.redaction import CONTENT_LOGGING_LIBRARIES, RedactLibraryRecords
 
     loggers = (
@@ -250,6 +261,8 @@ def captured_logs():
     for handler in (raw_handler, protected_handler):
         handler.setLevel(logging.DEBUG)
         handler.setFormatter(formatter)
+    if log_format == "json":
+        protected_handler.setFormatter(JsonLines())
     logging.getLogger().handlers.insert(0, raw_handler)
     logging.getLogger().addHandler(protected_handler)
     for name in loggers:
@@ -260,6 +273,8 @@ def captured_logs():
         logging.getLogger().removeHandler(handler)
     for name, level in levels.items():
         logging.getLogger(name).setLevel(level)
+    if log_format == "json":
+        assert all(isinstance(json.loads(line), dict) for line in protected.getvalue().splitlines())
 
 
 @pytest.fixture

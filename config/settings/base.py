@@ -48,7 +48,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # Outermost, so it counts every answer, whichever layer made it (sessions_app/infra/metrics.py).
+    # First: every answer carries the request's id (X-Request-ID), and every log line of the
+    # request names it (sessions_app/infra/request_id.py).
+    "sessions_app.infra.request_id.RequestIdMiddleware",
+    # Then: it counts every answer, whichever layer made it (sessions_app/infra/metrics.py).
     "sessions_app.infra.answer_metrics.AnswersByRoute",
     # First, so it marks every answer under /agent/, whichever layer made it.
     "sessions_app.api.middleware.NoStoreForSessionAPI",
@@ -286,10 +289,16 @@ STORAGE_VOLUME_PATH = env.str("STORAGE_VOLUME_PATH", default="")
 # records and reduces the others to name, level, exception type and status code
 # (sessions_app/infra/redaction.py, docs/DATA_INVENTORY.md).
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
+# `text` (the default): one readable line per record; `json`: one JSON object per line, with the
+# request's id (sessions_app/infra/json_logs.py). The same handler and filters either way.
+LOG_FORMAT = env.choice("LOG_FORMAT", ("text", "json"), default="text")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "sessions_app.infra.json_logs.JsonLines"},
+    },
     "filters": {
         "redact_library_records": {"()": "sessions_app.infra.redaction.RedactLibraryRecords"},
         "one_line_per_storage_refusal": {"()": "sessions_app.infra.disk_space.OneLinePerRefusal"},
@@ -299,7 +308,7 @@ LOGGING = {
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
+            "formatter": "json" if LOG_FORMAT == "json" else "plain",
             "filters": ["redact_library_records", "one_line_per_storage_refusal", "loggable_request_records"],
         }
     },
@@ -500,6 +509,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "sessions_app.api.schema.link_created_session",
         "sessions_app.api.schema.declare_server_refusals",
+        "sessions_app.api.schema.declare_request_id",
     ],
 }
 

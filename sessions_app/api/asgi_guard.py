@@ -29,6 +29,7 @@ from django.utils.translation import gettext_lazy
 
 from sessions_app.api.parsers import BodyTooLarge
 from sessions_app.infra.access_log import CLIENT_WENT_AWAY
+from sessions_app.infra.request_id import REQUEST_ID, request_id_from
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,19 @@ class _Refused(Exception):
     def __init__(self, status: int, detail: str, reason: str):
         super().__init__(reason)
         self.status, self.detail, self.reason = status, detail, reason
+
+
+_REQUEST_ID_HEADER = b"x-request-id"
+
+
+def _with_request_id(scope) -> dict:
+    """The scope with the request's id (request_id.py) as its one X-Request-ID header, so that
+    Django's middleware keeps the same id; the id also set for this layer's own log lines."""
+    sent = [value for name, value in scope.get("headers", ()) if name == _REQUEST_ID_HEADER]
+    request_id = request_id_from(sent[0].decode("latin-1") if len(sent) == 1 else None)
+    REQUEST_ID.set(request_id)
+    headers = [(name, value) for name, value in scope.get("headers", ()) if name != _REQUEST_ID_HEADER]
+    return {**scope, "headers": [*headers, (_REQUEST_ID_HEADER, request_id.encode("ascii"))]}
 
 
 def _declared_length(scope) -> int | None:
@@ -77,6 +91,7 @@ async def _answer(scope, send, refusal: _Refused) -> None:
                 (b"cache-control", b"no-store"),
                 (b"x-content-type-options", b"nosniff"),
                 (b"connection", b"close"),
+                (_REQUEST_ID_HEADER, (REQUEST_ID.get() or "").encode("ascii")),
             ],
         }
     )
@@ -120,6 +135,7 @@ class ServerGuard:
             return await self._refuse_websocket(scope, receive, send)
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        scope = _with_request_id(scope)
         limit = settings.REQUEST_MAX_BODY_BYTES
         declared = _declared_length(scope)
         if declared is not None and declared > limit:

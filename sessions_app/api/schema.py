@@ -18,6 +18,8 @@ from sessions_app.api.serializers import (
     ServerBusyResponse,
     StorageFullResponse,
 )
+from sessions_app.infra.request_id import HEADER as REQUEST_ID_HEADER
+from sessions_app.infra.request_id import MAX_LENGTH as REQUEST_ID_MAX_LENGTH
 from sessions_app.security.tokens import TOKEN_HEADER
 from sessions_app.turns.stages import Stage
 
@@ -189,4 +191,24 @@ def declare_server_refusals(result, generator, request, public):
             refusals = dict(_SERVER_REFUSALS, **({"408": _BODY_TIMEOUT} if "requestBody" in operation else {}))
             for status, description in refusals.items():
                 operation["responses"].setdefault(status, {"content": error, "description": description})
+    return result
+
+
+_REQUEST_ID_HEADER = {
+    "required": True,
+    "schema": {"type": "string", "pattern": f"^[A-Za-z0-9._-]{{1,{REQUEST_ID_MAX_LENGTH}}}$"},
+    "description": f"The request's id, as in the server's log lines: the request's own {REQUEST_ID_HEADER}"
+    f" when it is 1-{REQUEST_ID_MAX_LENGTH} of A-Z a-z 0-9 . _ -, else a new random one.",
+}
+
+
+def declare_request_id(result, generator, request, public):
+    """POSTPROCESSING_HOOKS entry, after declare_server_refusals: every answer of every operation
+    carries X-Request-ID (sessions_app/infra/request_id.py, the ASGI guard for its refusals)."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            for response in operation["responses"].values():
+                response.setdefault("headers", {})[REQUEST_ID_HEADER] = dict(_REQUEST_ID_HEADER)
     return result

@@ -116,6 +116,8 @@ class BoundedProtocol(ASGIProtocol):
 class BoundedASGIWorker(gasgi.ASGIWorker):
     def init_process(self):
         gasgi.ASGIProtocol = BoundedProtocol  # the name gunicorn's worker builds each connection from
+        if settings.LOG_FORMAT == "json" and hasattr(self.log, "lines_as_json"):
+            self.log.lines_as_json()  # sessions_app/infra/access_log.py
         self._descriptors_for_connections()
         super().init_process()
 

@@ -7,6 +7,7 @@ import pytest
 import time_machine
 
 from sessions_app.security.tokens import owner_id_for
+from tests.support.answers import comparable as _comparable
 
 pytestmark = pytest.mark.django_db
 
@@ -30,11 +31,6 @@ ENDPOINT_IDS = [f"{method} {path}" for method, path, _ in ENDPOINTS]
 def _call(api, method, path, body, session_id, token=None):
     headers = {} if token is None else {"HTTP_X_SESSION_TOKEN": token}
     return getattr(api, method)(path.format(id=session_id), body, format="json", **headers)
-
-
-def _comparable(response) -> tuple:
-    headers = {key: value for key, value in response.headers.items() if key != "Date"}
-    return response.status_code, headers, response.content
 
 
 def _miss_cases(api, new_session):

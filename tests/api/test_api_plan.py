@@ -11,6 +11,7 @@ import pytest
 import time_machine
 
 from sessions_app.models import AgentSession, SessionEvent
+from tests.support.answers import comparable
 from tests.support.session_client import answer_to
 
 pytestmark = pytest.mark.django_db
@@ -18,11 +19,6 @@ pytestmark = pytest.mark.django_db
 
 def _plan(api, session_id, token):
     return api.get(f"/agent/sessions/{session_id}/plan", HTTP_X_SESSION_TOKEN=token)
-
-
-def _comparable(response) -> tuple:
-    headers = {key: value for key, value in response.headers.items() if key != "Date"}
-    return response.status_code, headers, response.content
 
 
 def _stored(session_id) -> tuple:
@@ -85,7 +81,7 @@ def test_without_a_token_it_is_the_401_of_the_other_endpoints(api, new_session):
     session_id, _ = new_session()
     response = api.get(f"/agent/sessions/{session_id}/plan")
     assert response.status_code == 401
-    assert _comparable(response) == _comparable(api.get(f"/agent/sessions/{session_id}/export"))
+    assert comparable(response) == comparable(api.get(f"/agent/sessions/{session_id}/export"))
 
 
 def test_every_miss_is_the_404_of_the_other_endpoints_byte_for_byte(api, new_session, settings):
@@ -95,7 +91,7 @@ def test_every_miss_is_the_404_of_the_other_endpoints_byte_for_byte(api, new_ses
     other, other_token = new_session()
     gone, gone_token = new_session()
     assert api.delete(f"/agent/sessions/{gone}", HTTP_X_SESSION_TOKEN=gone_token).status_code == 204
-    baseline = _comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=my_token))
+    baseline = comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=my_token))
     assert baseline[0] == 404
     misses = {
         "wrong token": (mine, "x" * 43),
@@ -107,11 +103,11 @@ def test_every_miss_is_the_404_of_the_other_endpoints_byte_for_byte(api, new_ses
     }
     for name, (session_id, token) in misses.items():
         plan = _plan(api, session_id, token)
-        assert _comparable(plan) == baseline, name
+        assert comparable(plan) == baseline, name
         # ... and the same answer the session's other endpoints give for that miss.
         for path in ("", "/messages", "/export"):
             other_endpoint = api.get(f"/agent/sessions/{session_id}{path}", HTTP_X_SESSION_TOKEN=token)
-            assert _comparable(other_endpoint) == _comparable(plan), (name, path)
+            assert comparable(other_endpoint) == comparable(plan), (name, path)
     # The stranger's reads changed nothing for the owner.
     assert _plan(api, mine, my_token).json()["current"]["version"] == 1
 
@@ -119,9 +115,9 @@ def test_every_miss_is_the_404_of_the_other_endpoints_byte_for_byte(api, new_ses
 def test_an_expired_session_is_the_same_404(api, new_session, settings):
     settings.AGENT_SESSION_TTL_HOURS = 24
     session_id, token = new_session()
-    baseline = _comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=token))
+    baseline = comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=token))
     with time_machine.travel(dt.datetime.now(dt.UTC) + dt.timedelta(hours=24, minutes=1)):
-        assert _comparable(_plan(api, session_id, token)) == baseline
+        assert comparable(_plan(api, session_id, token)) == baseline
 
 
 def test_the_schema_says_exactly_what_it_answers(api):

@@ -8,6 +8,7 @@ from google.genai import errors as genai_errors
 
 from sessions_app.models import AgentSession
 from sessions_app.storage import turn_lock
+from tests.support.answers import comparable
 from tests.support.scripted_llm import text_response
 
 pytestmark = pytest.mark.django_db
@@ -91,10 +92,6 @@ def test_owned_session_endpoints_and_their_errors(api, new_session, scripted_mod
         assert _no_store(response), (name, response.headers)
 
 
-def _comparable(response) -> tuple:
-    return response.status_code, {k: v for k, v in response.headers.items() if k != "Date"}, response.content
-
-
 def test_the_uniform_404_forbids_storing_and_stays_identical(api, new_session, settings):
     settings.DEBUG = False
     session_id, token = new_session()
@@ -108,9 +105,9 @@ def test_the_uniform_404_forbids_storing_and_stays_identical(api, new_session, s
         api.get("/agent/nothing-here"),
         api.get("/not-the-api"),
     ]
-    first = _comparable(misses[0])
+    first = comparable(misses[0])
     assert first[0] == 404
     assert misses[0]["Content-Type"] == "application/json"  # as every other API answer spells it
     assert _no_store(misses[0])
     for response in misses:
-        assert _comparable(response) == first
+        assert comparable(response) == first

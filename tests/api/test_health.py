@@ -233,20 +233,13 @@ def test_a_stranger_learns_only_ok_or_failing_per_check(client, settings, tmp_pa
 
 def test_the_access_log_leaves_out_the_probes_only():
     import io
-    import logging
 
-    from gunicorn.config import Config
-
-    from sessions_app.infra.access_log import PROBE_PATHS, AccessLogger
-    from sessions_app.infra.supervisor import ACCESS_LOG_FORMAT
+    from sessions_app.infra.access_log import PROBE_PATHS
+    from tests.support.logs import access_logger
 
     assert {reverse("healthz"), reverse("readyz")} == PROBE_PATHS
-    config = Config()
-    config.set("accesslog", "-")
-    config.set("access_log_format", ACCESS_LOG_FORMAT)
-    logger = AccessLogger(config)
     lines = io.StringIO()
-    logger.access_log.handlers = [logging.StreamHandler(lines)]
+    logger = access_logger(lines)
 
     class Answer:
         status, sent, headers = "200 OK", 16, []

@@ -118,3 +118,33 @@ def test_the_service_still_takes_a_session_limit_under_its_old_name(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["7", "2.0"]
     assert result.stderr.count("is deprecated") == 1 and f"set {new_prefix}MAX_TURNS instead" in result.stderr
+
+
+def test_log_format_is_text_or_json_in_any_case_and_text_by_default(monkeypatch):
+    assert Env().choice("LOG_FORMAT", ("text", "json"), default="text") == "text"
+    monkeypatch.setenv("LOG_FORMAT", " JSON ")
+    assert Env().choice("LOG_FORMAT", ("text", "json"), default="text") == "json"
+    monkeypatch.setenv("LOG_FORMAT", "xml")
+    with pytest.raises(ImproperlyConfigured, match="^The environment variable LOG_FORMAT must be one of: text, json$"):
+        Env().choice("LOG_FORMAT", ("text", "json"), default="text")
+
+
+@pytest.mark.parametrize(("value", "formatter"), [("", "Formatter"), ("json", "JsonLines")])
+def test_log_format_chooses_the_console_handlers_formatter_only(tmp_path, value, formatter):
+    code = (
+        "import django, logging; django.setup(); from django.conf import settings;"
+        " [handler] = logging.getLogger().handlers;"
+        " print(type(handler.formatter).__name__, settings.LOGGING['handlers']['console']['filters'])"
+    )
+    result = settings_process(code, tmp_path, LOG_FORMAT=value)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split(" ", 1) == [
+        formatter,
+        "['redact_library_records', 'one_line_per_storage_refusal', 'loggable_request_records']\n",
+    ]
+
+
+def test_the_service_refuses_to_start_on_a_bad_log_format(tmp_path):
+    result = settings_process("import django; django.setup()", tmp_path, LOG_FORMAT="yaml")
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: The environment variable LOG_FORMAT must be one of: text, json" in result.stderr

@@ -49,6 +49,7 @@ from sessions_app.models import (
 from sessions_app.security.tokens import owner_id_for
 from tests.deletion_log.test_receipts_core import V1_FIELDS, assert_only_allowed_fields
 from tests.erasure.test_one_erasure import WAYS, _started
+from tests.support.answers import answer_headers
 from tests.support.factories import make_session
 from tests.support.privacy import encodings, fixture_markers
 from tests.support.session_client import say
@@ -317,7 +318,11 @@ def test_a_stranger_holding_the_session_id_learns_nothing_from_the_log(way, clie
     assert not AgentSession.objects.filter(session_id=session_id).exists()
 
     stranger = client.get(f"/deletions/{session_digest(session_id)}")
-    assert (stranger.status_code, stranger.content, stranger.headers) == (404, never.content, never.headers)
+    assert (stranger.status_code, stranger.content, answer_headers(stranger)) == (
+        404,
+        never.content,
+        answer_headers(never),
+    )
     other_token = client.get(f"/deletions/{_lookup(session_id, token + 'x')}")  # a guessed token
     assert (other_token.status_code, other_token.content) == (404, never.content)
     public = [client.get(path).content for path in ("/deletions/checkpoint", KEY_PATH)]

@@ -8,7 +8,6 @@ the filter rewrites them, so it can tell a protection from a quiet library.
 import asyncio
 import gc
 import logging
-import sys
 
 import httpx
 import pytest
@@ -18,7 +17,8 @@ from google.genai import Client
 from google.genai import errors as genai_errors
 
 from sessions_app.infra.redaction import CONTENT_LOGGING_LIBRARIES, RedactLibraryRecords
-from tests.support.privacy import find_in_text
+from tests.support.logs import exc_info_of
+from tests.support.privacy import LOG_FORMATS, find_in_text
 
 MARKER = "模型錯誤標記-Quillfeather"
 
@@ -36,12 +36,6 @@ def _format(record: logging.LogRecord) -> str:
 
 
 def _record(name: str, level: int, exc: BaseException | None = None, stack: bool = False) -> logging.LogRecord:
-    exc_info = None
-    if exc is not None:
-        try:
-            raise exc
-        except BaseException:
-            exc_info = sys.exc_info()
     return logging.getLogger(name).makeRecord(
         name,
         level,
@@ -49,7 +43,7 @@ def _record(name: str, level: int, exc: BaseException | None = None, stack: bool
         1,
         "request %s failed: %r",
         (MARKER, {"prompt": MARKER}),
-        exc_info,
+        exc_info_of(exc),
         sinfo=f"Stack (most recent call last):\n  {MARKER}" if stack else None,
     )
 
@@ -125,6 +119,7 @@ def test_settings_install_the_filter_on_the_console_handler():
     assert set(settings.LOGGING["loggers"]) == set(CONTENT_LOGGING_LIBRARIES)
 
 
+@pytest.mark.parametrize("log_format", LOG_FORMATS)
 def test_unretrieved_task_exception_is_redacted(captured_logs):
     """asyncio logs a failed task's exception repr in the message and its traceback."""
     protected, raw = captured_logs
@@ -165,6 +160,7 @@ def _failing_gemini(exc: Exception) -> Gemini:
     [(_genai_error(503), 503), (_genai_error(429), 503), (_genai_error(400), 502), (RuntimeError(MARKER), 502)],
     ids=["server-error", "quota", "client-error", "plain-exception"],
 )
+@pytest.mark.parametrize("log_format", LOG_FORMATS)
 def test_failed_turn_logs_no_model_error_text(api, new_session, turns_on, captured_logs, error, status):
     protected, raw = captured_logs
     turns_on(_failing_gemini(error))
@@ -179,6 +175,7 @@ def test_failed_turn_logs_no_model_error_text(api, new_session, turns_on, captur
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("log_format", LOG_FORMATS)
 def test_failed_scripted_turn_logs_no_model_error_text(api, new_session, scripted_model, captured_logs):
     protected, raw = captured_logs
     scripted_model(_genai_error(503))

@@ -8,16 +8,20 @@ request whole, with timeouts, before the service sees it. These tests open 64 sl
 slow-body connections against `make run`'s server with room for 64 connections, alone (a normal
 request gets no answer) and behind that nginx configuration (answered as on an idle server), and
 against `make run`'s server as it ships. A token sent in a query string reaches no log of nginx
-or gunicorn.
+or gunicorn. A request's id (X-Request-ID) goes through nginx to the service's log lines and back.
 """
 
 import asyncio
 import contextlib
+import json
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -67,18 +71,25 @@ def app(tmp_path_factory):
     process.wait(timeout=15)
 
 
-@pytest.fixture(scope="module")
-def capped_app(tmp_path_factory):
-    """gunicorn as `make run` starts it, one process with room for SLOW_CLIENTS connections: the
-    slow clients alone take every place it has."""
-    tmp_path = tmp_path_factory.mktemp("capped")
-    env = migrated_env(tmp_path, NUM_PROXIES="1", SERVER_WORKER_CONNECTIONS=str(SLOW_CLIENTS))
+@contextlib.contextmanager
+def _one_worker(tmp_path: Path, **settings: str):
+    """gunicorn as `make run` starts it, one process, told that one proxy stands in front, with
+    `settings` in its environment: (port, base URL, its log)."""
+    env = migrated_env(tmp_path, NUM_PROXIES="1", **settings)
     port, log_path = free_port(), tmp_path / "gunicorn.log"
     command = gunicorn_command(sys.executable, f"127.0.0.1:{port}", workers=1, environ=env)
     process, base = wait_until_serving(launch(command, env, log_path), command, log_path, port)
     yield port, base, log_path
     process.terminate()
     process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def capped_app(tmp_path_factory):
+    """One process with room for SLOW_CLIENTS connections: the slow clients alone take every
+    place it has."""
+    with _one_worker(tmp_path_factory.mktemp("capped"), SERVER_WORKER_CONNECTIONS=str(SLOW_CLIENTS)) as served:
+        yield served
 
 
 def _site(upstream_port: int, port: int, logs: Path) -> str:
@@ -242,3 +253,56 @@ def test_nginx_passes_the_probes_on_and_no_log_names_them(app, nginx):
     assert wait_until(lambda: '"GET / HTTP/1.1" 200' in gunicorn_log.read_text() and access.read_text(), 5)
     for log in (access, gunicorn_log):
         assert "/healthz" not in log.read_text() and "/readyz" not in log.read_text(), log.name
+
+
+@pytest.fixture(scope="module")
+def json_app(tmp_path_factory):
+    """One process, LOG_FORMAT=json."""
+    with _one_worker(tmp_path_factory.mktemp("json"), LOG_FORMAT="json") as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def nginx_json(tmp_path_factory, json_app):
+    with _nginx(tmp_path_factory.mktemp("nginx-json"), json_app[0]) as served:
+        yield served
+
+
+def _json_lines_of(log: Path, request_id: str) -> list[dict]:
+    """The lines of the worker's log that name `request_id`: each one JSON object."""
+    return [json.loads(line) for line in log.read_text().splitlines() if request_id in line]
+
+
+def test_the_request_id_goes_through_nginx_to_the_service_and_back(json_app, nginx_json):
+    _, direct_base, gunicorn_log = json_app
+    proxy_base, prefix = nginx_json
+    missing = f"/agent/sessions/{uuid.uuid4()}"
+    with httpx.Client(base_url=proxy_base, timeout=30) as client:
+        kept = client.get(missing, headers={"X-Session-Token": "x" * 43, "X-Request-ID": "proxy-req.1"})
+        forged = client.get(missing, headers={"X-Session-Token": "x" * 43, "X-Request-ID": "a b\x1b[2J"})
+        none = client.get("/")
+    # The ASGI guard's own answer, by the Content-Length alone (no body sent).
+    port = int(direct_base.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
+        raw.sendall(
+            b"POST /agent/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 99999999\r\nX-Request-ID: direct-413\r\n\r\n"
+        )
+        refused = raw.recv(65536).decode("latin-1")
+    assert (kept.status_code, forged.status_code, none.status_code) == (404, 404, 200)
+    assert kept.headers.get_list("X-Request-ID") == ["proxy-req.1"]
+    assert refused.startswith("HTTP/1.1 413") and "\r\nx-request-id: direct-413\r\n" in refused.lower()
+    for answer in (forged, none):  # nginx's own $request_id: 32 hex digits
+        assert len(answer.headers.get_list("X-Request-ID")) == 1
+        assert re.fullmatch("[0-9a-f]{32}", answer.headers["X-Request-ID"])
+    for answer, logged in ((kept, "Not Found: /agent/sessions/~"), (forged, "Not Found: /agent/sessions/~")):
+        request_id = answer.headers["X-Request-ID"]
+        logged_twice = lambda request_id=request_id: len(_json_lines_of(gunicorn_log, request_id)) >= 2  # noqa: E731
+        assert wait_until(logged_twice, 5), gunicorn_log.read_text()
+        lines = _json_lines_of(gunicorn_log, request_id)
+        assert all(line["request_id"] == request_id for line in lines)
+        assert any(line["message"].startswith(logged) for line in lines)
+        assert any(line["logger"] == "gunicorn.access" and line["status"] == 404 for line in lines)
+        assert request_id in (prefix / "resume-agent.access.log").read_text()
+    assert "\x1b" not in gunicorn_log.read_text() and "a b" not in (prefix / "resume-agent.access.log").read_text()
+    assert _json_lines_of(gunicorn_log, "direct-413")[0]["message"].startswith("request refused: POST 413")

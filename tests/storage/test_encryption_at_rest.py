@@ -28,6 +28,7 @@ from sessions_app.security import crypto, sealing
 from sessions_app.security.crypto import VERSION, DecryptionFailed, KeyUnavailable, token_context
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import turn_lock
+from tests.support.answers import comparable
 from tests.support.privacy import encodings, find_chunks, find_markers, fixture_markers, fixture_resume, sealed_chunks
 from tests.support.scripted_llm import text_response
 from tests.support.session_client import say
@@ -202,11 +203,6 @@ READS = [
 ]
 
 
-def _comparable(response) -> tuple:
-    headers = {key: value for key, value in response.headers.items() if key != "Date"}
-    return response.status_code, headers, response.content
-
-
 def _flip_a_byte(sealed: bytes) -> bytes:
     altered = bytearray(sealed)
     altered[len(altered) // 2] ^= 0x01
@@ -280,13 +276,13 @@ def two_sessions(api, new_session, scripted_model):
 @pytest.mark.parametrize("tamper", TAMPERING.values(), ids=TAMPERING.keys())
 def test_altered_or_moved_ciphertext_is_the_uniform_404(api, two_sessions, tamper):
     ((mine, token), (other, _)), model = two_sessions
-    baseline = _comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=token))
+    baseline = comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=token))
     tamper(mine, other)
     rows_before = (SessionEvent.objects.count(), AgentSession.objects.get(session_id=mine).revision)
 
     for method, path, body in READS:
         response = getattr(api, method)(path.format(id=mine), body, format="json", HTTP_X_SESSION_TOKEN=token)
-        assert _comparable(response) == baseline, (method, path, response.content)
+        assert comparable(response) == baseline, (method, path, response.content)
     assert model.requests == []  # no turn started
     assert (SessionEvent.objects.count(), AgentSession.objects.get(session_id=mine).revision) == rows_before
     assert not turn_lock.turn_is_locked(AgentSession.objects.get(session_id=mine).pk)  # the turn lock was released
@@ -301,12 +297,12 @@ def test_another_sessions_token_opens_nothing_even_on_a_row_moved_to_its_owner(a
     Their token now finds the row, but it derives another key: the uniform 404.
     """
     ((mine, _), (other, their_token)), model = two_sessions
-    baseline = _comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=their_token))
+    baseline = comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=their_token))
     AgentSession.objects.filter(session_id=mine).update(owner_id=owner_id_for(their_token))
 
     for method, path, body in READS:
         response = getattr(api, method)(path.format(id=mine), body, format="json", HTTP_X_SESSION_TOKEN=their_token)
-        assert _comparable(response) == baseline, (method, path)
+        assert comparable(response) == baseline, (method, path)
     assert model.requests == []
     assert api.get(f"/agent/sessions/{other}", HTTP_X_SESSION_TOKEN=their_token).status_code == 200
 

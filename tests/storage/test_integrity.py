@@ -26,6 +26,7 @@ from sessions_app.models import AgentSession, SessionEvent
 from sessions_app.security.crypto import token_context
 from sessions_app.security.tokens import owner_id_for
 from sessions_app.storage import turn_lock
+from tests.support.answers import comparable
 from tests.support.privacy import encodings, fixture_markers
 from tests.support.session_client import say
 
@@ -57,19 +58,14 @@ def two_turns(api, new_session):
     return session_id, token, after_turn_1
 
 
-def _comparable(response) -> tuple:
-    headers = {key: value for key, value in response.headers.items() if key != "Date"}
-    return response.status_code, headers, response.content
-
-
 def _assert_every_read_is_the_uniform_404(api, session_id, token, kind, caplog):
-    baseline = _comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=token))
+    baseline = comparable(api.get(f"/agent/sessions/{uuid.uuid4()}", HTTP_X_SESSION_TOKEN=token))
     rows_before = (SessionEvent.objects.count(), AgentSession.objects.get(session_id=session_id).revision)
     caplog.clear()
     with caplog.at_level(logging.DEBUG):
         for method, path, body in READS:
             response = getattr(api, method)(path.format(id=session_id), body, format="json", HTTP_X_SESSION_TOKEN=token)
-            assert _comparable(response) == baseline, (method, path, response.content)
+            assert comparable(response) == baseline, (method, path, response.content)
     # Nothing was written by the refused turn, and its lock was released.
     assert (SessionEvent.objects.count(), AgentSession.objects.get(session_id=session_id).revision) == rows_before
     assert not turn_lock.turn_is_locked(AgentSession.objects.get(session_id=session_id).pk)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SIDECAR_SUFFIXES = ("", "-journal", "-wal", "-shm")
+# LOG_FORMAT's values: a test of what a log holds runs in each (tests/conftest.py's captured_logs).
+LOG_FORMATS = ("text", "json")
 
 
 def fixture_resume() -> str:
