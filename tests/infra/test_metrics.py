@@ -251,10 +251,13 @@ def _readiness_states(scraped: dict) -> dict[str, str]:
 
 
 @pytest.mark.django_db
-def test_a_scrape_gives_each_readiness_check_as_readyz_does_and_the_purge_interval(client, scraping, settings):
+def test_a_scrape_gives_each_readiness_check_as_readyz_does_and_the_purge_interval(
+    client, scraping, settings, tmp_path
+):
     """The alert rules' readiness (config/prometheus/alerts.yml): each check's state at the scrape,
     the same as /readyz's, and how often the schedule purges."""
     make_purge_schedule(dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5), minutes=20)
+    settings.STORAGE_VOLUME_PATH = str(tmp_path)  # known on either leg (PostgreSQL has none by default)
     settings.STORAGE_HEADROOM_BYTES = 2**62  # more than any volume has free: disk failing
     scraped = samples(client.get("/metrics", **AUTHORISED).content)
     readyz = client.get("/readyz")
