@@ -5,7 +5,8 @@ one multiprocess metrics directory), on this test's database (either leg: SQLite
 with the leg's Redis as its cache), its model "Gemini" on a local double of its REST API.
 Prometheus scrapes it every second with the bearer token from a file, and loads the alert rules
 (config/prometheus/alerts.yml). A scripted flow: an expired session the start-up purge erases,
-three creates, a stored turn, a model failure (the double unavailable twice: one retry), a
+creates, a stored turn, a model failure (the double unavailable twice: one retry), 503s busy
+(AGENT_MAX_TURNS_IN_FLIGHT=1: five turns at once while the double holds them, on four workers), a
 delete, and a purge by the scheduler. Then Prometheus's HTTP API must show what the flow did,
 the counters of erased sessions must equal the deletion audit's, by trigger, every rule must
 evaluate without error, and every query of the Grafana dashboard must be one Prometheus accepts.
@@ -17,6 +18,7 @@ import datetime as dt
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -39,6 +41,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 TOKEN = "prometheus-scrape-test-token-0123456789"
 JOB = "resume-agent"
+BOUND = 1  # turns one process runs at once
+AT_ONCE = 5  # turns sent together: more than the four workers can run
 SCRAPE_CONFIG = """
 global:
   scrape_interval: 1s
@@ -72,6 +76,7 @@ def served(tmp_path, gemini_double):
         AGENT_SESSION_CREATE_RATE="1000/hour",
         AGENT_SESSION_MESSAGE_RATE="1000/min",
         CLIENT_MESSAGE_RATE="1000/min",
+        AGENT_MAX_TURNS_IN_FLIGHT=str(BOUND),
     )
     # The schedule (transactional tests flush migration 0002's row), not due until the flow asks.
     make_purge_schedule(timezone.now() + dt.timedelta(hours=1))
@@ -156,11 +161,11 @@ def test_prometheus_scrapes_the_flow_and_its_counters_agree_with_the_database(se
     assert scalar(prometheus, 'sum(resume_agent_readiness_check{state="failing"})') == 0
 
     sessions = []
-    for _ in range(3):
+    for _ in range(3 + AT_ONCE):
         created = client.post("/agent/sessions", json={"resume_text": fixture_resume()})
         assert created.status_code == 201, created.text
         sessions.append((created.json()["session_id"], created.json()["token"]))
-    (first, first_token), (second, _), (third, third_token) = sessions
+    (first, first_token), (second, _), (third, third_token), *together = sessions
 
     def say(session_id, token, message):
         return client.post(
@@ -172,6 +177,23 @@ def test_prometheus_scrapes_the_flow_and_its_counters_agree_with_the_database(se
     gemini_double.answer(UNAVAILABLE, UNAVAILABLE)  # both attempts: a model failure after one retry
     failed = say(third, third_token, "And for remote roles?")
     assert failed.status_code == 503, failed.text
+
+    # Five turns at once while the model holds them: each worker runs one, the others answer busy.
+    with gemini_double.hold() as hold, ThreadPoolExecutor(AT_ONCE) as pool:
+        calls_before = gemini_double.calls
+        sent = [pool.submit(say, session_id, token, "Once more") for session_id, token in together]
+
+        def each_running_or_refused() -> bool:
+            refused = sum(1 for turn in sent if turn.done())
+            return refused + gemini_double.calls - calls_before == AT_ONCE
+
+        assert wait_until(each_running_or_refused, timeout=30, interval=0.05)
+        hold.release()
+        answers = [turn.result() for turn in sent]
+    busy = [answer for answer in answers if answer.status_code == 503]
+    assert all(answer.json()["code"] == "busy" for answer in busy)
+    assert len(busy) >= 1 and len(busy) + sum(answer.status_code == 200 for answer in answers) == AT_ONCE
+
     assert client.delete(f"/agent/sessions/{first}", headers={"X-Session-Token": first_token}).status_code == 204
 
     # The second session expires, and the scheduler's purge is due now.
@@ -180,8 +202,10 @@ def test_prometheus_scrapes_the_flow_and_its_counters_agree_with_the_database(se
     make_purge_schedule(timezone.now())
 
     expected = {
-        'sum(resume_agent_sessions_created_total{job="resume-agent"})': 3,
-        'sum(resume_agent_turns_total{outcome="stored"})': 1,
+        'sum(resume_agent_sessions_created_total{job="resume-agent"})': 3 + AT_ONCE,
+        'sum(resume_agent_turns_total{outcome="stored"})': 1 + AT_ONCE - len(busy),
+        'sum(resume_agent_turns_total{outcome="refused",reason="turns_busy"})': len(busy),
+        'sum(resume_agent_busy_answers_total{cause="turns"})': len(busy),
         'sum(resume_agent_turns_total{outcome="model_failure",reason="unavailable"})': 1,
         'sum(resume_agent_model_retries_total{status="503"})': 1,
         'sum(resume_agent_sessions_erased_total{trigger="api"})': 1,
@@ -189,8 +213,8 @@ def test_prometheus_scrapes_the_flow_and_its_counters_agree_with_the_database(se
         'sum(resume_agent_sessions_erased_total{trigger="ttl"})': 1,
         'sum(resume_agent_purge_runs_total{trigger="startup",outcome="ok"})': 1,
         'sum(resume_agent_purge_runs_total{trigger="ttl",outcome="ok"})': 1,
-        'sum(resume_agent_http_answers_total{route="agent/sessions",method="POST",status="201"})': 3,
-        'sum(resume_agent_turn_duration_seconds_count{outcome="stored"})': 1,
+        'sum(resume_agent_http_answers_total{route="agent/sessions",method="POST",status="201"})': 3 + AT_ONCE,
+        'sum(resume_agent_turn_duration_seconds_count{outcome="stored"})': 1 + AT_ONCE - len(busy),
         "sum(resume_agent_turns_in_flight)": 0,
         "sum(resume_agent_sessions_expired_stored)": 0,
         "sum(resume_agent_deletion_log_entries)": 3,
@@ -201,7 +225,7 @@ def test_prometheus_scrapes_the_flow_and_its_counters_agree_with_the_database(se
         return {expr: scalar(prometheus, expr) for expr in expected}
 
     assert wait_until(lambda: seen() == expected, timeout=60, interval=0.5), (seen(), serve_log.read_text()[-3000:])
-    assert scalar(prometheus, "resume_agent_turns_in_flight_limit") == settings.AGENT_MAX_TURNS_IN_FLIGHT
+    assert scalar(prometheus, "resume_agent_turns_in_flight_limit") == BOUND
     assert scalar(prometheus, "resume_agent_purge_interval_seconds") == 15 * 60
     assert scalar(prometheus, "time() - max(resume_agent_purge_last_success_timestamp_seconds)") < 120
     assert 0 <= scalar(prometheus, "max(resume_agent_deletion_log_checkpoint_age_seconds)") < 120
