@@ -46,9 +46,12 @@ run: migrate
 # What the tests need from Debian: Chromium for the browser tests (they drive Debian's
 # Chromium, not a browser Playwright downloads), a CJK font so that Traditional Chinese
 # pages are text and not boxes in their screenshots, GNU gettext (makemessages,
-# tests/project/test_translations.py) and nginx (tests/serving/test_proxy.py starts config/nginx/ in front
-# of the service; its package's own server is not started). Installed only where missing and we are root; elsewhere
-# the tests that need them skip themselves, saying why.
+# tests/project/test_translations.py), nginx (tests/serving/test_proxy.py starts config/nginx/ in front
+# of the service; its package's own server is not started) and Prometheus (its promtool checks and tests
+# config/prometheus/alerts.yml, tests/infra/test_alert_rules.py; tests/serving/test_prometheus_scrape.py
+# starts its server on a temporary configuration; the package's own service is not needed: where systemd
+# started it, `systemctl disable --now prometheus`). Installed only where missing and we are root; elsewhere
+# the tests that need them skip themselves, saying why (under CI they fail: tests/support/system_tools.py).
 .PHONY: browser system-packages
 browser: system-packages
 system-packages:
@@ -57,6 +60,7 @@ system-packages:
 	fc-list 2>/dev/null | grep -qi "Noto Sans CJK" || missing="$$missing fonts-noto-cjk"; \
 	command -v xgettext >/dev/null || missing="$$missing gettext"; \
 	[ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
+	[ -x /usr/bin/promtool ] || missing="$$missing prometheus"; \
 	if [ -z "$$missing" ]; then \
 		true; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

@@ -62,11 +62,14 @@ def purge_overdue(schedule: Schedule, now: dt.datetime | None = None) -> bool:
     more than its interval (and PURGE_LATE_GRACE)."""
     if schedule.repeats == 0 or schedule.next_run is None:
         return True  # django-q2 never runs a schedule with no repeats left
+    return (now or timezone.now()) - schedule.next_run > max(schedule_interval(schedule), PURGE_LATE_GRACE)
+
+
+def schedule_interval(schedule: Schedule) -> dt.timedelta:
+    """How often `schedule` runs: its minutes, or OTHER_SCHEDULE_INTERVAL for another kind."""
     if schedule.schedule_type == Schedule.MINUTES and schedule.minutes:
-        interval = dt.timedelta(minutes=schedule.minutes)
-    else:
-        interval = OTHER_SCHEDULE_INTERVAL
-    return (now or timezone.now()) - schedule.next_run > max(interval, PURGE_LATE_GRACE)
+        return dt.timedelta(minutes=schedule.minutes)
+    return OTHER_SCHEDULE_INTERVAL
 
 
 @functools.cache

@@ -5,6 +5,7 @@ missing or overdue, the signing key unusable. Public, never throttled, a few que
 stranger learns is ok or failing per check, nothing more. The admin's retention page shows the
 same checks."""
 
+import contextlib
 import datetime as dt
 import json
 
@@ -121,8 +122,9 @@ def test_head_is_answered_as_get_and_nothing_else_is(client):
 # --- each check, failing -----------------------------------------------------------------------
 
 
-@pytest.mark.django_db(transaction=True)
-def test_the_database_gone_makes_readyz_503_and_healthz_still_answers(client, tmp_path):
+@contextlib.contextmanager
+def database_gone(tmp_path):
+    """The default connection points at a database that does not exist until the block ends."""
     saved = dict(connection.settings_dict)
     connection.close()
     if connection.vendor == "sqlite":
@@ -130,12 +132,18 @@ def test_the_database_gone_makes_readyz_503_and_healthz_still_answers(client, tm
     else:
         connection.settings_dict["NAME"] = f"{saved['NAME']}_gone"  # a database that does not exist
     try:
-        failing = _failing(client)
-        health = client.get("/healthz")
+        yield
     finally:
         connection.close()
         connection.settings_dict.clear()
         connection.settings_dict.update(saved)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_database_gone_makes_readyz_503_and_healthz_still_answers(client, tmp_path):
+    with database_gone(tmp_path):
+        failing = _failing(client)
+        health = client.get("/healthz")
     # The migrations and the schedule are read from the database: not asked, and not ok either.
     assert failing == {"database", "migrations", "purge_schedule"}
     assert health.status_code == 200 and health.json() == {"status": "ok"}

@@ -26,6 +26,7 @@ import pytest
 from sessions_app.infra.supervisor import gunicorn_command
 from tests.support.privacy import find_in_text, fixture_markers, fixture_resume
 from tests.support.servers import ROOT, free_port, service_env, start_server
+from tests.support.system_tools import must_not_skip
 
 pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 
@@ -33,10 +34,6 @@ VOLUME_BYTES = 6 * 1024 * 1024
 HEADROOM = 1536 * 1024
 RESERVE = 1024 * 1024
 RESUME_CHARS = 27_000  # about the resumes
-
-
-def _must_not_skip() -> bool:
-    return os.environ.get("CI", "").strip().lower() == "true" or os.environ.get("REQUIRE_SCALE_OUT_BACKENDS") == "1"
 
 
 @pytest.fixture
@@ -52,7 +49,7 @@ def small_volume(tmp_path):
     )
     if mounted.returncode != 0:
         reason = f"cannot mount a tmpfs here (uid {os.geteuid()}): {mounted.stderr.strip()}"
-        if _must_not_skip():
+        if must_not_skip():
             pytest.fail(f"{reason}; under CI this test must run")
         pytest.skip(reason)
     try:

@@ -15,13 +15,15 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from prometheus_client.parser import text_string_to_metric_families
 
-from sessions_app.choices import ErasureTrigger, FailureKind
+from sessions_app.choices import CheckStatus, ErasureTrigger, FailureKind, ReadinessCheck
 from sessions_app.infra import access_log, gunicorn_hooks, metrics
 from sessions_app.infra.supervisor import gunicorn_command
 from sessions_app.security.tokens import owner_id_for
 from tests.api.test_api_stream import STREAM, parse
+from tests.api.test_health import database_gone
 from tests.support.answers import answer_headers
 from tests.support.asgi_client import ASGIClient
+from tests.support.factories import make_purge_schedule
 from tests.support.gemini_double import call_answer, text_answer
 from tests.support.privacy import find_in_text, fixture_markers, fixture_resume
 
@@ -230,11 +232,59 @@ def test_a_scrape_gets_no_access_line(monkeypatch):
 
 
 @pytest.mark.django_db
-def test_a_scrape_reads_the_database_twice_and_a_request_never(client, scraping, django_assert_num_queries):
-    """The collect-time gauges cost two queries at each scrape (expired sessions, the log's
-    checkpoint), and only then."""
-    with django_assert_num_queries(2):
+def test_a_scrape_reads_the_database_six_times_and_a_request_never(client, scraping, django_assert_num_queries):
+    """The collect-time gauges cost six queries at each scrape (the readiness checks' three: the
+    database, its migrations, the purge schedule; the schedule's interval, expired sessions, the
+    log's checkpoint), and only then."""
+    with django_assert_num_queries(6):
         client.get("/metrics", **AUTHORISED)
+
+
+def _readiness_states(scraped: dict) -> dict[str, str]:
+    """{check: its state} of a scrape's resume_agent_readiness_check (the series at 1)."""
+    states = {}
+    for (name, labels), given in scraped.items():
+        if name == "resume_agent_readiness_check" and given == 1:
+            labelled = dict(labels)
+            assert labelled["check"] not in states  # one state at 1 per check
+            states[labelled["check"]] = labelled["state"]
+    return states
+
+
+@pytest.mark.django_db
+def test_a_scrape_gives_each_readiness_check_as_readyz_does_and_the_purge_interval(
+    client, scraping, settings, tmp_path
+):
+    """The alert rules' readiness (config/prometheus/alerts.yml): each check's state at the scrape,
+    the same as /readyz's, and how often the schedule purges."""
+    make_purge_schedule(dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5), minutes=20)
+    settings.STORAGE_VOLUME_PATH = str(tmp_path)  # known on either leg (PostgreSQL has none by default)
+    settings.STORAGE_HEADROOM_BYTES = 2**62  # more than any volume has free: disk failing
+    scraped = samples(client.get("/metrics", **AUTHORISED).content)
+    readyz = client.get("/readyz")
+    assert readyz.status_code == 503
+    assert _readiness_states(scraped) == readyz.json()["checks"]
+    assert _readiness_states(scraped)["disk"] == CheckStatus.FAILING
+    assert len([key for key in scraped if key[0] == "resume_agent_readiness_check"]) == len(ReadinessCheck) * len(
+        CheckStatus
+    )
+    assert value(scraped, "resume_agent_purge_interval_seconds") == 20 * 60
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_the_database_gone_a_scrape_still_answers_its_checks_failing(client, scraping, tmp_path):
+    with database_gone(tmp_path):
+        scrape = client.get("/metrics", **AUTHORISED)
+    assert scrape.status_code == 200
+    scraped = samples(scrape.content)
+    states = _readiness_states(scraped)
+    assert {check for check, state in states.items() if state == CheckStatus.FAILING} >= {
+        "database",
+        "migrations",
+        "purge_schedule",
+    }
+    assert ("resume_agent_turns_in_flight_limit", ()) in scraped
+    assert not any(name == "resume_agent_sessions_expired_stored" for name, _ in scraped)  # read from the database
 
 
 # --- What a scripted flow counts, and that no series names anything of it ---------------------
@@ -366,6 +416,8 @@ def test_labels_hold_closed_sets_only(client, scraping):
         "route": None,  # a URL pattern (checked below)
         "method": {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT", "other"},
         "le": None,
+        "check": set(ReadinessCheck.values),  # resume_agent_readiness_check's
+        "state": set(CheckStatus.values),
     }
     client.get("/agent/sessions/not-a-session/messages")
     client.get("/admin/auth/")  # a regex route under a prefix (the admin's app index)

@@ -32,6 +32,7 @@ from tests.support import servers
 from tests.support.privacy import encodings, fixture_resume
 from tests.support.servers import ROOT, free_port, launch, migrated_env, wait_until_serving
 from tests.support.sockets import not_yet_accepted
+from tests.support.system_tools import must_not_skip
 from tests.support.waiting import wait_until, wait_until_async
 
 SITE = ROOT / "config" / "nginx" / "resume-agent.conf"
@@ -40,7 +41,7 @@ SLOW_CLIENTS = 64  # of each kind
 PAUSE_SECONDS = 2  # between two header lines, or two bytes of a body
 NORMAL_REQUEST_SECONDS = 0.2
 
-if not Path(NGINX).exists() and os.environ.get("CI") == "true":
+if not Path(NGINX).exists() and must_not_skip():
     pytest.fail("nginx is not installed, and CI must run the proxy test (`make system-packages`)", pytrace=False)
 pytestmark = [
     pytest.mark.sqlite_only,

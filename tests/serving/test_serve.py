@@ -5,7 +5,6 @@ import datetime as dt
 import os
 import signal
 import sqlite3
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,27 +15,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sessions_app.infra.log_lines import short_form
 from tests.support.privacy import encodings, fixture_resume
-from tests.support.servers import free_port, launch, migrated_env, wait_until_serving
+from tests.support.servers import alive, children_of, free_port, launch, migrated_env, stop_serve, wait_until_serving
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.sqlite_only, pytest.mark.slow]
 
 SCHEDULE = "purge expired sessions"
 METRICS_TOKEN = "serve-test-metrics-token"
-
-
-def _children(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(child) for child in path.read_text().split()] if path.exists() else []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
 @pytest.fixture
@@ -81,20 +66,9 @@ def served(tmp_path):
     assert wait_until(start_up_purge_done, timeout=30, interval=0.01), log_path.read_text()
     _insert_expired_sessions(db, 300)
     process, base = wait_until_serving(process, command, log_path, port)
-    children = _children(process.pid)
+    children = children_of(process.pid)
     yield process, base, db, log_path
-    # However the test ended, leave no server behind: the children run in
-    # their own sessions, so killing `serve` alone would orphan them.
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    for child in children:
-        if _alive(child):
-            os.kill(child, signal.SIGKILL)
+    stop_serve(process, children)
 
 
 def _insert_expired_sessions(db: Path, count: int, prefix: str = "anon-old-") -> None:
@@ -137,7 +111,7 @@ def _old_left(db: Path) -> int:
 
 def test_web_and_scheduler_share_sqlite_and_stop_together(served):
     process, base, db, log_path = served
-    children = _children(process.pid)
+    children = children_of(process.pid)
     assert len(children) == 2, children  # gunicorn and qcluster
     # The start-up purge ran before the servers, audited as itself (not as the scheduler's).
     assert _audits(db)[0] == ("startup", 3)
@@ -178,8 +152,8 @@ def test_web_and_scheduler_share_sqlite_and_stop_together(served):
 
     process.send_signal(signal.SIGINT)  # what Ctrl-C sends
     assert process.wait(timeout=30) == 0
-    wait_until(lambda: not any(_alive(child) for child in children), timeout=10, interval=0.2)
-    assert not any(_alive(child) for child in children)
+    wait_until(lambda: not any(alive(child) for child in children), timeout=10, interval=0.2)
+    assert not any(alive(child) for child in children)
     everything = log_path.read_bytes()
     assert [form for form, data in encodings(query_token).items() if data in everything] == []
     # The access log is there, path only, the session's id in its short form (infra/log_lines.py).

@@ -4,6 +4,7 @@ fresh migrated SQLite one), a free port, and waiting until a server answers."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -121,3 +122,34 @@ def migrated_env(tmp_path: Path, database: Path | None = None, **settings: str) 
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     return env
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes `pid` started that still run (or are not yet reaped)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def stop_serve(process: subprocess.Popen, children: list[int]) -> None:
+    """However the test ended, leaves no `manage.py serve` behind: Ctrl-C for it, then its
+    `children` (children_of, taken while it ran) killed if any is left: they run in their own
+    sessions, so killing `serve` alone would orphan them."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    for child in children:
+        if alive(child):
+            os.kill(child, signal.SIGKILL)
