@@ -23,9 +23,9 @@ RESULTS_DIR = ROOT_DIR / "benchmarks" / "results"
 FIXTURES = ROOT_DIR / "tests" / "fixtures"  # the fictional resume and its markers
 RESUME, PY = (FIXTURES / "resume_lin.txt").read_text("utf-8"), sys.executable
 _NUMBERS_RE = re.compile(r"\[\s+([-+0-9.eE,\s]+?)\s+\]")  # a JSON list of numbers: written on one line
-# One client address sends every message, far faster than a person types: the throttles are lifted.
+# One client address sends every request (creates, messages, deletes), far faster than a person: throttles lifted.
 UNTHROTTLED = {"AGENT_SESSION_MESSAGE_RATE": "1000000/min", "CLIENT_MESSAGE_RATE": "1000000/min"}
-UNTHROTTLED["AGENT_SESSION_CREATE_RATE"] = "1000000/hour"
+UNTHROTTLED |= {"AGENT_SESSION_CREATE_RATE": "1000000/hour", "AGENT_SESSION_DELETE_RATE": "1000000/min"}
 
 
 def main(name: str, title: str, packages: list[str], run, children: dict | None = None, options=()) -> int:
