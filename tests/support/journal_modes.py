@@ -1,26 +1,26 @@
-"""Which SQLite settings leave no byte of a deleted session in any file of the database? Ours (CHOSEN) beside the
-controls that must leak and WAL checkpoints (docs/JOURNAL_MODES.md), sqlite3 only. Figures: results/journal_modes.md."""
+"""Which SQLite settings leave no byte of a deleted session in any file of the database? The measurement of the
+journal-modes study (docs/JOURNAL_MODES.md), sqlite3 only, which tests/storage/test_journal_modes.py runs: ours (CHOSEN)
+and the controls that must leak. The study's report, benchmarks/journal_modes.py, is retired (its first line in
+benchmarks/results/journal_modes.md says how to bring it back)."""
 
 import contextlib
 import datetime as dt
 import json
 import os
 import re
-import shutil
 import sqlite3
-import sys
 import tempfile
 import time
 from collections import namedtuple
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks import _common  # noqa: E402
+from tests.support import privacy
 
 # A fictional resume and its 7 markers (4 Traditional Chinese, 3 English): the tests' fixtures.
-MARKERS: tuple[str, ...] = tuple(json.loads((_common.FIXTURES / "markers.json").read_text("utf-8")))
-LINES = [line for line in _common.RESUME.splitlines() if line.strip()]
+MARKERS: tuple[str, ...] = tuple(privacy.fixture_markers())
+RESUME = privacy.fixture_resume()
+LINES = [line for line in RESUME.splitlines() if line.strip()]
 _FILLER = "The assistant reviewed wording, tense and ordering of the bullet points and suggested shorter sentences"
 _FILLER += " with measurable outcomes for each role. "
 
@@ -63,20 +63,15 @@ class Config:
     checkpoint: bool = False  # PRAGMA wal_checkpoint(TRUNCATE) after the delete
     open_reader: bool = False  # WAL only: another connection holds a read transaction across the delete
 
-    @property
-    def label(self) -> str:
-        extras = ["wal_checkpoint(TRUNCATE)"] * self.checkpoint + ["open reader"] * self.open_reader
-        return " + ".join([self.journal_mode, *extras])
-
 
 NEEDLES = [(m, form, needle) for m in MARKERS for form, needle in marker_forms(m).items()]
 # What a correct insert must put on disk: UTF-8 (events) and \uXXXX (state).
 EXPECTED = frozenset((m, form) for m, form, _ in NEEDLES if form != "json-escaped-upper")
 # pages: main file only, (pages with hits, of which on the freelist)
 FileState = namedtuple("FileState", "exists size hits pages")
+# temp_files: the unlinked temp files seen in /proc/self/fd -> their largest size
+TempResult = namedtuple("TempResult", "scenario temp_store rows temp_files temp_hits main_after")
 CHOSEN = Config("DELETE", "ON", temp_store="MEMORY")
-CONFIGS = [CHOSEN, Config("DELETE", "OFF"), Config("DELETE", "FAST"), Config("PERSIST", "ON"), Config("WAL", "ON")]
-CONFIGS += [Config("WAL", "ON", checkpoint=True), Config("WAL", "ON", checkpoint=True, open_reader=True)]
 SCHEMA = """
 CREATE TABLE sessions (id INTEGER PRIMARY KEY AUTOINCREMENT, app_name varchar(128) NOT NULL,
     user_id varchar(128) NOT NULL, session_id varchar(128) NOT NULL,
@@ -104,7 +99,7 @@ TEMP_SCENARIOS["update twice then purge"] = [BUMP, BUMP, PURGE]
 
 
 def marker_state(target_bytes: int) -> str:  # JSONField-style (json.dumps: non-ASCII escaped), about this long
-    state = {"resume_text": _common.RESUME, "target_role": "Staff Backend Engineer", "notes": ""}
+    state = {"resume_text": RESUME, "target_role": "Staff Backend Engineer", "notes": ""}
     return json.dumps(state | {"notes": _filler(target_bytes - len(json.dumps(state)))})
 
 
@@ -276,18 +271,6 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
         return Result(config, before_ok, pre_commit, journal_max, after, scan_database(db), rows_left, *checkpoint)
 
 
-class TempResult(namedtuple("TempResult", "scenario temp_store rows temp_files temp_hits main_after")):
-    """temp_files: the unlinked temp files seen in /proc/self/fd -> their largest size."""
-
-    @property
-    def verdict(self) -> str:
-        if not Path("/proc/self/fd").is_dir():
-            return "not observable (/proc/self/fd missing)"
-        if not self.temp_files:
-            return "no temp file"
-        return "LEAK: markers written to an unlinked temp file" if self.temp_hits else "temp file without markers"
-
-
 def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: Sizes = Sizes()) -> TempResult:
     """One large transaction (TEMP_SCENARIOS) over `rows` marker sessions, its temp files watched."""
     with tempfile.TemporaryDirectory(prefix="journal_modes_temp_", ignore_cleanup_errors=True) as tmp:
@@ -310,81 +293,3 @@ def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: S
         main_after = scan_database(db)["main"]
         conn.close()
         return TempResult(scenario, temp_store, rows, dict(watcher.temp_files), watcher.temp_hits, main_after)
-
-
-def _size(n: int) -> str:
-    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
-
-
-def _hits(state: FileState) -> str:
-    if not state.exists or not state.hits:
-        return "0" if state.exists else "no file"
-    short = {"utf-8": "utf-8", "json-escaped": "\\u", "json-escaped-upper": "\\U"}
-    forms = "+".join(short[f] for f in sorted({f for _, f in state.hits}))
-    return f"**{len({m for m, _ in state.hits})}/{len(MARKERS)}** ({forms})"
-
-
-def _delete_cells(i: int, r: Result) -> list:
-    sidecars = ", ".join(f"{name} {_size(s.size)}" for name, s in r.after.items() if name != "main" and s.exists)
-    leaks, notes, main = leaking_files(r.after_close), [], r.after["main"]
-    if main.hits:
-        notes.append(f"main: markers on {main.pages[0]} page(s), {main.pages[1]} of them on the freelist")
-    if r.checkpoint is not None:
-        busy, log, done = r.checkpoint
-        notes.append(f"checkpoint busy={busy} log={log} checkpointed={done} in {r.checkpoint_seconds:.2f} s")
-    cells = [i, r.config.label, r.config.secure_delete, "yes" if r.before_ok else "**NO**"]
-    cells += [_hits(r.pre_commit["-journal"]) + f", {_size(r.journal_max_during)}" * bool(r.journal_max_during)]
-    cells += [_hits(r.after[name]) for name in ("main", "-journal", "-wal")] + [sidecars or "none"]
-    verdict = r.verdict if r.verdict == "clean" else f"**{r.verdict}**"
-    return cells + [verdict, "LEAK: " + ", ".join(leaks) if leaks else "clean", "; ".join(notes)]
-
-
-def _temp_cells(t: TempResult) -> list:
-    seen = ", ".join(f"{Path(k.replace(' (deleted)', '')).name} (deleted) {_size(v)}" for k, v in t.temp_files.items())
-    in_temp = f"**{len({m for m, _ in t.temp_hits})}/{len(MARKERS)}**" if t.temp_hits else "0"
-    in_temp = in_temp if t.temp_files else "-"
-    return [t.scenario, t.temp_store, t.rows, seen or "none", in_temp, _hits(t.main_after), t.verdict]
-
-
-def render(results: list[Result], temp_results: list[TempResult], tmp_files_left: int) -> list[str]:
-    chinese, n = sum(1 for m in MARKERS if not m.isascii()), len(MARKERS)
-    deletes = "# | config | secure_delete | markers before (all forms found) | -journal before COMMIT, its largest size"
-    deletes += " | main after | -journal after | -wal after | sidecar files after | verdict"
-    rows, temp_config = [_delete_cells(i, r) for i, r in enumerate(results, 1)], "journal_mode=DELETE, secure_delete=ON"
-    temps = "scenario | temp_store | rows | temp files seen in /proc/self/fd (max size) | markers in temp file"
-    return [
-        f"Markers: {n} ({chinese} Traditional Chinese, {n - chinese} English), each searched as UTF-8 and as \\uXXXX"
-        " (lower- and upper-case hex).",
-        *_common.section("After DELETE + COMMIT of the marker session"),
-        *_common.md_table(deletes + " | after all connections closed | note", rows),
-        "",
-        f"`**n/{n}**` = n of the markers found in that file (forms: utf-8 = raw UTF-8, \\u = json.dumps escapes). `0`"
-        " = file present, nothing found. temp_store=MEMORY in all rows above.",
-        *_common.section(f"temp_store: statement journals of large transactions ({temp_config})"),
-        *_common.md_table(temps + " | main after | verdict", [_temp_cells(t) for t in temp_results]),
-        "",
-        f"SQLITE_TMPDIR held {tmp_files_left} file(s) after the run (temp files are unlinked at open).",
-    ]
-
-
-def run(args) -> tuple[list[str], dict]:
-    # A dedicated, empty temp dir for SQLite (read once, when SQLite initializes).
-    sqlite_tmp = os.environ["SQLITE_TMPDIR"] = tempfile.mkdtemp(prefix="journal_modes_sqlite_tmp_")
-    try:
-        sizes = Sizes.quick() if args.quick else Sizes()
-        results = [measure(config, sizes) for config in CONFIGS]
-        pairs = [(scenario, temp_store) for scenario in TEMP_SCENARIOS for temp_store in ("DEFAULT", "MEMORY")]
-        temp_results = [measure_temp_store(*pair, rows=sizes.temp_rows, sizes=sizes) for pair in pairs]
-        left = len(os.listdir(sqlite_tmp))
-    finally:
-        shutil.rmtree(sqlite_tmp, ignore_errors=True)
-    deletes = [{"config": r.config.label, "secure_delete": r.config.secure_delete} for r in results]
-    for r, d in zip(results, deletes, strict=True):
-        d |= {"verdict": r.verdict, "after_close_leaks": leaking_files(r.after_close)}
-    temp = [{"scenario": t.scenario, "temp_store": t.temp_store, "verdict": t.verdict} for t in temp_results]
-    data = {"valid": all(r.before_ok for r in results), "deletes": deletes, "temp_store": temp}
-    return render(results, temp_results, left), data
-
-
-if __name__ == "__main__":
-    sys.exit(_common.main("journal_modes", "SQLite journal modes and deleted sessions", [], run))
