@@ -96,7 +96,6 @@ bench: dev-venv
 	$(PY) benchmarks/store_bench.py
 	$(PY) benchmarks/service_bench.py
 	$(PY) benchmarks/purge_bench.py $(if $(BENCH_POSTGRES),--database-url $(BENCH_POSTGRES))
-	$(PY) benchmarks/journal_modes.py
 	$(PY) benchmarks/session_limits_bench.py
 	$(PY) benchmarks/memory_bench.py
 	$(PY) benchmarks/screen_bench.py

@@ -21,12 +21,11 @@ from pathlib import Path
 ROOT_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT_DIR / "benchmarks" / "results"
 FIXTURES = ROOT_DIR / "tests" / "fixtures"  # the fictional resume and its markers
-RESUME = (FIXTURES / "resume_lin.txt").read_text("utf-8")
-PY = sys.executable
+RESUME, PY = (FIXTURES / "resume_lin.txt").read_text("utf-8"), sys.executable
 _NUMBERS_RE = re.compile(r"\[\s+([-+0-9.eE,\s]+?)\s+\]")  # a JSON list of numbers: written on one line
-# One client address sends every message, far faster than a person types: the throttles are lifted.
+# One client address sends every request (creates, messages, deletes), far faster than a person: throttles lifted.
 UNTHROTTLED = {"AGENT_SESSION_MESSAGE_RATE": "1000000/min", "CLIENT_MESSAGE_RATE": "1000000/min"}
-UNTHROTTLED["AGENT_SESSION_CREATE_RATE"] = "1000000/hour"
+UNTHROTTLED |= {"AGENT_SESSION_CREATE_RATE": "1000000/hour", "AGENT_SESSION_DELETE_RATE": "1000000/min"}
 
 
 def main(name: str, title: str, packages: list[str], run, children: dict | None = None, options=()) -> int:
@@ -41,8 +40,7 @@ def main(name: str, title: str, packages: list[str], run, children: dict | None 
         parser.add_argument(flag, help=text)
     args = parser.parse_args()
     args.command, info, started = command_line(), machine_info(packages), time.monotonic()
-    body, data = run(args)
-    elapsed = time.monotonic() - started
+    (body, data), elapsed = run(args), time.monotonic() - started
     heading = f"## {title}" + (" (quick run)" if args.quick else "")
     markdown = "\n".join([heading, "", *header_lines(args.command, info), "", *body, "", f"Run time: {elapsed:.0f} s."])
     data = {"command": args.command, "machine": info, "quick": args.quick, **data, "elapsed_s": elapsed}
@@ -86,7 +84,7 @@ def header_lines(command: str, info: dict) -> list[str]:
 def md_table(header: str, rows: list[list]) -> list[str]:
     """A Markdown table; `header` is written as it reads in Markdown: "a | b | c"."""
     out = [f"| {header} |", "|" + "---|" * len(header.split(" | "))]
-    return out + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return out + ["| " + " | ".join(map(str, row)) + " |" for row in rows]
 
 
 def verdict(ok: bool, text: str) -> str:

@@ -24,8 +24,6 @@ from benchmarks._common import percentile, pss_kb, summarize_ms  # noqa: F401 (a
 LOOPBACK = "127.0.0.1"
 MESSAGES = ("Please draft my job-search plan", "Focus on remote roles", "Add a networking step each week")
 KINDS, MIGRATE = ("create", "turn", "read", "delete"), ("manage.py", "migrate", "--noinput", "-v0")
-
-
 Handle = namedtuple("Handle", "session_id user_id token", defaults=("", ""))  # one session as a client knows it
 Op = namedtuple("Op", "kind started ended ok error", defaults=("",))  # one request: its times, whether it answered
 
@@ -46,8 +44,7 @@ class OursTarget:
 
     def call(self, client, kind: str, handle: Handle, message: str = ""):
         """A request of `kind` (turn, read, delete, history: every stored event as ADK Event dicts)."""
-        method, suffix = self.ROUTES[kind]
-        body = {"json": {"message": message}} if kind == "turn" else {}
+        (method, suffix), body = self.ROUTES[kind], {"json": {"message": message}} if kind == "turn" else {}
         headers = {"X-Session-Token": handle.token}
         return client.request(method, f"/agent/sessions/{handle.session_id}{suffix}", headers=headers, **body)
 
@@ -340,8 +337,7 @@ def spawn(command: list[str], log_path: Path, cwd=_common.ROOT_DIR, **popen) -> 
 
 def start_server(command: list[str], log_path: Path, health_url: str, **popen) -> subprocess.Popen:
     """Starts a server we own, logging to `log_path`, and waits (60 s at most) until it answers."""
-    process = spawn(command, log_path, **popen)
-    deadline = time.monotonic() + 60
+    process, deadline = spawn(command, log_path, **popen), time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}: see {log_path}")

@@ -90,8 +90,7 @@ def timed_purge(url: str, secure_delete: str) -> dict:
 def live_turns(db: Path, p: dict, tmp: Path) -> dict:
     """Turns on gunicorn without, then during `manage.py purge_sessions` (once it opens the file); expired ones left."""
     env = loadgen.ours_env(db, tmp)
-    server, target = loadgen.start_ours(env, tmp / "server.log", gunicorn=True, migrate=False)
-    purge = None
+    (server, target), purge = loadgen.start_ours(env, tmp / "server.log", gunicorn=True, migrate=False), None
     try:
         stop, started, duration = threading.Event(), threading.Event(), p["baseline"] + p["budget"] + 10
         load_args = (target, p["clients"], p["warmup"], duration)
@@ -125,15 +124,11 @@ def live_turns(db: Path, p: dict, tmp: Path) -> dict:
         turns = [op.ended - op.started for op in ops if op.kind == "turn" and op.ok]
         w.result |= {"turns": len(turns), "turns_per_s": len(turns) / w.result["seconds"]}
         w.result |= {"turn_ms": loadgen.summarize_ms(turns), "errors": [op.error for op in ops if not op.ok]}
-    return {
-        "clients": p["clients"],
-        "windows": {name: w.result for name, w in windows.items()},
-        "purge_returncode": purge.returncode,
-        "purge_output_tail": (tmp / "purge.log").read_text(errors="replace").strip().splitlines()[-1:],
-        "expired_left": expired_left,
-        "errors_all_phases": sum(1 for op in result.ops if not op.ok),
-        "server_log": loadgen.log_counts(tmp / "server.log"),
-    }
+    tail = (tmp / "purge.log").read_text(errors="replace").strip().splitlines()[-1:]
+    live = {"clients": p["clients"], "windows": {name: w.result for name, w in windows.items()}}
+    live |= {"purge_returncode": purge.returncode, "purge_output_tail": tail, "expired_left": expired_left}
+    errors = sum(1 for op in result.ops if not op.ok)
+    return live | {"errors_all_phases": errors, "server_log": loadgen.log_counts(tmp / "server.log")}
 
 
 def _has_open(pid: int, path: Path) -> bool:

@@ -104,10 +104,8 @@ def render(params: dict, results: dict) -> list[str]:
         lines.append(f"- {name} server log: " + tally(res["log"]))
     lines += _common.section(f"Two turns at once on one session ({params['trials']} trials each)")
     header = "server | outcomes (status codes of the pair) | user messages stored | complete replies stored"
-    pairs = [(name, res["concurrency"]) for name, res in results.items()]
-    rows = [
-        [n, tally(c["outcomes"], "{}: {}"), c["user_messages"], c["final_replies"], c["half_saved"]] for n, c in pairs
-    ]
+    counts = [(n, r["concurrency"], ("user_messages", "final_replies", "half_saved")) for n, r in results.items()]
+    rows = [[n, tally(c["outcomes"], "{}: {}"), *(c[k] for k in keys)] for n, c, keys in counts]
     return lines + md_table(header + " | half-saved turns", rows)
 
 

@@ -16,13 +16,8 @@ from benchmarks._common import fmt_ms  # noqa: E402
 PACKAGES = ["Django", "djangorestframework", "google-adk", "google-genai"]
 EXPORT_EVERY = 5  # turns between two export measurements
 TURNS = "turn | turn time (ms) | turn CPU (ms) | stored after (KB) | added by the turn (KB) | largest event (KB)"
-LIMITS = (
-    "AGENT_SESSION_MAX_TURNS",
-    "AGENT_SESSION_MAX_BYTES",
-    "AGENT_MAX_LLM_CALLS",
-    "RESUME_MAX_CHARS",
-    "MESSAGE_MAX_CHARS",
-)
+LIMITS = ("AGENT_SESSION_MAX_TURNS", "AGENT_SESSION_MAX_BYTES", "AGENT_MAX_LLM_CALLS", "RESUME_MAX_CHARS")
+LIMITS += ("MESSAGE_MAX_CHARS",)
 RESUME_LINES = {
     "latin": "- Logistics analyst, Harbor Freight Lines (fictional), 2019-2024: cut late deliveries by 12%.\n"
     "- Built Python and SQL dashboards for 40 depots; trained 15 planners on forecasting.\n",
@@ -118,24 +113,18 @@ def run(args) -> tuple[list[str], dict]:
         " refused. Sizes in KB (1,024 bytes) of stored, sealed bytes; times in ms."
     ]
     for result in results:
-        turns, refusal, last = result["turns"], result["refusal"], result["turns"][-1]
+        turns, refusal, last, exports = result["turns"], result["refusal"], result["turns"][-1], result["exports"]
         shown = [t for t in turns if t["turn"] in (1, 2, 5) or t["turn"] % 10 == 0 or t is last]
         lines += _common.section(result["kind"])
         sizes = [[kb(t[k] / 1024) for k in ("stored_bytes", "added_bytes", "largest_event_bytes")] for t in shown]
-        rows = [
-            [t["turn"], fmt_ms(t["seconds"]), fmt_ms(t["cpu_seconds"]), *s] for t, s in zip(shown, sizes, strict=True)
-        ]
+        rows = [[t["turn"], fmt_ms(t["seconds"]), fmt_ms(t["cpu_seconds"]), *sizes[i]] for i, t in enumerate(shown)]
         lines += _common.md_table(TURNS, rows) + [""]
-        exports = [
-            [e["turn"], kb(e["bytes"] / 1024), f"{e['ratio']:.2f}", fmt_ms(e["seconds"])] for e in result["exports"]
-        ]
+        exports = [[e["turn"], kb(e["bytes"] / 1024), f"{e['ratio']:.2f}", fmt_ms(e["seconds"])] for e in exports]
         lines += _common.md_table("after turn | export (KB) | export / stored | export time (ms)", exports)
         lines += ["", f"{len(turns)} turns, {result['events']} events, {kb(last['stored_bytes'] / 1024)} KB stored."]
         if refusal:
-            lines.append(
-                f"Turn {refusal['turn']} was refused: HTTP {refusal['status']}, code `{refusal.get('code')}`,"
-                f" in {fmt_ms(refusal['seconds'])} ms (before the model runs)."
-            )
+            lines += [f"Turn {refusal['turn']} was refused: HTTP {refusal['status']}, code `{refusal.get('code')}`,"]
+            lines[-1] += f" in {fmt_ms(refusal['seconds'])} ms (before the model runs)."
     verdicts = judge(results)
     return lines + _common.targets(verdicts), {"limits": limits, "scenarios": results, "verdicts": verdicts}
 

@@ -127,13 +127,11 @@ def summarise(raw: dict) -> dict:
     for name, reps in raw.items():
         means[name]["lifecycle"] = [sum(sum(rep[op]) for op in OPS) / len(rep["create"]) for rep in reps]
 
-    def ratio(values, op):
-        return statistics.median([a / b for a, b in zip(values, means[BASELINE][op], strict=False) if b > 0])
+    def figures(values: list[float], op: str) -> dict:
+        ratios = [a / b for a, b in zip(values, means[BASELINE][op], strict=False) if b > 0]
+        return {"median_s": statistics.median(values), "ratio": statistics.median(ratios)}
 
-    return {
-        name: {op: {"median_s": statistics.median(values), "ratio": ratio(values, op)} for op, values in per_op.items()}
-        for name, per_op in means.items()
-    }
+    return {name: {op: figures(values, op) for op, values in per_op.items()} for name, per_op in means.items()}
 
 
 def run(args) -> tuple[list[str], dict]:
@@ -164,8 +162,7 @@ def run(args) -> tuple[list[str], dict]:
     summary, sizes = summarise(raw), workload.sizes()
     ours, base = summary["ours"]["lifecycle"], summary[BASELINE]["lifecycle"]
     receipt = summary["ours"]["delete"]["median_s"] / summary["ours_no_receipt"]["delete"]["median_s"]
-    ops = {**OPS, "lifecycle": "**whole lifecycle**"}
-    cell = "{} ({:.2f}×)".format
+    ops, cell = {**OPS, "lifecycle": "**whole lifecycle**"}, "{} ({:.2f}×)".format
     rows = [
         [label, *(cell(_common.fmt_ms(s[op]["median_s"]), s[op]["ratio"]) for s in summary.values())]
         for op, label in ops.items()

@@ -1,4 +1,4 @@
-"""Quick run of benchmarks/journal_modes.py: our SQLite settings leave no byte of a
+"""Quick run of the journal-modes study (tests/support/journal_modes.py): our SQLite settings leave no byte of a
 deleted session in any database file, and the controls show the scan can fail.
 
 Plain sqlite3 in temporary directories; no Django database is used.
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.journal_modes import CHOSEN, MARKERS, Config, Sizes, measure, measure_temp_store
+from tests.support.journal_modes import CHOSEN, MARKERS, Config, Sizes, measure, measure_temp_store
 
 pytestmark = pytest.mark.sqlite_only
 

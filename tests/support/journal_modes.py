@@ -1,25 +1,26 @@
-"""Which SQLite settings leave no byte of a deleted session in any file of the database? Ours (CHOSEN) beside the
-controls that must leak and WAL checkpoints (docs/JOURNAL_MODES.md), sqlite3 only. Figures: results/journal_modes.md."""
+"""Which SQLite settings leave no byte of a deleted session in any file of the database? The measurement of the
+journal-modes study (docs/JOURNAL_MODES.md), sqlite3 only, which tests/storage/test_journal_modes.py runs: ours (CHOSEN)
+and the controls that must leak. The study's report, benchmarks/journal_modes.py, is retired (its first line in
+benchmarks/results/journal_modes.md says how to bring it back)."""
 
 import contextlib
 import datetime as dt
 import json
 import os
 import re
-import shutil
 import sqlite3
-import sys
 import tempfile
 import time
+from collections import namedtuple
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks import _common  # noqa: E402
+from tests.support import privacy
 
 # A fictional resume and its 7 markers (4 Traditional Chinese, 3 English): the tests' fixtures.
-MARKERS: tuple[str, ...] = tuple(json.loads((_common.FIXTURES / "markers.json").read_text("utf-8")))
-LINES = [line for line in _common.RESUME.splitlines() if line.strip()]
+MARKERS: tuple[str, ...] = tuple(privacy.fixture_markers())
+RESUME = privacy.fixture_resume()
+LINES = [line for line in RESUME.splitlines() if line.strip()]
 _FILLER = "The assistant reviewed wording, tense and ordering of the bullet points and suggested shorter sentences"
 _FILLER += " with measurable outcomes for each role. "
 
@@ -34,11 +35,6 @@ def marker_forms(marker: str) -> dict[str, bytes]:
     upper = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m[1].upper(), escaped)
     forms = {upper.encode(): "json-escaped-upper", escaped.encode(): "json-escaped", marker.encode(): "utf-8"}
     return {form: text for text, form in reversed(forms.items())}
-
-
-NEEDLES = [(m, form, needle) for m in MARKERS for form, needle in marker_forms(m).items()]
-# What a correct insert must put on disk: UTF-8 (events) and \uXXXX (state).
-EXPECTED = frozenset((m, form) for m, form, _ in NEEDLES if form != "json-escaped-upper")
 
 
 def scan_bytes(data: bytes) -> frozenset[tuple[str, str]]:
@@ -67,15 +63,15 @@ class Config:
     checkpoint: bool = False  # PRAGMA wal_checkpoint(TRUNCATE) after the delete
     open_reader: bool = False  # WAL only: another connection holds a read transaction across the delete
 
-    @property
-    def label(self) -> str:
-        extras = ["wal_checkpoint(TRUNCATE)"] * self.checkpoint + ["open reader"] * self.open_reader
-        return " + ".join([self.journal_mode, *extras])
 
-
+NEEDLES = [(m, form, needle) for m in MARKERS for form, needle in marker_forms(m).items()]
+# What a correct insert must put on disk: UTF-8 (events) and \uXXXX (state).
+EXPECTED = frozenset((m, form) for m, form, _ in NEEDLES if form != "json-escaped-upper")
+# pages: main file only, (pages with hits, of which on the freelist)
+FileState = namedtuple("FileState", "exists size hits pages")
+# temp_files: the unlinked temp files seen in /proc/self/fd -> their largest size
+TempResult = namedtuple("TempResult", "scenario temp_store rows temp_files temp_hits main_after")
 CHOSEN = Config("DELETE", "ON", temp_store="MEMORY")
-CONFIGS = [CHOSEN, Config("DELETE", "OFF"), Config("DELETE", "FAST"), Config("PERSIST", "ON"), Config("WAL", "ON")]
-CONFIGS += [Config("WAL", "ON", checkpoint=True), Config("WAL", "ON", checkpoint=True, open_reader=True)]
 SCHEMA = """
 CREATE TABLE sessions (id INTEGER PRIMARY KEY AUTOINCREMENT, app_name varchar(128) NOT NULL,
     user_id varchar(128) NOT NULL, session_id varchar(128) NOT NULL,
@@ -91,10 +87,19 @@ CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT,
 CREATE INDEX event_session_time_idx ON events (session_id, timestamp);
 """
 ROWS_LEFT = "SELECT (SELECT count(*) FROM sessions WHERE id = ?), (SELECT count(*) FROM events WHERE session_id = ?)"
+# The TTL purge shape: one DELETE with a subquery, cascading to events.
+PURGE = "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE updated_at < :cutoff)"
+# An UPDATE that cannot fail half-way (no constraint on the column it sets) ...
+TOUCH = "UPDATE sessions SET turn_started_at = :cutoff WHERE updated_at < :cutoff"
+# ... and one that can (CHECK (revision >= 0)), so SQLite opens a statement journal for it; run
+# twice, the second needs the before-images of the pages the first one already wrote.
+BUMP = "UPDATE sessions SET revision = revision + 1 WHERE updated_at < :cutoff"
+TEMP_SCENARIOS = {"purge": [PURGE], "update then purge": [TOUCH, PURGE], "abortable update then purge": [BUMP, PURGE]}
+TEMP_SCENARIOS["update twice then purge"] = [BUMP, BUMP, PURGE]
 
 
 def marker_state(target_bytes: int) -> str:  # JSONField-style (json.dumps: non-ASCII escaped), about this long
-    state = {"resume_text": _common.RESUME, "target_role": "Staff Backend Engineer", "notes": ""}
+    state = {"resume_text": RESUME, "target_role": "Staff Backend Engineer", "notes": ""}
     return json.dumps(state | {"notes": _filler(target_bytes - len(json.dumps(state)))})
 
 
@@ -137,24 +142,15 @@ def connect(db: Path, config: Config) -> sqlite3.Connection:  # configured like 
 
 
 def insert_session(conn, n: int, state: str, events: list[str], updated_days: int = 0) -> int:
-    cur = conn.execute(
+    sid = conn.execute(
         "INSERT INTO sessions (app_name, user_id, session_id, state, created_at, updated_at, revision)"
         " VALUES ('resume_agent', ?, ?, ?, ?, ?, ?)",
         (f"owner-{n:04d}", f"00000000-0000-4000-8000-{n:012d}", state, _now(), _now(updated_days), len(events)),
-    )
-    sid = cur.lastrowid
+    ).lastrowid
     rows = [(sid, f"e{sid}-{i}", f"inv-{i // 2}", "user", 1_800_000_000.0 + i, data) for i, data in enumerate(events)]
     columns = "session_id, event_id, invocation_id, author, timestamp, event_data"
     conn.executemany(f"INSERT INTO events ({columns}) VALUES (?, ?, ?, ?, ?, ?)", rows)
     return sid
-
-
-@dataclass(frozen=True)
-class FileState:
-    exists: bool
-    size: int = 0
-    hits: frozenset = frozenset()
-    pages: tuple[int, int] = (0, 0)  # main file only: (pages with hits, of which on the freelist)
 
 
 def scan_database(db: Path) -> dict[str, FileState]:
@@ -177,8 +173,7 @@ def hit_pages(data: bytes) -> tuple[int, int]:  # (pages holding any marker, of 
     while trunk and trunk not in free and trunk * page_size <= len(data):
         free.add(trunk)
         off = (trunk - 1) * page_size
-        count = int.from_bytes(data[off + 4 : off + 8], "big")
-        leaves = range(min(count, page_size // 4 - 2))
+        leaves = range(min(int.from_bytes(data[off + 4 : off + 8], "big"), page_size // 4 - 2))  # its leaf count
         free |= {int.from_bytes(data[off + 8 + 4 * k : off + 12 + 4 * k], "big") for k in leaves}
         trunk = int.from_bytes(data[off : off + 4], "big")
     return len(pages), len(pages & free)
@@ -254,20 +249,17 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
         conn.execute("COMMIT")
         before_ok = frozenset().union(*(s.hits for s in scan_database(db).values())) >= EXPECTED
         if config.open_reader:
-            reader = sqlite3.connect(db, timeout=20, isolation_level=None)
-            connections.insert(0, reader)
+            connections.insert(0, reader := sqlite3.connect(db, timeout=20, isolation_level=None))
             reader.execute("BEGIN")
             reader.execute("SELECT count(*) FROM events").fetchone()  # read transaction now open
-        watcher = Watcher(db)
-        conn.set_progress_handler(watcher, 20)
+        conn.set_progress_handler(watcher := Watcher(db), 20)
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("DELETE FROM sessions WHERE id = ?", (target,))
         conn.set_progress_handler(None, 0)
         watcher.poll()
         pre_commit = scan_database(db)
         conn.execute("COMMIT")
-        rows_left = tuple(conn.execute(ROWS_LEFT, (target, target)).fetchone())
-        checkpoint = (None, None)
+        rows_left, checkpoint = tuple(conn.execute(ROWS_LEFT, (target, target)).fetchone()), (None, None)
         if config.checkpoint:
             conn.execute(f"PRAGMA busy_timeout={checkpoint_timeout_ms}")
             started = time.monotonic()
@@ -277,35 +269,6 @@ def measure(config: Config, sizes: Sizes = Sizes(), *, checkpoint_timeout_ms: in
             connection.close()  # the reader's read transaction ends with it
         journal_max = max(watcher.journal_max, pre_commit["-journal"].size)
         return Result(config, before_ok, pre_commit, journal_max, after, scan_database(db), rows_left, *checkpoint)
-
-
-# The TTL purge shape: one DELETE with a subquery, cascading to events.
-PURGE = "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE updated_at < :cutoff)"
-# An UPDATE that cannot fail half-way (no constraint on the column it sets) ...
-TOUCH = "UPDATE sessions SET turn_started_at = :cutoff WHERE updated_at < :cutoff"
-# ... and one that can (CHECK (revision >= 0)), so SQLite opens a statement journal for it; run
-# twice, the second needs the before-images of the pages the first one already wrote.
-BUMP = "UPDATE sessions SET revision = revision + 1 WHERE updated_at < :cutoff"
-TEMP_SCENARIOS = {"purge": [PURGE], "update then purge": [TOUCH, PURGE], "abortable update then purge": [BUMP, PURGE]}
-TEMP_SCENARIOS["update twice then purge"] = [BUMP, BUMP, PURGE]
-
-
-@dataclass
-class TempResult:
-    scenario: str
-    temp_store: str
-    rows: int
-    temp_files: dict[str, int]  # unlinked temp files seen in /proc/self/fd -> max size
-    temp_hits: frozenset
-    main_after: FileState
-
-    @property
-    def verdict(self) -> str:
-        if not Path("/proc/self/fd").is_dir():
-            return "not observable (/proc/self/fd missing)"
-        if not self.temp_files:
-            return "no temp file"
-        return "LEAK: markers written to an unlinked temp file" if self.temp_hits else "temp file without markers"
 
 
 def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: Sizes = Sizes()) -> TempResult:
@@ -320,8 +283,7 @@ def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: S
         for n in range(rows, rows + sizes.other_sessions):
             insert_other(conn, n, 1)
         conn.execute("COMMIT")
-        watcher = Watcher()
-        conn.set_progress_handler(watcher, 20)
+        conn.set_progress_handler(watcher := Watcher(), 20)
         conn.execute("BEGIN IMMEDIATE")
         for sql in TEMP_SCENARIOS[scenario]:
             conn.execute(sql, {"cutoff": _now(-50)})
@@ -331,83 +293,3 @@ def measure_temp_store(scenario: str, temp_store: str, rows: int = 300, sizes: S
         main_after = scan_database(db)["main"]
         conn.close()
         return TempResult(scenario, temp_store, rows, dict(watcher.temp_files), watcher.temp_hits, main_after)
-
-
-def _size(n: int) -> str:
-    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
-
-
-def _hits(state: FileState) -> str:
-    if not state.exists or not state.hits:
-        return "0" if state.exists else "no file"
-    short = {"utf-8": "utf-8", "json-escaped": "\\u", "json-escaped-upper": "\\U"}
-    forms = "+".join(short[f] for f in sorted({f for _, f in state.hits}))
-    return f"**{len({m for m, _ in state.hits})}/{len(MARKERS)}** ({forms})"
-
-
-def _delete_cells(i: int, r: Result) -> list:
-    sidecars = ", ".join(f"{name} {_size(s.size)}" for name, s in r.after.items() if name != "main" and s.exists)
-    leaks, notes, main = leaking_files(r.after_close), [], r.after["main"]
-    if main.hits:
-        notes.append(f"main: markers on {main.pages[0]} page(s), {main.pages[1]} of them on the freelist")
-    if r.checkpoint is not None:
-        busy, log, done = r.checkpoint
-        notes.append(f"checkpoint busy={busy} log={log} checkpointed={done} in {r.checkpoint_seconds:.2f} s")
-    cells = [i, r.config.label, r.config.secure_delete, "yes" if r.before_ok else "**NO**"]
-    cells += [_hits(r.pre_commit["-journal"]) + f", {_size(r.journal_max_during)}" * bool(r.journal_max_during)]
-    cells += [_hits(r.after[name]) for name in ("main", "-journal", "-wal")] + [sidecars or "none"]
-    verdict = r.verdict if r.verdict == "clean" else f"**{r.verdict}**"
-    return cells + [verdict, "LEAK: " + ", ".join(leaks) if leaks else "clean", "; ".join(notes)]
-
-
-def _temp_cells(t: TempResult) -> list:
-    seen = ", ".join(f"{Path(k.replace(' (deleted)', '')).name} (deleted) {_size(v)}" for k, v in t.temp_files.items())
-    in_temp = f"**{len({m for m, _ in t.temp_hits})}/{len(MARKERS)}**" if t.temp_hits else "0"
-    in_temp = in_temp if t.temp_files else "-"
-    return [t.scenario, t.temp_store, t.rows, seen or "none", in_temp, _hits(t.main_after), t.verdict]
-
-
-def render(results: list[Result], temp_results: list[TempResult], tmp_files_left: int) -> list[str]:
-    chinese = sum(1 for m in MARKERS if not m.isascii())
-    deletes = "# | config | secure_delete | markers before (all forms found) | -journal before COMMIT, its largest size"
-    deletes += " | main after | -journal after | -wal after | sidecar files after | verdict"
-    rows, temp_config = [_delete_cells(i, r) for i, r in enumerate(results, 1)], "journal_mode=DELETE, secure_delete=ON"
-    temps = "scenario | temp_store | rows | temp files seen in /proc/self/fd (max size) | markers in temp file"
-    return [
-        f"Markers: {len(MARKERS)} ({chinese} Traditional Chinese, {len(MARKERS) - chinese} English), each"
-        " searched as UTF-8 and as \\uXXXX (lower- and upper-case hex).",
-        *_common.section("After DELETE + COMMIT of the marker session"),
-        *_common.md_table(deletes + " | after all connections closed | note", rows),
-        "",
-        f"`**n/{len(MARKERS)}**` = n of the markers found in that file (forms: utf-8 = raw UTF-8, \\u ="
-        " json.dumps escapes). `0` = file present, nothing found. temp_store=MEMORY in all rows above.",
-        *_common.section(f"temp_store: statement journals of large transactions ({temp_config})"),
-        *_common.md_table(temps + " | main after | verdict", [_temp_cells(t) for t in temp_results]),
-        "",
-        f"SQLITE_TMPDIR held {tmp_files_left} file(s) after the run (temp files are unlinked at open).",
-    ]
-
-
-def run(args) -> tuple[list[str], dict]:
-    # A dedicated, empty temp dir for SQLite (read once, when SQLite initializes).
-    sqlite_tmp = os.environ["SQLITE_TMPDIR"] = tempfile.mkdtemp(prefix="journal_modes_sqlite_tmp_")
-    try:
-        sizes = Sizes.quick() if args.quick else Sizes()
-        results = [measure(config, sizes) for config in CONFIGS]
-        pairs = [(scenario, temp_store) for scenario in TEMP_SCENARIOS for temp_store in ("DEFAULT", "MEMORY")]
-        temp_results = [measure_temp_store(*pair, rows=sizes.temp_rows, sizes=sizes) for pair in pairs]
-        left = len(os.listdir(sqlite_tmp))
-    finally:
-        shutil.rmtree(sqlite_tmp, ignore_errors=True)
-    deletes = [
-        {"config": r.config.label, "secure_delete": r.config.secure_delete, "verdict": r.verdict} for r in results
-    ]
-    for r, d in zip(results, deletes, strict=True):
-        d["after_close_leaks"] = leaking_files(r.after_close)
-    temp = [{"scenario": t.scenario, "temp_store": t.temp_store, "verdict": t.verdict} for t in temp_results]
-    data = {"valid": all(r.before_ok for r in results), "deletes": deletes, "temp_store": temp}
-    return render(results, temp_results, left), data
-
-
-if __name__ == "__main__":
-    sys.exit(_common.main("journal_modes", "SQLite journal modes and deleted sessions", [], run))
