@@ -212,7 +212,10 @@ class SecureDeleteOffDatabaseWrapper(DatabaseWrapper):
 
 
 def _secure_delete_off_wrapper(tmp_path) -> DatabaseWrapper:
-    settings_dict = {**connection.settings_dict, "NAME": str(tmp_path / "secure-delete-off.sqlite3")}
+    # An SQLite file beside whatever the suite runs on: on the PostgreSQL leg without its OPTIONS
+    # (connect_timeout is libpq's, not sqlite3's).
+    own = connection.settings_dict["OPTIONS"] if connection.vendor == "sqlite" else {}
+    settings_dict = {**connection.settings_dict, "NAME": str(tmp_path / "secure-delete-off.sqlite3"), "OPTIONS": own}
     return SecureDeleteOffDatabaseWrapper(settings_dict, alias="secure_delete_off")
 
 

@@ -44,12 +44,9 @@ def served(tmp_path):
         PURGE_BATCH_SIZE="10",
         PURGE_BATCH_PAUSE_SECONDS="0.1",
     )
-    # Make the scheduler run the purge every cycle, starting now.
-    with sqlite3.connect(db) as conn:
-        conn.execute(
-            "UPDATE django_q_schedule SET minutes=1, next_run=? WHERE name=?",
-            (dt.datetime.now(dt.UTC).isoformat(" "), SCHEDULE),
-        )
+    # The scheduler's purge every minute, due only once the 300 below are in (a purge that began
+    # during the insert would find part of them, and the next one a minute later).
+    _schedule_purge(db, dt.timedelta(days=1))
     # Already expired when the service starts: the start-up purge's to delete.
     _insert_expired_sessions(db, 3, prefix="anon-startup-")
     port = free_port()
@@ -65,10 +62,19 @@ def served(tmp_path):
     # as it starts. Were it quicker than this insert, the test waits for its next run.
     assert wait_until(start_up_purge_done, timeout=30, interval=0.01), log_path.read_text()
     _insert_expired_sessions(db, 300)
+    _schedule_purge(db, dt.timedelta(0))  # due now: the scheduler's next look (Q_GUARD_CYCLE_SECONDS) runs it
     process, base = wait_until_serving(process, command, log_path, port)
     children = children_of(process.pid)
     yield process, base, db, log_path
     stop_serve(process, children)
+
+
+def _schedule_purge(db: Path, due_in: dt.timedelta) -> None:
+    with sqlite3.connect(db, timeout=20) as conn:
+        conn.execute(
+            "UPDATE django_q_schedule SET minutes=1, next_run=? WHERE name=?",
+            ((dt.datetime.now(dt.UTC) + due_in).isoformat(" "), SCHEDULE),
+        )
 
 
 def _insert_expired_sessions(db: Path, count: int, prefix: str = "anon-old-") -> None:
