@@ -124,7 +124,10 @@ def test_serve_first_empties_the_metrics_directory_then_starts_again_naming_it(s
         raise _Started
 
     monkeypatch.setattr(os, "execv", execv)
-    monkeypatch.delenv(serve.METRICS_READY, raising=False)
+    # Set, then taken out: either way monkeypatch puts back what was there, and the command's own
+    # writes to os.environ do not outlive the test (they reached every later server's environment).
+    monkeypatch.setenv(serve.METRICS_READY, "")
+    monkeypatch.delenv(serve.METRICS_READY)
     monkeypatch.setenv(metrics.MULTIPROCESS_VARIABLE, "")  # restored after the test
     with pytest.raises(_Started):
         call_command("serve", "--bind", "127.0.0.1:8123", "--workers", "2")

@@ -106,12 +106,17 @@ def wait_until_serving(process: subprocess.Popen, command: list[str], log_path: 
     pytest.fail(f"{command[0]} did not start:\n{log_path.read_text()}")
 
 
+PROCESS_OWN = ("GOOGLE_", "PYTEST", "PROMETHEUS_MULTIPROC_DIR", "RESUME_AGENT_SERVE_METRICS_READY")
+
+
 def migrated_env(tmp_path: Path, database: Path | None = None, **settings: str) -> dict:
     """The environment of a server process of the service on a fresh SQLite database
     (`database`, by default server.db under `tmp_path`), migrated, offline model, creations
     unthrottled; `settings` added on top."""
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_", "PYTEST"))},
+        # Not the test run's model key, nor a metrics directory or the serve command's restart marker
+        # (each server sets its own).
+        **{k: v for k, v in os.environ.items() if not k.startswith(PROCESS_OWN)},
         "DATABASE_URL": f"sqlite:///{database or tmp_path / 'server.db'}",
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "DJANGO_SECRET_KEY": "server-test-key",
