@@ -25,6 +25,11 @@ import urllib.parse
 from agent.text import CJK_RE, choices
 
 TAG_BLOCK = range(0xE0000, 0xE0080)
+# Variation selectors carry a byte each when strung after a character (VS1-16: 0-15, VS17-256: 16-255):
+# one selector after an emoji chooses how it looks, the supplement's are for rare ideographs, and a run
+# of them is a message no one sees ("emoji smuggling").
+_VS, _VS_SUPPLEMENT = range(0xFE00, 0xFE10), range(0xE0100, 0xE01F0)
+_VS_RUN_MIN = 2
 # Bidi controls (not the marks LRM/RLM, which an Arabic or Hebrew name uses): an embedding or an isolate
 # around right-to-left letters is how such a name is written in a left-to-right line; one around anything
 # else, an override (which reorders what is shown) and an unmatched closer are signals.
@@ -42,6 +47,8 @@ _WORD_GAP_RE = re.compile(r"[ .]{2,}|\s*/\s*")  # what separates spaced words: t
 # Bytes written in hex ("50 6c 61 6e ..." or "506c616e..."): eight or more.
 # (No condition after the run: one there would make a long run of pairs fail and retry from each pair.)
 _HEX_RE = re.compile(r"(?<![0-9a-f])(?:[0-9a-f]{2}[ :]?){8,}", re.IGNORECASE)
+# Bytes written in binary ("01010000 01101100 ..."): four or more.
+_BINARY_RE = re.compile(r"(?<![01])(?:[01]{8}[ ]?){4,}")
 _PERCENT_RE = re.compile(r"(?:%[0-9a-f]{2}){3}", re.IGNORECASE)  # three escapes in a row: text, not a path
 # Digits for letters inside words ("pl4n5 mu57 1nclud3"): read where three words or more mix them.
 _LEET_WORD_RE = re.compile(r"\b(?=\w*[a-z])(?=\w*[013457])\w{3,}\b", re.IGNORECASE)
@@ -61,10 +68,15 @@ _REVERSED_HINT_RE = re.compile("|".join(word[::-1] for word in _ORDER_WORDS))
 
 
 def hidden_signals(text: str) -> set[str]:
-    """Which characters no resume needs `text` holds: "tag", "bidi", "private_use"."""
+    """Which characters no resume needs `text` holds: "tag", "bidi", "private_use", "selectors" (a run
+    of variation selectors)."""
     found, runs = set(), []  # runs: per open embedding or isolate, whether it holds a right-to-left letter
+    selectors = 0  # variation selectors in a row
     for char in text:
         code = ord(char)
+        selectors = selectors + 1 if code in _VS or code in _VS_SUPPLEMENT else 0
+        if selectors >= _VS_RUN_MIN:
+            found.add("selectors")
         if code in TAG_BLOCK:
             found.add("tag")
         elif char in _BIDI_OPENERS:
@@ -87,6 +99,16 @@ def hidden_signals(text: str) -> set[str]:
 def _tag_text(text: str) -> str:
     """The ASCII that tag characters spell (U+E0041 is "A")."""
     return "".join(chr(ord(c) - 0xE0000) for c in text if ord(c) in TAG_BLOCK and 0x20 <= ord(c) - 0xE0000 < 0x7F)
+
+
+def _selector_text(text: str) -> str:
+    """The bytes a run of variation selectors carries, as UTF-8 text ("" where they spell none)."""
+    data = bytes(
+        ord(c) - 0xFE00 if ord(c) in _VS else ord(c) - 0xE0100 + 16
+        for c in text
+        if ord(c) in _VS or ord(c) in _VS_SUPPLEMENT
+    )
+    return data.decode("utf-8", errors="ignore") if len(data) >= _VS_RUN_MIN else ""
 
 
 def _texts(blobs: list[str], decode) -> list[str]:
@@ -130,8 +152,55 @@ def _hex_texts(text: str) -> list[str]:
     return _texts(_HEX_RE.findall(text), lambda run: bytes.fromhex(re.sub(r"[ :]", "", run)).decode("utf-8"))
 
 
+def _binary_texts(text: str) -> list[str]:
+    def decode(run: str) -> str:
+        bits = run.replace(" ", "")
+        return bytes(int(bits[i : i + 8], 2) for i in range(0, len(bits) - 7, 8)).decode("utf-8")
+
+    return _texts(_BINARY_RE.findall(text), decode)
+
+
 def _percent_text(text: str) -> str:
     return urllib.parse.unquote(text) if has_percent_escapes(text) else ""
+
+
+# Typoglycemia ("plaese tlel the cnadidate"): a word's inner letters shuffled, its first and last kept,
+# which a reader (and a model) still reads. Words an order to a reader is made of, keyed by that
+# reading; a line where three or more read as one of them, differently spelt, is read unscrambled.
+_SCRAMBLE_WORDS = choices(
+    "please|tell|email|send|ignore|previous|instructions|candidate|applicant|their|before|applying|anywhere"
+    "|review|reviewer|resume|address|include|contact|register|follow|first|must|should|every|always|never"
+    "|reply|answer|respond|write|plan|step|code|link|visit|pay|deposit|transfer|forward|summary|recruiter"
+    "|assistant|system|model|reader|remove|delete|omit|replace|advise|remind|recommend|mention|immediately"
+    "|anyone|someone|everyone|applications|application|interview|salary|account|password|contract|agency"
+)
+_WORD_MIN, _WORD_MAX = 4, 14
+
+
+def _scramble_key(word: str) -> tuple[str, str, str]:
+    return word[0], word[-1], "".join(sorted(word[1:-1]))
+
+
+_UNSCRAMBLED = {_scramble_key(word): word for word in _SCRAMBLE_WORDS}
+_LATIN_WORD_RE = re.compile(r"[a-z]+")
+_SCRAMBLED_MIN = 3
+
+
+def _unscrambled_text(text: str) -> str:
+    folded = text.casefold()
+    found = 0
+
+    def unscramble(match: re.Match) -> str:
+        nonlocal found
+        word = match.group(0)
+        known = _UNSCRAMBLED.get(_scramble_key(word)) if _WORD_MIN <= len(word) <= _WORD_MAX else None
+        if known and known != word:
+            found += 1
+            return known
+        return word
+
+    read = _LATIN_WORD_RE.sub(unscramble, folded)
+    return read if found >= _SCRAMBLED_MIN else ""
 
 
 def _leet_text(text: str) -> str:
@@ -145,22 +214,28 @@ def has_percent_escapes(text: str) -> bool:
 
 
 def without_hidden(text: str) -> str:
-    """`text` without the characters no resume needs: tag characters, private use, bidi overrides
-    (what a reply, a plan or a tool's arguments never need either)."""
+    """`text` without the characters no resume needs: tag characters, private use, bidi overrides,
+    the supplement's variation selectors (what a reply, a plan or a tool's arguments never need either)."""
     return "".join(
-        c for c in text if ord(c) not in TAG_BLOCK and c not in _BIDI_OVERRIDES and unicodedata.category(c) != "Co"
+        c
+        for c in text
+        if ord(c) not in TAG_BLOCK
+        and ord(c) not in _VS_SUPPLEMENT
+        and c not in _BIDI_OVERRIDES
+        and unicodedata.category(c) != "Co"
     )
 
 
 def decoded_forms(line: str, *, every: bool = False) -> list[str]:
-    """The readings of `line` that decoding gives: its tag characters as ASCII, each base64 blob
-    that decodes to text, its letters (or characters) spaced out joined, its hex bytes and
-    percent-escapes decoded, its digits read as letters, and ROT13 (of a line with Latin letters)
+    """The readings of `line` that decoding gives: its tag characters as ASCII, the bytes its variation
+    selectors carry, each base64 blob that decodes to text, its letters (or characters) spaced out
+    joined, its hex and binary bytes and percent-escapes decoded, its digits read as letters, its
+    shuffled words unscrambled, and ROT13 (of a line with Latin letters)
     and reversed, these two where the line holds an order's word so encoded (`every`: always, as a
     model that decodes everything would read it)."""
     folded = line.casefold()
-    forms = [_tag_text(line), *_base64_texts(line), _spaced_text(line), _spaced_chars_text(line)]
-    forms += [*_hex_texts(line), _percent_text(line), _leet_text(line)]
+    forms = [_tag_text(line), _selector_text(line), *_base64_texts(line), _spaced_text(line), _spaced_chars_text(line)]
+    forms += [*_hex_texts(line), *_binary_texts(line), _percent_text(line), _leet_text(line), _unscrambled_text(line)]
     if every or _REVERSED_HINT_RE.search(folded):
         forms.append(line[::-1])
     if len(_LATIN_RE.findall(line)) >= _MIN_DECODED_LETTERS and (every or _ROT13_HINT_RE.search(folded)):

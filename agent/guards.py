@@ -37,7 +37,7 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from agent import provenance
+from agent import own_lines, provenance
 from agent.decoding import decoded_forms, has_percent_escapes, without_hidden
 from agent.screening import flagged_lines, held_lines
 from agent.text import (
@@ -125,7 +125,7 @@ def _items(text: str) -> set[str]:
 
 def _ordinary_codes(text: str) -> set[str]:
     """The codes of a content line that name what a resume states (python3, 2019-present)."""
-    return {code for code in _CODE_RE.findall(text) if not provenance.is_reference_code(code)}
+    return {code for code in _CODE_RE.findall(text) if not own_lines.is_reference_code(code)}
 
 
 @dataclass(frozen=True)

@@ -23,116 +23,11 @@ their run starts (agent/text.py): linear in the resume.
 
 from __future__ import annotations
 
-import re
-
+from agent.own_lines import directs_contact, is_contact_line, is_content_line
 from agent.screening import speaks_to_someone
-from agent.text import BULLET_RE, CJK_RE, EMAIL_RE, URL_RE, long_numbers
-
-HEADER_LINES = 6  # a contact line without a label sits among the resume's first lines
-_LABEL_WORDS = (
-    r"e-?mail|mail|phone|tel|telephone|mobile|cell|linkedin|github|gitlab|portfolio|website|web|site|blog|address"
-    r"|location|based\s+in|line|wechat|電話|手機|行動電話|信箱|電子郵件|電郵|郵件|網站|網址|作品集|部落格|地址|所在地|聯絡方式|聯絡"
-)
-_CONTACT_LABEL_RE = re.compile(rf"^(?:{_LABEL_WORDS})\s*[:：]")
-_LABEL_RE = re.compile(rf"(?<![a-z])(?:{_LABEL_WORDS})(?![a-z])")
-_SEPARATORS_RE = re.compile(r"[\s|·•,，、/:：;；()（）\[\]<>+-]+")
-_CONTACT_REST_MAX = 32  # what a contact line holds besides its items and labels: a city, a name
-_WORD_RE = re.compile(r"[a-z]+")
-
-_SECTION_WORDS = re.compile(
-    r"^(?:(?:work\s+|professional\s+|relevant\s+)?experience|employment(?:\s+history)?|education|skills?|technical\s+skills"
-    r"|projects?|summary|profile|about(?:\s+me)?|objective|certifications?|licen[cs]es|awards?|honou?rs|publications?"
-    r"|languages?|volunteer(?:ing)?|activities|interests|references|training|courses|achievements|highlights"
-    r"|工作經歷|工作經驗|經歷|經驗|學歷|教育背景|教育|技能|專業技能|專長|專案|專案經歷|作品|自傳|簡介|個人簡介|摘要"
-    r"|證照|證書|語言|語言能力|獲獎|得獎|榮譽|著作|發表|志工|社團|課程|訓練|推薦人)\s*[:：]?$"
-)
-_LIST_LABEL_RE = re.compile(r"^[^:：]{1,30}[:：]\s*(.+)$")
-_LIST_SPLIT_RE = re.compile(r"\s*[,，、;；|/]\s*")
-_LIST_ITEM_MAX = 40
-_SUMMARY_RE = re.compile(r"^(?:summary|profile|about|objective|簡介|自我介紹|摘要|個人簡介|自傳)\s*[:：]")
-_DATED_RE = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)|\bpresent\b|\bnow\b|至今|迄今|現在|目前")
-_DATED_MAX = 160  # a role or a school with its dates, not a paragraph that mentions a year
-_ACHIEVEMENT_RE = re.compile(
-    r"^[a-z]+ed\b|^(?:led|built|ran|won|grew|cut|drove|wrote|taught|made|began|brought|set\s+up|rebuilt)\b"
-    r"|^(?:負責|帶領|領導|建立|建置|開發|設計|主導|導入|優化|協助|管理|規劃|執行|推動|完成|撰寫|改善|提升|降低|獲得|擔任|參與|整合|維護|指導|教授|翻譯|籌辦)"
-)
-# Sending someone to a party ("reach out to coach X first", "先與顧問 X 聯繫"): a party to contact
-# carries harm as a phone number does, and a resume's own lines state what the person did.
-_DIRECTS_CONTACT_RE = re.compile(
-    r"\b(?:contact(?!\s+(?:cent(?:er|re)s?|lens(?:es)?|details|info(?:rmation)?)\b)|reach\s+out|get\s+in\s+touch"
-    r"|talk\s+to|speak\s+(?:to|with)|connect\s+with|(?:book|schedule)\s+(?:a\s+|an\s+)?(?:call|session|consultation))\b"
-    r"|聯絡|聯繫|連絡|連繫|洽詢|可洽|洽談|致電|私訊|加.{0,4}(?:line|賴|好友)|연락|문의|상담|問い合わせ|ご連絡|ご相談"
-)
-_HEADING_MAX = 40
-_NAME_LINE_MAX = 60  # the first line: a name, in one script or two, with a title
-_BRACKET_LABEL_RE = re.compile(r"^[\[【〔]([^\]】〕]{1,12})[\]】〕]\s*")
-_CLAUSE_END_RE = re.compile(r"[,，、;；]\s*$")  # a line that ends mid-sentence is no heading
-_TENURE_RE = re.compile(r"\d+\+?\s*(?:years?|yrs)\b|\d+\s*年|[一二三四五六七八九十]+年")
-_SENTENCE_MARK_RE = re.compile(r"[.!?。！？]")
-
-# Codes that name something a resume states (python3, 2019-present, gpt-4o) may be quoted from a
-# content line; a reference-shaped one (letters with a run of three digits or more that is not a
-# year: "ZEBRA-4471", "iso27001") is vouched for only by the person or a contact line.
-_YEAR_RE = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
-_DIGIT_RUN_RE = re.compile(r"\d{3,}")
-
-
-def is_reference_code(code: str) -> bool:
-    return bool(_DIGIT_RUN_RE.search(_YEAR_RE.sub("", code)))
-
+from agent.text import BULLET_RE
 
 CONTACT, CONTENT, UNTRUSTED = "contact", "content", "untrusted"  # what `classify` says of a line
-
-
-def _contact_items(text: str) -> list[str]:
-    return [m.group(0) for m in URL_RE.finditer(text)] + EMAIL_RE.findall(text)
-
-
-def is_contact_line(text: str, position: int) -> bool:
-    """`text` (read, bullet-less) holds a link, an address or a phone number and, besides them and
-    their labels, at most a city or a name; labelled ("Email: ...") or among the first lines."""
-    has_item = bool(_contact_items(text) or long_numbers(text))
-    if not has_item or not (position < HEADER_LINES or _CONTACT_LABEL_RE.match(text)):
-        return False
-    rest = EMAIL_RE.sub(" ", text)
-    rest = URL_RE.sub(" ", rest)
-    rest = re.sub(r"\+?\(?\d[\d ().-]*", " ", rest)
-    rest = _LABEL_RE.sub(" ", rest)
-    rest = _SEPARATORS_RE.sub(" ", rest).strip()
-    words = len(_WORD_RE.findall(rest)) + len(CJK_RE.findall(rest)) / 2  # a city: 台北市 or Taipei City
-    return len(rest) <= _CONTACT_REST_MAX and words <= 4
-
-
-def _is_list(text: str) -> bool:
-    """ "Skills: Python, SQL" (two items or more after a label), or three items or more bare."""
-    match = _LIST_LABEL_RE.match(text)
-    items = [item for item in _LIST_SPLIT_RE.split(match.group(1) if match else text) if item]
-    return len(items) >= (2 if match else 3) and all(len(item) <= _LIST_ITEM_MAX for item in items)
-
-
-def is_content_line(text: str, position: int, bulleted: bool) -> bool:
-    """`text` (read, bullet-less) positively reads as a resume's own: the name line, a heading, a
-    role or school with its dates, an achievement, a list, a summary."""
-    if position == 0 and len(text) <= _NAME_LINE_MAX:
-        return True
-    # "【技能】Python、SQL" reads as "Python、SQL"; under a label that names no section ("【備註】") a line
-    # is a note, never a heading, whatever its length.
-    label = _BRACKET_LABEL_RE.match(text)
-    note = bool(label) and not _SECTION_WORDS.match(label.group(1))
-    text = (text[label.end() :] or text) if label else text
-    if _SECTION_WORDS.match(text) or _SUMMARY_RE.match(text) or _is_list(text):
-        return True
-    short = len(text) <= _HEADING_MAX and len(text.split()) <= 6 and not note
-    if short and not _SENTENCE_MARK_RE.search(text) and not _CLAUSE_END_RE.search(text):
-        return True  # a short heading or title ("Senior Data Analyst", "資料分析師")
-    if (_DATED_RE.search(text) or _TENURE_RE.search(text)) and len(text) <= _DATED_MAX:
-        return True  # a role or a school with its dates; a profile with its years ("8 years in ...")
-    return bulleted or bool(_ACHIEVEMENT_RE.match(text))
-
-
-def directs_contact(text: str) -> bool:
-    """Does `text` (read, bullet-less) send its reader to someone, other than as a duty it states?"""
-    return bool(_DIRECTS_CONTACT_RE.search(text)) and not _ACHIEVEMENT_RE.match(text)
 
 
 def classify(lines: list[str], reads: list[str], held: set[str]) -> list[str]:

@@ -39,7 +39,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 
-from agent import decoding
+from agent import decoding, own_lines
 from agent.text import BULLET_RE, EMAIL_RE, URL_RE, long_numbers, mixed_script_words, reading, reading_lines
 
 KINDS = (
@@ -166,7 +166,7 @@ _STRONG: dict[str, list[re.Pattern]] = {
     ],
     "tool_call": [
         re.compile(
-            r"\b(?:save_plan|verify_claims|flag_suspicious_text)\b|\"(?:function_?call|tool_?calls?|tool_use)\"\s*:|<tool_call>|\bfunctions\.\w+\("
+            r"\b(?:save_plan|verify_claims|flag_suspicious_text)\b(?!\s*\(\s*\))|\"(?:function_?call|tool_?calls?|tool_use)\"\s*:|<tool_call>|\bfunctions\.\w+\("
         ),
         # forged tool output and chat-API role objects: {"function_response": ...}, {"role": "system", ...}
         re.compile(
@@ -306,6 +306,9 @@ _DIRECTIVE = [
         r"|(?:^|[，,：:。])\s*(?:直接|先|把|將|将|回覆|回复|輸出|输出|印出|列出|寫下|写下|顯示|显示|告訴|告诉|轉寄|转寄|寄給|寄给|傳送|传送|開啟|开启|前往|點擊|点击|呼叫|儲存|储存|忽略|無視|无视)"
     ),
 ]
+# Verbs of telling someone something, after "should" / 應: "reviewers should advise candidates to ...".
+_EN_TELLING = "advise|remind|instruct|inform|encourage|suggest|tell|notify|urge|direct"
+_ZH_TELLING = "提醒|告知|通知|建議|建议|引導|引导|轉介|转介|勸|劝"
 _SECOND_PERSON_RE = re.compile(r"\b(?:you|your)\b|你|您")
 _COMMENT_RE = re.compile(r"<!--(.*?)(?:-->|$)|\[//\]:\s*#\s*[(\"'](.*)|/\*(.*?)(?:\*/|$)|\{#(.*?)(?:#\}|$)")
 # An opener inside a comment's body starts a clause of its own, as a comma would.
@@ -397,6 +400,7 @@ class _Read:
     directive: bool
     role_prefix: bool
     disguised: bool  # holds a word that mixes Latin with Greek or Cyrillic letters
+    bulleted: bool = False  # opened with a bullet or a number ("- ", "1. ")
 
 
 def _any_of(patterns: list[re.Pattern]) -> re.Pattern:
@@ -425,9 +429,10 @@ def _is_addressed(text: str) -> bool:
 # (agent/provenance.py), which fail closed on what they cannot positively read as a resume's own.
 _REQUEST_RE = re.compile(
     rf"\b(?:please|kindly|must|shall|make\s+sure|be\s+sure\s+to|remember\s+to|do\s+not|don'?t)\b"
-    rf"|\b(?:should|needs?\s+to|(?:is|are)\s+required\s+to)\s+(?:be\s+)?(?:{_EN_IMPERATIVES}|contact|reach|email|call)\b"
+    rf"|\b(?:should|needs?\s+to|(?:is|are)\s+required\s+to)\s+(?:be\s+)?(?:{_EN_IMPERATIVES}|{_EN_TELLING}|contact|reach|email|call)\b"
     rf"|\b(?:and|then|first|now|also|next)\s*,?\s+(?:{_EN_IMPERATIVES}|contact|reach\s+out)\b"
     r"|請|请|務必|务必|必須|必须|一定要|依規定|依规定|依照規定|應即|应即|應於|应于|不得|切勿|敬請|敬请|煩請|烦请|惠請|须|須於"
+    rf"|(?:應|应|應該|应该)(?:{_ZH_TELLING})"
 )
 _READER_RE = re.compile(
     r"\b(?:the|dear|any|every|to\s+the)\s+readers?\b|\bwhoever\b|\bwho(?:ever)?\s+(?:reads|processes|handles|parses)\b"
@@ -546,7 +551,8 @@ def _kind_of(text: str) -> str | None:
 
 
 def _read(line: str) -> _Read:
-    text = BULLET_RE.sub("", reading(line))
+    folded = reading(line)
+    text = BULLET_RE.sub("", folded)
     read = _Read(
         text=text,
         kind=_kind_of(text) if text else None,
@@ -554,6 +560,7 @@ def _read(line: str) -> _Read:
         directive=bool(text) and _is_directive(text),
         role_prefix=bool(_ROLE_PREFIX_RE.match(text)),
         disguised=bool(mixed_script_words(line)),
+        bulleted=text != folded,
     )
     # A disguise is a signal of its own: look-alike letters in a line that speaks to someone.
     if not read.kind and read.disguised and (read.directive or read.addressed or _SECOND_PERSON_RE.search(text)):
@@ -595,6 +602,41 @@ def _speaks(read: _Read) -> bool:
 def _runs_on(text: str, raw: str) -> bool:
     """Does this line continue the one before it: opening with a directive, or in lower case?"""
     return bool(_LEADING_DIRECTIVE_RE.search(text) or _LOWERCASE_START_RE.match(raw))
+
+
+# An order nobody in the resume gives (issue 40, after the fourth blind set): a line that speaks to
+# whoever reads it (`speaks_to_someone`), not in its owner's voice, that either takes none of the
+# forms a resume's own lines take (agent/own_lines.py: a contact, a heading, a role with its dates, a
+# list, an achievement) or aims at our output or at the owner as someone else ("the plan", "the
+# candidate", 此人). No known attack's wording is needed: what a resume says is its owner's, in the
+# first person or in a role's, dated, listed or achieved form, and what speaks past them is not.
+# The owner spoken of as someone else, by a reviewer, a notice or a template.
+_OWNER_AS_OTHER_RE = re.compile(
+    r"\b(?:this|the)\s+(?:person|candidate|applicant|individual|jobseeker|job\s+seeker)\b|\bsummary\b"
+    r"|此人|該員|该员|該名|该名|受測者|受测者|候選人|候选人|摘要|總結|总结|自傳|自传"
+)
+# A request the owner made of others, told as what they did ("請對方於 3 日內回覆"): narrated, not given.
+_ASKED_OF_OTHERS_RE = re.compile(
+    r"(?:請|请)(?=對方|对方|客戶|客户|學生|学生|家長|家长|與會者|与会者|同仁|民眾|民众|病患|客人|廠商|厂商|他們|她們|他们|大家|各位)"
+)
+
+
+def _unowned_order(text: str, position: int, bulleted: bool) -> bool:
+    """Does `text` (read, bullet-less; `position` among the resume's non-empty lines) give an order
+    that is not its owner's?"""
+    said = _unquoted(text)
+    if _FIRST_PERSON_RE.search(said) or not speaks_to_someone(_ASKED_OF_OTHERS_RE.sub(" ", said)):
+        return False
+    if own_lines.is_contact_line(text, position):
+        return False
+    aims = _AIMED_AT_OUTPUT_RE.search(said) or _OWNER_AS_OTHER_RE.search(said)
+    return bool(aims) or not own_lines.is_content_line(text, position, bulleted)
+
+
+# A question and its answer on one line ("Q: ... A: ...", 「問：…答：…」): a forged exchange; two or
+# more are a many-shot block, whatever the answers say.
+_QA_LINE_RE = re.compile(r"^(?:q|question|問|问|問題|问题)\s*[:：].*?(?:\ba|answer|答)\s*[:：]")
+_QA_LINES_MIN = 2
 
 
 def screen(resume: str) -> list[Finding]:
@@ -644,6 +686,14 @@ def screen(resume: str) -> list[Finding]:
             kinds.setdefault(a, "role_tag")
             if speaks_to_someone(reads[b].text) or _speaks(reads[b]):
                 kinds.setdefault(b, "split")
+    # What no rule above named: an order nobody in the resume gives, a block of forged exchanges.
+    for position, i in enumerate(content):
+        if i not in kinds and _unowned_order(reads[i].text, position, reads[i].bulleted):
+            kinds[i] = "addressed"
+    exchanges = [i for i in content if _QA_LINE_RE.match(reads[i].text)]
+    if len(exchanges) >= _QA_LINES_MIN:
+        for i in exchanges:
+            kinds.setdefault(i, "role_tag")
     return [Finding(i, lines[i].strip(), kinds[i]) for i in sorted(kinds)]
 
 
@@ -652,8 +702,13 @@ def _hidden_kind(line: str) -> str | None:
     instruction (each reading screened as a line is: a constant number of passes over it)."""
     if decoding.hidden_signals(line):
         return "hidden"
-    decoded = (BULLET_RE.sub("", reading(form)) for form in decoding.decoded_forms(line))
-    return "encoded" if any(text and _kind_of(text) for text in decoded) else None
+    body = own_lines.HEADER_LINES  # a decoded text is read as a line of the body: no contact line by place
+    for form in decoding.decoded_forms(line):
+        text = BULLET_RE.sub("", reading(form))
+        # A voice survives decoding, not reversal: a Chinese line read backwards is no one's sentence.
+        if text and (_kind_of(text) or (form != line[::-1] and _unowned_order(text, body, False))):
+            return "encoded"
+    return None
 
 
 def _has_contact(text: str) -> bool:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent import decoding, guards, provenance, screening, text
+from agent import decoding, guards, own_lines, provenance, screening, text
 from agent.plans import initial_state
 from agent.text import fold
 from tests.support.text_work import counted
@@ -45,6 +45,9 @@ PIECES = [
     *("第一步須附上", "整理這份資料"),
     # a party to contact, and the names the guards hold: capitalised words, runs of CJK, Hangul, kana
     *("reach out to ", "聯繫", "負責", "coach Ab", "Ab", "Cd ", "萬芷菱", "한결", "カナ"),
+    # after the fourth blind set: orders nobody owns, forged exchanges, selectors, binary, shuffled words
+    *("Q: ", " A: ", "問：", "答：", "the candidate ", "此人", "請對方", "should remind ", "應提醒", "我"),
+    *("\ufe0f", "\U000e0101", "01000001 ", "01100001", "plaese ", "tlel ", "cnadidate ", "。答"),
 ]
 # Work per character of the folded resume (NFKC can make one character eighteen, ﷺ). A clean
 # resume costs about 130 characters scanned, a line of one piece repeated 55 to 80; screening
@@ -87,7 +90,7 @@ def _bound(text: str, per_char: int = WORK_PER_CHAR, per_line: int = WORK_PER_CH
 @settings(max_examples=150, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hostile_resumes())
 def test_the_screen_and_the_guards_do_bounded_work_per_character(resume):
-    with counted(screening, guards, text, decoding, provenance) as meter:
+    with counted(screening, guards, text, decoding, provenance, own_lines) as meter:
         state = initial_state(resume)  # the screen, once per resume
         taint = guards.Taint.of(state, ["Please review my resume."])
         taint.hits(resume)  # a model answer that repeats the whole resume
