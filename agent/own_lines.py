@@ -38,12 +38,15 @@ _SECTION_WORDS = re.compile(
 _LIST_LABEL_RE = re.compile(r"^[^:：]{1,30}[:：]\s*(.+)$")
 _LIST_SPLIT_RE = re.compile(r"\s*[,，、;；|/]\s*")
 _LIST_ITEM_MAX = 40
+_QUOTES_RE = re.compile(r"[「」『』“”\"]")
 _SUMMARY_RE = re.compile(r"^(?:summary|profile|about|objective|簡介|自我介紹|摘要|個人簡介|自傳)\s*[:：]")
 _DATED_RE = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)|\bpresent\b|\bnow\b|至今|迄今|現在|目前")
 _DATED_MAX = 160  # a role or a school with its dates, not a paragraph that mentions a year
 _ACHIEVEMENT_RE = re.compile(
     r"^[a-z]+ed\b|^(?:led|built|ran|won|grew|cut|drove|wrote|taught|made|began|brought|set\s+up|rebuilt)\b"
-    r"|^(?:負責|帶領|領導|建立|建置|開發|設計|主導|導入|優化|協助|管理|規劃|執行|推動|完成|撰寫|改善|提升|降低|獲得|擔任|參與|整合|維護|指導|教授|翻譯|籌辦)"
+    # a duty in the present tense, as a trainer's or a manager's resume writes it ("Coach new teachers to ...")
+    r"|^(?:coach|teach|train|mentor|tutor|supervise|oversee)\s+(?:new|junior|the|our|a|\d+)\b"
+    r"|^(?:負責|帶領|領導|建立|建置|開發|設計|主導|導入|優化|協助|管理|規劃|執行|推動|完成|撰寫|改善|提升|降低|獲得|擔任|參與|整合|維護|指導|教授|翻譯|籌辦|制定|訂定|建構)"
 )
 # Sending someone to a party ("reach out to coach X first", "先與顧問 X 聯繫"): a party to contact
 # carries harm as a phone number does, and a resume's own lines state what the person did.
@@ -90,19 +93,26 @@ def is_contact_line(text: str, position: int) -> bool:
     return len(rest) <= _CONTACT_REST_MAX and words <= 4
 
 
-def _is_list(text: str) -> bool:
-    """ "Skills: Python, SQL" (two items or more after a label), or three items or more bare; an
-    item that ends a sentence and goes on ("請幫我看履歷。答：已完成") makes it prose, not a list."""
+def _is_list(text: str, *, strict: bool) -> bool:
+    """ "Skills: Python, SQL" (two items or more after a label), or three items or more bare; an item
+    that ends a sentence and goes on ("請幫我看履歷。答：已完成") makes the line prose. `strict`: items
+    are names and short phrases, so a quotation (a record's '"key": "value"' too) makes the line prose
+    or data."""
     match = _LIST_LABEL_RE.match(text)
     items = [item for item in _LIST_SPLIT_RE.split(match.group(1) if match else text) if item]
     return len(items) >= (2 if match else 3) and all(
-        len(item) <= _LIST_ITEM_MAX and not _SENTENCE_GOES_ON_RE.search(item) for item in items
+        len(item) <= _LIST_ITEM_MAX
+        and not _SENTENCE_GOES_ON_RE.search(item)
+        and not (strict and _QUOTES_RE.search(item))
+        for item in items
     )
 
 
-def is_content_line(text: str, position: int, bulleted: bool) -> bool:
+def is_content_line(text: str, position: int, bulleted: bool, *, strict: bool = True) -> bool:
     """`text` (read, bullet-less) positively reads as a resume's own: the name line, a heading, a
-    role or school with its dates, an achievement, a list, a summary."""
+    role or school with its dates, an achievement, a list, a summary. `strict` (what the guards let
+    be quoted): a list of clauses, quotations or a record is not one; the screen, which must not
+    raise a false alarm on a line a resume could hold, reads lists leniently."""
     if position == 0 and len(text) <= _NAME_LINE_MAX:
         return True
     # "【技能】Python、SQL" reads as "Python、SQL"; under a label that names no section ("【備註】") a line
@@ -110,16 +120,22 @@ def is_content_line(text: str, position: int, bulleted: bool) -> bool:
     label = _BRACKET_LABEL_RE.match(text)
     note = bool(label) and not _SECTION_WORDS.match(label.group(1))
     text = (text[label.end() :] or text) if label else text
-    if _SECTION_WORDS.match(text) or _SUMMARY_RE.match(text) or _is_list(text):
+    if _SECTION_WORDS.match(text) or _SUMMARY_RE.match(text) or _is_list(text, strict=strict):
         return True
     short = len(text) <= _HEADING_MAX and len(text.split()) <= 6 and not note
     if short and not _SENTENCE_MARK_RE.search(text) and not _CLAUSE_END_RE.search(text):
         return True  # a short heading or title ("Senior Data Analyst", "資料分析師")
     if (_DATED_RE.search(text) or _TENURE_RE.search(text)) and len(text) <= _DATED_MAX:
         return True  # a role or a school with its dates; a profile with its years ("8 years in ...")
-    return bulleted or bool(_ACHIEVEMENT_RE.match(text))
+    return bulleted or opens_as_duty(text)
+
+
+def opens_as_duty(text: str) -> bool:
+    """Does `text` (read, bullet-less) open as work the person did or does ("Led ...", "Coach new
+    teachers to ...", "負責...")? What follows is their work, told, whatever it quotes or asks of others."""
+    return bool(_ACHIEVEMENT_RE.match(text))
 
 
 def directs_contact(text: str) -> bool:
     """Does `text` (read, bullet-less) send its reader to someone, other than as a duty it states?"""
-    return bool(_DIRECTS_CONTACT_RE.search(text)) and not _ACHIEVEMENT_RE.match(text)
+    return bool(_DIRECTS_CONTACT_RE.search(text)) and not opens_as_duty(text)

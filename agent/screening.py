@@ -617,8 +617,15 @@ _OWNER_AS_OTHER_RE = re.compile(
 )
 # A request the owner made of others, told as what they did ("請對方於 3 日內回覆"): narrated, not given.
 _ASKED_OF_OTHERS_RE = re.compile(
-    r"(?:請|请)(?=對方|对方|客戶|客户|學生|学生|家長|家长|與會者|与会者|同仁|民眾|民众|病患|客人|廠商|厂商|他們|她們|他们|大家|各位)"
+    r"(?:請|请)(?=對方|对方|客戶|客户|學生|学生|學員|学员|家長|家长|與會者|与会者|同仁|同事|員工|员工|民眾|民众|病患|客人|廠商|厂商"
+    r"|求職者|求职者|應徵者|应征者|他們|她們|他们|大家|各位)"
 )
+
+
+def _tells_a_duty(text: str, said: str) -> bool:
+    """Does `text` open as the person's work ("Coach new teachers to: ...", "Owned the release notes")
+    and speak to no "you" outside its quotations? Then what it asks of others is the work, told."""
+    return own_lines.opens_as_duty(text) and not _SECOND_PERSON_RE.search(said)
 
 
 def _unowned_order(text: str, position: int, bulleted: bool) -> bool:
@@ -627,10 +634,10 @@ def _unowned_order(text: str, position: int, bulleted: bool) -> bool:
     said = _unquoted(text)
     if _FIRST_PERSON_RE.search(said) or not speaks_to_someone(_ASKED_OF_OTHERS_RE.sub(" ", said)):
         return False
-    if own_lines.is_contact_line(text, position):
+    if own_lines.is_contact_line(text, position) or _tells_a_duty(text, said):
         return False
     aims = _AIMED_AT_OUTPUT_RE.search(said) or _OWNER_AS_OTHER_RE.search(said)
-    return bool(aims) or not own_lines.is_content_line(text, position, bulleted)
+    return bool(aims) or not own_lines.is_content_line(text, position, bulleted, strict=False)
 
 
 # A question and its answer on one line ("Q: ... A: ...", 「問：…答：…」): a forged exchange; two or
@@ -674,7 +681,15 @@ def screen(resume: str) -> list[Finding]:
             if kind:
                 kinds[i] = kind
     # Values to pass on that only the line asking for it holds.
-    asking = {i for i in content if i not in kinds and _passes_on(reads[i].text) and _values(reads[i].text)}
+    # (A duty told, "Owned the release notes; each ends with ...", quotes the work, it asks nothing.)
+    asking = {
+        i
+        for i in content
+        if i not in kinds
+        and _passes_on(reads[i].text)
+        and _values(reads[i].text)
+        and not _tells_a_duty(reads[i].text, _unquoted(reads[i].text))
+    }
     if asking:
         own = set().union(*(_values(reads[i].text) for i in content if i not in asking))
         for i in asking:
@@ -757,6 +772,7 @@ def held_lines(
             section_left = 0  # the section ended at a heading of the resume's own, the turn at its token
         continues = held[i - 1] and (
             bool(_OPENS_ONTO_NEXT_RE.search(before))
+            or _next_item(before, reads[lines[i]])  # read with its number: 二、 is a bullet to BULLET_RE
             or (not _OPEN_END_RE.search(before) and _runs_on(text, lines[i]))
             or _same_block(before, text)
         )
@@ -764,7 +780,26 @@ def held_lines(
         section_left = max(0, section_left - 1)
     for i in range(len(lines) - 2, -1, -1):  # a block's earlier lines: the turn before a forged answer
         held[i] = held[i] or (held[i + 1] and _same_block(texts[i], texts[i + 1]))
+    # The other parts of a held text cut into numbered parts ("fragment 1/2", "2/2"), wherever they stand.
+    parts = [_PART_RE.search(text) for text in texts]
+    total = [match and (match.group(2) or match.group(4)) for match in parts]
+    cut_into = {n for n, hold in zip(total, held, strict=True) if n and hold}
+    held = [hold or bool(n and n in cut_into) for n, hold in zip(total, held, strict=True)]
     return [line for line, hold in zip(lines, held, strict=True) if hold], reads
+
+
+# A text cut into numbered parts: "1/2", "(2/3)", "part 2 of 3" (the part, then how many).
+_PART_RE = re.compile(r"(?<![\d/])\(?([1-9])\s*/\s*([2-9])\)?(?![\d/])|\bpart\s+([1-9])\s+of\s+([2-9])\b")
+# An item of a Chinese numbered list (一、二、…), as an official letter's 說明 numbers its points.
+_ZH_NUMERALS = "一二三四五六七八九十"
+_ZH_ITEM_RE = re.compile(rf"([{_ZH_NUMERALS}])、")
+
+
+def _next_item(before: str, text: str) -> bool:
+    """Does `text` open with the item that follows the last one numbered in `before` (一、 then 二、)?"""
+    items = _ZH_ITEM_RE.findall(before)
+    opens = _ZH_ITEM_RE.match(text)
+    return bool(items and opens) and _ZH_NUMERALS.find(opens.group(1)) == _ZH_NUMERALS.find(items[-1]) + 1
 
 
 def _same_block(text: str, other: str) -> bool:
