@@ -7,20 +7,22 @@ service translates for the person:
 
   override        "ignore the previous instructions", "忽略以上規則", mixed-language alike
   role_switch     "you are now ...", "從現在開始你是 ..."
-  role_tag        chat-format tags and fake transcripts: <|assistant|>, [INST], "System: ..."
+  role_tag        chat-format tags and fake transcripts: <|assistant|>, [INST], "System: ...",
+                  a block of question-and-answer lines ("Q: ... A: ...", 「問：…答：…」)
   markup_comment  an instruction hidden in <!-- ... -->, [//]: # (...), /* ... */
   prompt_leak     a request to reveal the system prompt or hidden instructions
   others_data     a request for other people's resumes, sessions or contact data
   tool_call       text posing as a tool call, or asking to call a tool or open a link
   output_control  dictating the reply or the plan ("reply only with", "計畫只寫成")
-  addressed       a directive addressed to the AI reading the resume ("Note to the AI: ...")
+  addressed       a directive addressed to the AI reading the resume ("Note to the AI: ..."), or an
+                  order nobody in the resume gives (`_unowned_order`)
   split           an instruction split across two adjacent lines
   disguised       a word that mixes Latin with Greek or Cyrillic look-alikes, in a line that
                   directs or addresses someone
   hidden          characters no resume needs: tag characters (invisible ASCII), bidi overrides
-                  and isolates, private use (agent/decoding.py)
+                  and isolates, private use, runs of variation selectors (agent/decoding.py)
   encoded         a line that reads as an instruction once decoded: base64, ROT13, reversed,
-                  letters spaced out, tag characters
+                  letters spaced out, tag characters, hex, binary, shuffled words
 
 How a line is read: `agent.text.reading` (NFKC, case-folded: full-width letters and
 punctuation become ASCII; invisible characters and combining marks dropped, look-alike letters
@@ -604,12 +606,6 @@ def _runs_on(text: str, raw: str) -> bool:
     return bool(_LEADING_DIRECTIVE_RE.search(text) or _LOWERCASE_START_RE.match(raw))
 
 
-# An order nobody in the resume gives (issue 40, after the fourth blind set): a line that speaks to
-# whoever reads it (`speaks_to_someone`), not in its owner's voice, that either takes none of the
-# forms a resume's own lines take (agent/own_lines.py: a contact, a heading, a role with its dates, a
-# list, an achievement) or aims at our output or at the owner as someone else ("the plan", "the
-# candidate", 此人). No known attack's wording is needed: what a resume says is its owner's, in the
-# first person or in a role's, dated, listed or achieved form, and what speaks past them is not.
 # The owner spoken of as someone else, by a reviewer, a notice or a template.
 _OWNER_AS_OTHER_RE = re.compile(
     r"\b(?:this|the)\s+(?:person|candidate|applicant|individual|jobseeker|job\s+seeker)\b|\bsummary\b"
@@ -630,7 +626,14 @@ def _tells_a_duty(text: str, said: str) -> bool:
 
 def _unowned_order(text: str, position: int, bulleted: bool) -> bool:
     """Does `text` (read, bullet-less; `position` among the resume's non-empty lines) give an order
-    that is not its owner's?"""
+    that is not its owner's (issue 40, after the fourth blind set)?
+
+    A line that speaks to whoever reads it (`speaks_to_someone`), not in its owner's voice nor as
+    their work told, that either takes none of the forms a resume's own lines take (agent/own_lines.py:
+    a contact, a heading, a role with its dates, a list, an achievement) or aims at our output or at
+    the owner as someone else ("the plan", "the candidate", 此人). No known attack's wording is needed:
+    what a resume says is its owner's, in the first person or in a role's, dated, listed or achieved
+    form, and what speaks past them is not."""
     said = _unquoted(text)
     if _FIRST_PERSON_RE.search(said) or not speaks_to_someone(_ASKED_OF_OTHERS_RE.sub(" ", said)):
         return False

@@ -16,7 +16,7 @@ FLAG_LABELS = {
     "others_data": _("Asks for other people's data"),
     "tool_call": _("Asks an AI to call a tool or open a link"),
     "output_control": _("Dictates what an AI should reply or save"),
-    "addressed": _("An instruction addressed to an AI"),
+    "addressed": _("An instruction to an AI or to whoever reads the resume"),
     "split": _("Part of an instruction split across lines"),
     "disguised": _("An instruction disguised with look-alike letters"),
     "hidden": _("Characters no resume needs: invisible tags, text-direction overrides or private-use characters"),
