@@ -64,12 +64,14 @@ PAGES = {
         "Age of the log's latest checkpoint",
     ],
 }
-# Two graphs a row, as the dashboard's half-width panels; the page's buttons hidden, its navigation bar at the
-# top of the picture (not fixed), graphs lower than its 400 px. Set before the graphs are drawn (their size is
-# read then); then each graph is put under its panel's title, its whole query shown, nothing focused.
+# Two graphs a row, as the dashboard's half-width panels; the page's buttons (and the step, 2 s) hidden, its
+# navigation bar at the top of the picture (not fixed), graphs lower than its 400 px. Set before the graphs are
+# drawn (their size is read then); then each graph is put under its panel's title, its whole query shown, nothing
+# focused.
 CSS = """
 .navbar.fixed-top { position: absolute !important; }
-.query-history, .execute_btn, .expression_select, .stacked_btn, a[name=remove], #add_graph { display: none !important; }
+.query-history, .execute_btn, .expression_select, .stacked_btn, a[name=remove], #add_graph,
+.prometheus_input_group:has(> input[name=step_input]) { display: none !important; }
 #graph_container { display: flex; flex-wrap: wrap; overflow: hidden; }
 .graph_wrapper { width: 50%; padding: 0 12px; }
 .graph { min-height: 200px !important; }
