@@ -1,7 +1,10 @@
 """Where the server's CPU goes: py-spy (`record --subprocesses --format raw`) on `manage.py serve`, as `make run`
 starts it, under closed-loop load (loadgen.py): the offline model, or the local Gemini double at a latency.
-Prints the busy samples by whose code runs (the innermost frame outside the standard library) and the top
-functions. Usage: profile_service.py offline|LATENCY_S CLIENTS SECONDS RAW_OUT [AGGREGATE_ONLY]"""
+Only samples of a thread holding its process's GIL count (`--gil`): py-spy's idle detection let threads waiting
+in epoll, a queue, a lock, `time.sleep` or SQLite's fsync through as busy (a third of the samples here), while
+the GIL is held by Python running, not waiting (SQLite's C work, done without it, is not seen). Prints the samples
+by whose code runs (the innermost frame outside the standard library) and the top functions.
+Usage: profile_service.py offline|LATENCY_S CLIENTS SECONDS RAW_OUT [AGGREGATE_ONLY]"""
 
 import subprocess
 import sys
@@ -17,7 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _common, loadgen, service_bench  # noqa: E402
 
 OURS = ("sessions_app", "config", "agent", "manage.py")
-OWNERS = {"rest_framework": "Django/DRF", "django": "Django/DRF", "google/adk": "ADK", "google/genai": "google-genai"}
+# py-spy names a file from its sys.path entry: google/adk/x.py is adk/x.py, opentelemetry's are trace/, context/...
+OWNERS = {"rest_framework": "Django/DRF", "django": "Django/DRF", "adk/": "ADK", "genai/": "google-genai"}
+OWNERS |= dict.fromkeys(("opentelemetry", "trace/", "context/", "_logs/", "_decorator.py"), "OpenTelemetry")
 
 
 def owner(file: str) -> str:
@@ -47,7 +52,7 @@ def aggregate(raw: Path, top: int = 25) -> list[str]:
         for frame in {(n, f) for n, f in frames if not stdlib(f)}:
             inclusive[f"{owner(frame[1])}: `{frame[0]}` ({frame[1]})"] += int(count)
     share = lambda n: f"{100 * n / total:.1f}%"  # noqa: E731
-    out = [f"{total:,} busy samples.", "", "| whose code | share of busy samples |", "|---|---|"]
+    out = [f"{total:,} samples holding the GIL.", "", "| whose code | share |", "|---|---|"]
     out += [f"| {k} | {share(n)} |" for k, n in by_owner.most_common(12)]
     out += ["", "| function, with what it calls in the standard library (self) | share |", "|---|---|"]
     out += [f"| {k} | {share(n)} |" for k, n in by_self.most_common(top)]
@@ -74,7 +79,8 @@ def profile(model: str, clients: int, seconds: float, raw: Path) -> None:
             load.start()
             time.sleep(warmup)
             spy = [str(Path(_common.PY).parent / "py-spy"), "record", "--pid", str(process.pid), "--subprocesses"]
-            subprocess.run([*spy, "--format", "raw", "-o", str(raw), "-d", str(int(seconds))], check=True)
+            spy += ["--gil", "--format", "raw", "-o", str(raw), "-d", str(int(seconds))]
+            subprocess.run(spy, check=True)
             load.join()
         finally:
             loadgen.stop_server(process)
