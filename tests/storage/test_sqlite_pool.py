@@ -6,7 +6,7 @@ mid-transaction, or after an error, is closed for real; a forked child never tak
 import os
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 
 from sessions_app.infra import sqlite
 from sessions_app.infra.sqlite_backend.base import DatabaseWrapper
@@ -52,7 +52,7 @@ def test_a_connection_closed_in_a_transaction_or_after_an_error_is_not_kept(pool
     raw.execute("BEGIN IMMEDIATE")
     wrapper.close()  # closed mid-transaction: SQLite rolls it back as it closes
     assert raw not in wrapper._pool._idle
-    with pytest.raises(Exception), wrapper.cursor() as cursor:
+    with pytest.raises(OperationalError), wrapper.cursor() as cursor:
         cursor.execute("SELECT * FROM no_such_table")
     raw = wrapper.connection
     wrapper.close()
