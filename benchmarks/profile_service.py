@@ -35,9 +35,24 @@ def stdlib(file: str) -> bool:
     return file.startswith("<") or file.split("/")[0].removesuffix(".py") in sys.stdlib_module_names
 
 
+# Parts of a request or a turn, each counted in every sample whose stack holds its frame (inclusive).
+PARTS = {
+    "a turn's request (SessionMessagesView, the model's run excluded)": "SessionMessagesView",
+    "a create (SessionCreateView: the screen, sealing, the insert)": "SessionCreateView",
+    "a delete (SessionDetailView: the erasure and its receipt)": "SessionDetailView",
+    "ADK's Runner, the offline model or the model call included (BaseLlmFlow.run_async)": "BaseLlmFlow.run_async ",
+    "our guards in ADK's callbacks (agent/guards.py)": "(agent/guards.py",
+    "agent/screening.py (the screen at a create, its readings in the guards)": "(agent/screening.py",
+    "ADK's span attributes (use_inference_span, trace_inference_result)": "_inference_span (|_inference_result (",
+    "a new database connection (Django's connect, our receiver and file modes)": "BaseDatabaseWrapper.connect ",
+    "commits and the write gate (_commit, WriteGate.acquire)": "WriteGate.acquire (|BaseDatabaseWrapper._commit (",
+    "a hand-off to a thread and back (asgiref's SyncToAsync.__call__ on the loop)": "SyncToAsync.__call__ (",
+}
+
+
 def aggregate(raw: Path, top: int = 25) -> list[str]:
     """Each sample given to its innermost frame outside the standard library (who called into it)."""
-    by_owner, by_self, inclusive, total = Counter(), Counter(), Counter(), 0
+    by_owner, by_self, parts, total = Counter(), Counter(), Counter(), 0
     for line in raw.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
         if not count.isdigit():  # a process's command line broken over lines
@@ -49,15 +64,14 @@ def aggregate(raw: Path, top: int = 25) -> list[str]:
         by_owner["standard library only (event loop, threads)" if mine is None else owner(mine[1])] += int(count)
         if mine:
             by_self[f"{owner(mine[1])}: `{mine[0]}` ({mine[1]})"] += int(count)
-        for frame in {(n, f) for n, f in frames if not stdlib(f)}:
-            inclusive[f"{owner(frame[1])}: `{frame[0]}` ({frame[1]})"] += int(count)
+        parts.update({p: int(count) for p, marks in PARTS.items() if any(m in stack for m in marks.split("|"))})
     share = lambda n: f"{100 * n / total:.1f}%"  # noqa: E731
-    out = [f"{total:,} samples holding the GIL.", "", "| whose code | share |", "|---|---|"]
+    out = [f"{total:,} samples holding the GIL.", "", "| whose code (self) | share |", "|---|---|"]
     out += [f"| {k} | {share(n)} |" for k, n in by_owner.most_common(12)]
+    out += ["", "| part (inclusive) | share |", "|---|---|"]
+    out += [f"| {p} | {share(parts[p])} |" for p in PARTS]
     out += ["", "| function, with what it calls in the standard library (self) | share |", "|---|---|"]
-    out += [f"| {k} | {share(n)} |" for k, n in by_self.most_common(top)]
-    out += ["", "| function, with everything it calls (inclusive) | share |", "|---|---|"]
-    return out + [f"| {k} | {share(n)} |" for k, n in inclusive.most_common(top + 15)]
+    return out + [f"| {k} | {share(n)} |" for k, n in by_self.most_common(top)]
 
 
 def profile(model: str, clients: int, seconds: float, raw: Path) -> None:
