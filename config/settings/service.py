@@ -34,13 +34,9 @@ SECRET_KEY = SECRET_KEY or lazy(_secret_key_in_var, str)()
 # A web server process serves hundreds of requests at once (ASGI): without a pool each would
 # open a connection of its own, past PostgreSQL's max_connections. `manage.py serve` gives its
 # web workers a pool of this many (a request that waits DATABASE_POOL_TIMEOUT_SECONDS for one
-# is answered 503 `busy`); not the scheduler, whose forked workers must not share one. On
-# SQLite, up to this many connections a process kept open between requests, configured once
-# (sessions_app/infra/sqlite_backend/base.py): a request beyond them opens one of its own.
+# is answered 503 `busy`); not the scheduler, whose forked workers must not share one.
 DATABASE_POOL_SIZE = env.int("DATABASE_POOL_SIZE", default=0)
-if DATABASE_POOL_SIZE and DATABASES["default"]["ENGINE"] == "sessions_app.infra.sqlite_backend":
-    DATABASES["default"]["OPTIONS"]["pool"] = DATABASE_POOL_SIZE
-elif DATABASE_POOL_SIZE:
+if DATABASE_POOL_SIZE and DATABASES["default"]["ENGINE"] != "sessions_app.infra.sqlite_backend":
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": DATABASE_POOL_SIZE,

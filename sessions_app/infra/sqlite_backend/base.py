@@ -18,15 +18,6 @@ and writes outside a transaction (autocommit statements) are not gated.
 The gate is this backend's, not a patch of Django's wrapper: `ENGINE` names this
 module where settings use SQLite (config/settings/base.py). The PRAGMAs every
 connection gets stay in `sessions_app.infra.sqlite`'s `connection_created` receiver.
-
-With `OPTIONS["pool"]` (a size: `DATABASE_POOL_SIZE`, which `manage.py serve` gives its web
-workers), a connection Django closes outside a transaction is kept open for the next one, up
-to that many idle per process and file, as Django's own PostgreSQL pool does. Why: an ASGI
-request runs its sync steps in a thread of its own, so without it every request (and a turn
-twice, since it gives its connection back while the model thinks) opened the file, had
-Django register its SQL functions and our receiver set its PRAGMAs, and closed it again. A
-connection taken from the pool is sent `connection_created` like a new one, so the receiver
-still checks `secure_delete` on every connection Django hands out.
 """
 
 import contextlib
@@ -101,35 +92,6 @@ _gate_by_name: dict[str, WriteGate] = {}  # by settings NAME, to skip realpath()
 _gates_lock = threading.Lock()
 
 
-class ConnectionPool:
-    """Idle SQLite connections of this process, at most `size`, for the next thread to take."""
-
-    def __init__(self, size: int):
-        self.size, self._idle, self._lock, self._pid = size, [], threading.Lock(), os.getpid()
-
-    def take(self):
-        with self._lock:
-            if self._pid != os.getpid():  # a forked child: the parent's connections are not its own
-                self._idle, self._pid = [], os.getpid()
-            return self._idle.pop() if self._idle else None
-
-    def give_back(self, raw) -> bool:
-        """Keeps `raw` (no transaction open) unless the pool is full; False: the caller closes it."""
-        with self._lock:
-            if self._pid == os.getpid() and len(self._idle) < self.size:
-                self._idle.append(raw)
-                return True
-        return False
-
-
-_pools: dict[str, ConnectionPool] = {}  # by settings NAME
-
-
-def connection_pool(database_path: str, size: int) -> ConnectionPool:
-    with _gates_lock:
-        return _pools.setdefault(database_path, ConnectionPool(size))
-
-
 def write_gate(database_path: str) -> WriteGate:
     gate = _gate_by_name.get(database_path)
     if gate is None:
@@ -144,18 +106,6 @@ class DatabaseWrapper(sqlite3.DatabaseWrapper):
     write gate first and leave it at COMMIT, ROLLBACK or close."""
 
     _holds_write_gate = None  # the gate this connection holds now, if any
-    _pool = None  # with OPTIONS["pool"]: where a closed connection waits for the next request
-
-    def get_connection_params(self):
-        params = super().get_connection_params()
-        size = params.pop("pool", 0)  # ours, not sqlite3.connect()'s
-        if size and not self.is_in_memory_db():
-            self._pool = connection_pool(str(self.settings_dict["NAME"]), int(size))
-        return params
-
-    def get_new_connection(self, conn_params):
-        raw = self._pool.take() if self._pool is not None else None
-        return raw if raw is not None else super().get_new_connection(conn_params)
 
     def _release_write_gate(self) -> None:
         gate, self._holds_write_gate = self._holds_write_gate, None
@@ -190,9 +140,6 @@ class DatabaseWrapper(sqlite3.DatabaseWrapper):
 
     def _close(self):
         try:
-            raw = self.connection
-            # Only a connection with nothing open and nothing gone wrong waits for the next request.
-            if self._pool is None or raw.in_transaction or self.errors_occurred or not self._pool.give_back(raw):
-                return super()._close()
+            return super()._close()
         finally:
             self._release_write_gate()
