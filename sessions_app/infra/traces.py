@@ -16,7 +16,11 @@ Whatever the switches, ADK writes the session's id on its spans (`gen_ai.convers
 service's secret key can tie to the session's id (docs/OBSERVABILITY.md, "Traces").
 
 The service configures no exporter (no TracerProvider, no LoggerProvider): the spans go nowhere
-unless an operator installs one (tests/infra/test_traces.py).
+unless an operator installs one (tests/infra/test_traces.py). While no TracerProvider is installed,
+runs ask ADK for its stable GenAI conventions: its default (experimental) ones build every model
+call's request as span attributes (the instruction, each message, each tool's declaration) for a
+no-op span to drop (benchmarks/results/profile.md); the stable ones elide the content instead.
+With a provider installed, ADK's default as before.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import os
 
 from django.utils.crypto import salted_hmac
 from google.adk.telemetry import ContentCapturingMode, TelemetryConfig
+from opentelemetry import trace
 
 # Set at start-up, over whatever the environment held (docs/OPERATIONS.md, "Configuration").
 CONTENT_OFF_ENVIRONMENT = {
@@ -36,21 +41,26 @@ CONTENT_OFF_ENVIRONMENT = {
 _SESSION_ID_SALT = "sessions_app.infra.traces.session_id"
 
 _run_telemetry: TelemetryConfig | None = None
+_untraced_run_telemetry: TelemetryConfig | None = None
+# What the OpenTelemetry API serves until a provider is installed (or with OTEL_SDK_DISABLED).
+_NO_PROVIDER = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 
 
 def keep_content_out_of_traces() -> None:
     """Content capture off for this process (its app's ready()), then the runs' TelemetryConfig
     made once, after (a TelemetryConfig reads the environment when it is made)."""
-    global _run_telemetry
+    global _run_telemetry, _untraced_run_telemetry
     os.environ.update(CONTENT_OFF_ENVIRONMENT)
     _run_telemetry = TelemetryConfig(capture_message_content=ContentCapturingMode.NO_CONTENT)
+    _untraced_run_telemetry = _run_telemetry.model_copy(update={"genai_semconv_stability_opt_in": "stable"})
 
 
 def run_telemetry() -> TelemetryConfig:
-    """Every turn's `RunConfig.telemetry`: no content on spans or on ADK's log records."""
+    """Every turn's `RunConfig.telemetry`: no content on spans or on ADK's log records; with no
+    TracerProvider installed, ADK's stable conventions too (the module's docstring)."""
     if _run_telemetry is None:
         keep_content_out_of_traces()
-    return _run_telemetry
+    return _untraced_run_telemetry if isinstance(trace.get_tracer_provider(), _NO_PROVIDER) else _run_telemetry
 
 
 def traced_session_id(session_id: str) -> str:

@@ -100,7 +100,8 @@ class TurnSlot:
         self.started = time.monotonic()
         self.stored = False
         self.outcome: tuple[str, str] | None = None  # (outcome, reason) once decided; none: abandoned
-        self._frees = contextlib.AsyncExitStack()
+        # Sync frees, run together in one hand-off to the request's thread when the slot closes.
+        self._frees = contextlib.ExitStack()
         self._lock = threading.Lock()  # the stream's end and the server's close() may meet
         self._taken = self._closed = False
 
@@ -155,7 +156,7 @@ class TurnSlot:
     def when_closed(self, free: Callable[[], None]) -> None:
         """`free()` (sync; run in the request's thread) when the slot is closed, before what was
         taken earlier."""
-        self._frees.push_async_callback(sync_to_async(free))
+        self._frees.callback(free)
 
     def _release_lock(self) -> None:
         if not self.stored:  # a stored turn's lock was freed as it committed
@@ -166,7 +167,7 @@ class TurnSlot:
         with self._lock:
             closed, self._closed = self._closed, True
         if not closed:
-            await self._frees.aclose()
+            await sync_to_async(self._frees.close)()
             self._count()
 
     def _count(self) -> None:
@@ -258,12 +259,17 @@ async def _run(slot: TurnSlot, message: str, report: Callable[[dict], None] | No
     slot.when_closed(running.cancel)  # a turn not kept stops its model
     await running.finished()
     metrics.TURN_MODEL_SECONDS.observe(time.monotonic() - began)
-    if report is not None:
-        report({"stage": Stage.CHECKING_REPLY})
+    if report is None:  # nobody to tell between the two steps: one hand-off to the request's thread
+        return await sync_to_async(_answer_and_keep)(slot, running, model_errors)
+    report({"stage": Stage.CHECKING_REPLY})
     result = await sync_to_async(slot.answer)(running, model_errors)
-    if report is not None:
-        report({"stage": Stage.SAVING})
+    report({"stage": Stage.SAVING})
     return await sync_to_async(slot.keep)(result)
+
+
+@sensitive_variables()
+def _answer_and_keep(slot: TurnSlot, running: event_loop.Running, model_errors: ModelErrors) -> TurnResult:
+    return slot.keep(slot.answer(running, model_errors))
 
 
 def _timing_first_progress(report: Callable[[dict], None], started: float) -> Callable[[dict], None]:

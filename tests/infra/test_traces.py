@@ -122,6 +122,24 @@ def test_the_run_config_holds_even_where_an_operator_locks_adk_to_the_environmen
     assert not config.should_add_content_to_logs
 
 
+@pytest.mark.parametrize("installed", [False, True], ids=["no provider", "a provider"])
+def test_runs_ask_for_adks_stable_conventions_only_while_no_tracer_provider_is_installed(monkeypatch, installed):
+    """With nothing to record, ADK's default (experimental) conventions would build each model call's
+    request as attributes for a no-op span; its stable ones elide the content. Once an operator
+    installs a provider, ADK's default again. Content off either way."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    monkeypatch.delenv("ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN", raising=False)
+    monkeypatch.setattr(traces, "_run_telemetry", None)
+    provider = TracerProvider() if installed else trace.ProxyTracerProvider()
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    config = traces.run_telemetry()
+    assert config.should_use_experimental_genai_semconv is installed
+    assert config.resolved_content_capturing_mode is ContentCapturingMode.NO_CONTENT
+    assert not config.should_add_content_to_legacy_spans and not config.should_add_content_to_logs
+
+
 class _RunsSeen(BasePlugin):
     """What each run was given, as ADK's plugins see it (their first callback)."""
 
