@@ -30,6 +30,7 @@ TAG_BLOCK = range(0xE0000, 0xE0080)
 # of them is a message no one sees ("emoji smuggling").
 _VS, _VS_SUPPLEMENT = range(0xFE00, 0xFE10), range(0xE0100, 0xE01F0)
 _VS_RUN_MIN = 2
+_VS_RUN_RE = re.compile(f"[\ufe00-\ufe0f\U000e0100-\U000e01ef]{{{_VS_RUN_MIN},}}")
 # Bidi controls (not the marks LRM/RLM, which an Arabic or Hebrew name uses): an embedding or an isolate
 # around right-to-left letters is how such a name is written in a left-to-right line; one around anything
 # else, an override (which reorders what is shown) and an unmatched closer are signals.
@@ -102,13 +103,12 @@ def _tag_text(text: str) -> str:
 
 
 def _selector_text(text: str) -> str:
-    """The bytes a run of variation selectors carries, as UTF-8 text ("" where they spell none)."""
-    data = bytes(
-        ord(c) - 0xFE00 if ord(c) in _VS else ord(c) - 0xE0100 + 16
-        for c in text
-        if ord(c) in _VS or ord(c) in _VS_SUPPLEMENT
+    """The bytes each run of variation selectors carries, as UTF-8 text (a lone selector after an
+    emoji carries none)."""
+    return " ".join(
+        bytes(ord(c) - 0xFE00 if ord(c) in _VS else ord(c) - 0xE0100 + 16 for c in run).decode("utf-8", "ignore")
+        for run in _VS_RUN_RE.findall(text)
     )
-    return data.decode("utf-8", errors="ignore") if len(data) >= _VS_RUN_MIN else ""
 
 
 def _texts(blobs: list[str], decode) -> list[str]:
