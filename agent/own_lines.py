@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from agent.text import CJK_RE, EMAIL_RE, URL_RE, long_numbers
+from agent.text import CJK, CJK_RE, EMAIL_RE, URL_RE, long_numbers
 
 HEADER_LINES = 6  # a contact line without a label sits among the resume's first lines
 _LABEL_WORDS = (
@@ -54,11 +54,16 @@ _DIRECTS_CONTACT_RE = re.compile(
     r"\b(?:contact(?!\s+(?:cent(?:er|re)s?|lens(?:es)?|details|info(?:rmation)?)\b)|reach\s+out|get\s+in\s+touch"
     r"|talk\s+to|speak\s+(?:to|with)|connect\s+with|(?:book|schedule)\s+(?:a\s+|an\s+)?(?:call|session|consultation))\b"
     r"|聯絡|聯繫|連絡|連繫|洽詢|可洽|洽談|致電|私訊|加.{0,4}(?:line|賴|好友)|연락|문의|상담|問い合わせ|ご連絡|ご相談"
+    # ... or to one who acts for the person: an agent, a representative, one copied on every letter.
+    r"|\b(?:career|talent|job)\s+(?:agent|representation|representative)s?\b|\brepresents?\s+me\b|\bon\s+my\s+behalf\b"
+    r"|\bcc\b|\bcarbon\s+cop(?:y|ies)\b|經紀人|经纪人|代理人|職涯代理|职涯代理|求職代理|求职代理|對外窗口|对外窗口"
+    r"|代理窗口|代為|代为|副本(?:給|给|予|寄)"
 )
 _HEADING_MAX = 40
 _NAME_LINE_MAX = 60  # the first line: a name, in one script or two, with a title
 _BRACKET_LABEL_RE = re.compile(r"^[\[【〔]([^\]】〕]{1,12})[\]】〕]\s*")
 _CLAUSE_END_RE = re.compile(r"[,，、;；]\s*$")  # a line that ends mid-sentence is no heading
+_CLAUSE_RE = re.compile(rf"[{CJK}][,，;；]\s*[{CJK}]")  # nor one whose Chinese runs clause after clause
 _TENURE_RE = re.compile(r"\d+\+?\s*(?:years?|yrs)\b|\d+\s*年|[一二三四五六七八九十]+年")
 _SENTENCE_MARK_RE = re.compile(r"[.!?。！？]")
 _SENTENCE_GOES_ON_RE = re.compile(r"[。！？]\s*\S|[.!?]\s+\S")  # a sentence's end with more after it
@@ -123,7 +128,7 @@ def is_content_line(text: str, position: int, bulleted: bool, *, strict: bool = 
     if _SECTION_WORDS.match(text) or _SUMMARY_RE.match(text) or _is_list(text, strict=strict):
         return True
     short = len(text) <= _HEADING_MAX and len(text.split()) <= 6 and not note
-    if short and not _SENTENCE_MARK_RE.search(text) and not _CLAUSE_END_RE.search(text):
+    if short and not _SENTENCE_MARK_RE.search(text) and not _CLAUSE_END_RE.search(text) and not _CLAUSE_RE.search(text):
         return True  # a short heading or title ("Senior Data Analyst", "資料分析師")
     if (_DATED_RE.search(text) or _TENURE_RE.search(text)) and len(text) <= _DATED_MAX:
         return True  # a role or a school with its dates; a profile with its years ("8 years in ...")

@@ -23,6 +23,8 @@ their run starts (agent/text.py): linear in the resume.
 
 from __future__ import annotations
 
+import re
+
 from agent.own_lines import directs_contact, is_contact_line, is_content_line
 from agent.screening import speaks_to_someone
 from agent.text import BULLET_RE
@@ -47,4 +49,13 @@ def classify(lines: list[str], reads: list[str], held: set[str]) -> list[str]:
             classes.append(CONTENT)
         else:
             classes.append(UNTRUSTED)
-    return classes
+    # A text cut into pieces under a bracket's label ("[ref QUAR]" ... "[ref RN-6617] join the [ref]
+    # fragments"): where an untrusted line carries the label, so is every piece. A label of the
+    # person's own (a citation, "[1]") is in no untrusted line.
+    tags = [set(_TAG_RE.findall(text)) for text in reads]
+    pieces = set().union(*(tag for tag, kind in zip(tags, classes, strict=True) if kind == UNTRUSTED))
+    return [UNTRUSTED if not tag.isdisjoint(pieces) else kind for tag, kind in zip(tags, classes, strict=True)]
+
+
+# A bracket's label, a word that names a piece ("[ref QUAR]", "【附件 二】"); bounded, so linear.
+_TAG_RE = re.compile(r"[\[【〔]\s*([a-z\u4e00-\u9fff]{2,12})(?=[\s\]】〕])")

@@ -83,6 +83,11 @@ _MODEL_ROLE = (
 _USER_ROLE = r"(?:user|human|使用者|用戶|用户)"
 _ROLE_SUFFIX = r"(?:message|prompt|note|notice|output|response|turn|訊息|消息|提示|通知|輸出|输出|回應|回应)"
 
+# Chat-template tokens: ChatML, Llama, Gemma, Llama 3 headers.
+_TEMPLATE_TOKEN_RE = re.compile(
+    r"<\|\s*[a-z_]{2,20}\s*\|>|\[/?inst\]|<</?sys>>|</?(?:system|assistant|user|tool)>|<(?:start|end)_of_turn>"
+    r"|<\|?(?:im_start|im_end|endoftext|eot_id|start_header_id|end_header_id)\|?>|\[/?sys(?:tem_prompt)?\]"
+)
 _STRONG: dict[str, list[re.Pattern]] = {
     "override": [
         # "ignore the previous rules": a qualifier that points back at what came before ...
@@ -121,11 +126,7 @@ _STRONG: dict[str, list[re.Pattern]] = {
         ),
     ],
     "role_tag": [
-        # chat-template tokens: ChatML, Llama, Gemma, Llama 3 headers
-        re.compile(
-            r"<\|\s*[a-z_]{2,20}\s*\|>|\[/?inst\]|<</?sys>>|</?(?:system|assistant|user|tool)>|<(?:start|end)_of_turn>"
-            r"|<\|?(?:im_start|im_end|endoftext|eot_id|start_header_id|end_header_id)\|?>|\[/?sys(?:tem_prompt)?\]"
-        ),
+        _TEMPLATE_TOKEN_RE,
         # a bracketed role name at a line's start: [Assistant]:, [SYSTEM], 【系統】 (not [Experience], 【技能】)
         re.compile(rf"^[\[【〔]\s*{_MODEL_ROLE}\s*{_ROLE_SUFFIX}?\s*[\]】〕]|^[\[【〔]\s*{_USER_ROLE}\s*[\]】〕]\s*:"),
         # a Markdown heading that is a role name: "## Assistant", "### Human:" (not "## System Administration")
@@ -516,9 +517,28 @@ _EXAMPLE_QUOTE_RE = re.compile(
 )
 
 
+def _names_tokens(text: str) -> bool:
+    """Does `text` tell the person's work ("Wrote a renderer that emits <|system|> turns") and name a
+    chat template's tokens in it, none followed by an order? Then the tokens are a mention."""
+    if not own_lines.opens_as_duty(text) or _SECOND_PERSON_RE.search(text):
+        return False
+    after = [_TURN_ROLE_RE.sub("", piece.strip()) for piece in _TEMPLATE_TOKEN_RE.split(text)[1:]]
+    return bool(after) and not any(_is_directive(piece) or speaks_to_someone(piece) for piece in after)
+
+
+# The role a template's turn opens with ("<|im_start|>system ..."): what follows is what the turn says.
+_TURN_ROLE_RE = re.compile(rf"^\s*(?:{_MODEL_ROLE}|{_USER_ROLE})\b\s*[:：]?\s*")
+
+
+def _as_said(text: str) -> str:
+    """`text` without what it mentions: its quotations ("作業規範：「…」" beside "教材：「請先…」"), and
+    the chat template's tokens a duty told names. Two lines read together are read so."""
+    return _unquoted(_TEMPLATE_TOKEN_RE.sub(" ", text) if _names_tokens(text) else text)
+
+
 def _kind_of(text: str) -> str | None:
     """The kind a single (normalised) text reads as, or None."""
-    kind = _strong_kind(text)
+    kind = _strong_kind(_TEMPLATE_TOKEN_RE.sub(" ", text) if _names_tokens(text) else text)
     if kind:
         return kind
     if _comment_speaks(text):
@@ -664,7 +684,7 @@ def screen(resume: str) -> list[Finding]:
         if a in kinds and b in kinds:
             continue
         if a not in kinds and b not in kinds:
-            joined = _kind_of(f"{ra.text} {rb.text}")
+            joined = _kind_of(f"{_as_said(ra.text)} {_as_said(rb.text)}")
             crossed = (ra.addressed and rb.directive) or (ra.role_prefix and rb.role_prefix and joined)
             if joined or crossed:
                 # A contact line ("Email: ...") next to an instruction is not part of it: the flag
