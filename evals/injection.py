@@ -89,7 +89,7 @@ from agent.prompt import build_instruction  # noqa: E402
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 HOLDOUT_DIR = CASES_DIR / "holdout"
 REDTEAM_DIR = CASES_DIR / "redteam"
-PARTS = ("tuned", "holdout", "redteam", "blind", "blind2", "blind3", "blind4", "blind5", "blind6")
+PARTS = ("tuned", "holdout", "redteam", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7")
 DEFAULT_OUTPUT_DIR = ROOT / "var" / "evals"
 FLAG_TOOL = "flag_suspicious_text"
 USER_ID = "eval-injection-user"
