@@ -37,7 +37,7 @@ from google.adk.agents.run_config import RunConfig
 from google.adk.runners import Runner
 from google.genai import types
 
-from agent.events import tool_call_outcomes, visible_texts
+from agent.events import REPLY_RECORD, reply_event, tool_call_outcomes, visible_texts
 from agent.guards import FLAG_TOOL
 from agent.model_retries import turn_deadline
 from agent.model_selection import model_label
@@ -210,6 +210,7 @@ class TurnSlot:
     def keep(self, result: TurnResult) -> TurnResult:
         """Stores the whole turn in one transaction; the lock is freed as it commits."""
         session = self.session
+        _record_reply(self.buffer.pending, result)
         with turn_lock.storing_then_releasing(session.pk):
             self.buffer.store_pending(self.runner.app_name, session.owner_id, session.session_id)
         self.stored = True
@@ -222,6 +223,15 @@ class TurnSlot:
             metrics.SCREEN_FLAGS.labels(MODEL_FLAG_KIND).inc(flagged)
         result.latency_ms = round((time.monotonic() - self.started) * 1000)
         return result
+
+
+def _record_reply(events: list, result: TurnResult) -> None:
+    """Keeps what the turn shows with its reply (claim checks, tool calls, model) in the reply
+    event, sealed with it: the conversation read back shows each reply as it was shown live."""
+    event = reply_event(events)
+    if event is not None:
+        record = {"verification": result.verification, "tool_calls": result.tool_calls, "model": result.model}
+        event.custom_metadata = {**(event.custom_metadata or {}), REPLY_RECORD: record}
 
 
 def turn_slot(runner: Runner, session: AgentSession, client: IP | None = None) -> TurnSlot:
