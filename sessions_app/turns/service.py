@@ -33,7 +33,7 @@ from django.conf import settings
 from django.db import connections
 from django.views.decorators.debug import sensitive_variables
 from google.adk.agents import LlmAgent
-from google.adk.agents.run_config import RunConfig
+from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.runners import Runner
 from google.genai import types
 
@@ -55,7 +55,7 @@ from sessions_app.storage.failure_counts import record_unknown_tool_calls
 from sessions_app.turns import loop as event_loop
 from sessions_app.turns.failures import ModelErrors, as_model_failure, without_answer
 from sessions_app.turns.limits import check_session_limits, turns_in_flight
-from sessions_app.turns.plugins import TurnProgress, turn_runner
+from sessions_app.turns.plugins import TurnProgress, TurnText, turn_runner
 from sessions_app.turns.stages import Stage
 
 # Why a turn was refused before its model ran: the `reason` of its count (outcome "refused").
@@ -261,11 +261,12 @@ async def _run(slot: TurnSlot, message: str, report: Callable[[dict], None] | No
     model_errors = ModelErrors()
     if report is not None:
         report = _timing_first_progress(report, slot.started)
-    plugins = [model_errors] if report is None else [model_errors, TurnProgress(report)]
+    plugins = [model_errors] if report is None else [model_errors, TurnProgress(report), TurnText(report)]
     session = slot.session
     runner = turn_runner(slot.runner, slot.buffer, plugins)
     began = time.monotonic()
-    running = event_loop.submit(_run_agent(runner, session.owner_id, slot.buffer.session.id, message))
+    streamed = report is not None  # the model's text is shown as it comes (TurnText)
+    running = event_loop.submit(_run_agent(runner, session.owner_id, slot.buffer.session.id, message, streamed))
     slot.when_closed(running.cancel)  # a turn not kept stops its model
     await running.finished()
     metrics.TURN_MODEL_SECONDS.observe(time.monotonic() - began)
@@ -305,9 +306,12 @@ def _give_back_database_connections() -> None:
 
 
 @sensitive_variables()
-async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str) -> list:
+async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str, streamed: bool = False) -> list:
+    """The turn's events; `streamed`: in ADK's SSE streaming mode, where the model's text also comes
+    in pieces (partial events, shown by a streamed turn's TurnText and never stored: left out here)."""
     content = types.Content(role="user", parts=[types.Part(text=message)])
     run_config = RunConfig(
+        streaming_mode=StreamingMode.SSE if streamed else StreamingMode.NONE,
         # Tracing may record that a turn happened, never what was said (infra/traces.py).
         telemetry=traces.run_telemetry(),
         # A model that keeps calling tools (e.g. steered by a prompt injection)
@@ -321,6 +325,7 @@ async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str
             async for event in runner.run_async(
                 user_id=user_id, session_id=session_id, new_message=content, run_config=run_config
             )
+            if not event.partial
         ]
 
     # A model call's retries wait only as long as the turn has left (agent.model_retries).
