@@ -155,6 +155,7 @@ def test_a_reply_streams_stops_and_reads_back_as_shown(
         expect(page.locator("#status")).to_have_text(strings["stopped"])
         expect(page.locator("#conversation > li")).to_have_count(2)
         expect(page.locator("#message-text")).to_have_value(STOPPED_MESSAGE)
+        expect(page.locator("#message-text")).to_be_focused()
         assert page.evaluate("window.announcements") == []
         time.sleep(1)  # the server sees the hang-up and stops the turn
         said = [message["text"] for message in _conversation(page, asgi_live_server.url) if message["role"] == "user"]

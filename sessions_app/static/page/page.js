@@ -551,8 +551,10 @@
         removeMessage(mine);
         if (field.value === "") field.value = text; // nothing was stored: the message is back in the box
       }
-      if (controller.signal.aborted) setStatus(strings.stopped);
-      else failed(error);
+      if (controller.signal.aborted) {
+        setStatus(strings.stopped);
+        field.focus(); // the Stop button goes: focus to the message, back in its box
+      } else failed(error);
     } finally {
       turn = null;
       $("stop-button").hidden = true;
