@@ -225,6 +225,7 @@ class TurnSlot:
         return result
 
 
+@sensitive_variables()
 def _record_reply(events: list, result: TurnResult) -> None:
     """Keeps what the turn shows with its reply (claim checks, tool calls, model) in the reply
     event, sealed with it: the conversation read back shows each reply as it was shown live."""
