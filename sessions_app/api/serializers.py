@@ -166,9 +166,17 @@ class SessionMetadata(_SessionTimes):
 
 
 class ConversationMessage(serializers.Serializer):
+    """A message of the person's (`user`) or a reply of the agent's (`agent`). A reply also carries
+    what the turn's answer showed with it: the same claim checks, tool calls and model, so that a
+    client shows a conversation read back as it showed it live. They are null in the person's
+    messages, and in a reply stored before replies kept them."""
+
     role = serializers.ChoiceField(choices=["user", "agent"])
     text = serializers.CharField()
     timestamp = serializers.DateTimeField()
+    verification = ClaimCheck(many=True, allow_null=True, help_text="The reply's claims, checked; null: see above.")
+    tool_calls = ToolCall(many=True, allow_null=True, help_text="The turn's tool calls; null: see above.")
+    model = serializers.CharField(allow_null=True, help_text="The model that answered; null: see above.")
 
 
 class Conversation(serializers.Serializer):

@@ -59,6 +59,8 @@ def _script_strings() -> dict[str, str]:
         "copied": _("Copied."),
         "copy_failed": _("Could not copy: select the key and copy it yourself."),
         "closed": _("Closed in this tab. The session stays on the server until it expires; open it with its key."),
+        "stopped": _("Stopped. Nothing of this turn was saved; your message is back in the box."),
+        "reply_announcement": _("The agent replied: %(reply)s"),
         "you": _("You"),
         "agent": _("Agent"),
         "checks": _("Claims checked against your resume"),
