@@ -1,5 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.decorators.csrf import csrf_exempt
+from django.views.i18n import set_language
 from drf_spectacular.views import SpectacularSwaggerView
 
 from sessions_app.api import health, scrape
@@ -9,8 +11,13 @@ from sessions_app.deletion_log import views as deletion_log
 from sessions_app.page.views import session_page
 
 urlpatterns = [
-    # The person's web page, at exactly /; a path no pattern matches still gets the JSON 404 (handler404).
+    # The person's web page, at exactly /; a path no pattern matches gets handler404 below.
     path("", session_page, name="page"),
+    # The page's language switch: Django's view, which keeps the choice in the language cookie
+    # (LANGUAGE_COOKIE_* in the settings) and sends the browser back to `next`, a path of this site
+    # only. Exempt from CSRF so that the page still sets no cookie until a person switches: a forged
+    # switch could change nothing but the language a browser is answered in.
+    path("i18n/setlang/", csrf_exempt(set_language), name="set_language"),
     path("admin/", admin.site.urls),
     path("agent/", include("sessions_app.api.urls")),
     # The deletion log: public, no token (docs/API.md, "Deletion receipts").

@@ -59,8 +59,8 @@ MIDDLEWARE = [
     # Serves the admin's static files under gunicorn/uvicorn, no web server needed.
     "sessions_app.infra.static_files.AsyncCapableWhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    # After the sessions, before CommonMiddleware (as Django's docs place it); it reads
-    # Accept-Language (or a language cookie, which nothing of ours sets); no language prefix in URLs.
+    # After the sessions, before CommonMiddleware (as Django's docs place it); it reads the language
+    # cookie the page's switch sets, else Accept-Language; no language prefix in URLs.
     "sessions_app.infra.loop_middleware.LocaleMiddleware",
     "sessions_app.infra.loop_middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -176,13 +176,25 @@ SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
 # --- Language and time --------------------------------------------------------
-# Every answer is in the language the client asks for (Accept-Language, read by
-# LocaleMiddleware), Traditional Chinese when it asks for neither. Our strings are
-# written in English and translated in locale/ (compiled catalogues are committed;
-# tests/project/test_translations.py fails on a string without its translation).
-LANGUAGE_CODE = "zh-hant"
+# Every answer is in the language the client asks for: the cookie that the page's language switch
+# sets (Django's set_language view, config/urls.py), else the first of Accept-Language's languages
+# we have (LocaleMiddleware). Any Chinese (zh, zh-TW, zh-HK, and also zh-CN and zh-Hans, Django's
+# nearest variant) gets Traditional Chinese; every other language, and no header at all, English
+# (docs/WEB_PAGE.md, "Language", says why). Our strings are written in English and translated in
+# locale/ (compiled catalogues are committed; tests/project/test_translations.py fails on a string
+# without its translation).
+LANGUAGE_CODE = "en"
 LANGUAGES = [("zh-hant", "繁體中文"), ("en", "English")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# Numbers are written as each language's readers do, in templates too (50,000 in both; config/formats).
+USE_THOUSAND_SEPARATOR = True
+FORMAT_MODULE_PATH = ["config.formats"]
+# The switch's cookie holds only "en" or "zh-hant": kept a year, never read by the page's script,
+# sent on same-site requests only, over HTTPS only where the service is.
+LANGUAGE_COOKIE_AGE = 365 * 24 * 60 * 60
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SAMESITE = "Lax"
+LANGUAGE_COOKIE_SECURE = HTTPS_ONLY
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -226,7 +238,7 @@ else:
 # that operator out for the cool-off; `manage.py axes_reset_username NAME` lifts it.
 # Failed attempts are rows in axes' tables in this database, counted under a
 # row lock (on SQLite the IMMEDIATE transaction), so parallel guesses all count.
-INSTALLED_APPS += ["axes"]
+INSTALLED_APPS += ["config.apps.LoginAttemptsConfig"]  # django-axes, named in the admin's language
 MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last, as axes asks
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out client before any password check

@@ -143,9 +143,10 @@ class AgentSessionAdmin(admin.ModelAdmin):
 
     # --- columns -------------------------------------------------------------
 
-    @admin.display(description=_("turn running"), boolean=True)
+    # In words, not Django's boolean icon, whose alternative text is "True"/"False" in every language.
+    @admin.display(description=_("turn running"))
     def turn_running(self, session):
-        return selectors_admin.turn_running(session)
+        return _("yes") if selectors_admin.turn_running(session) else _("no")
 
     @admin.display(description=_("session"), ordering="session_id")
     def short_id(self, session):
