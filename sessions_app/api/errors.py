@@ -10,6 +10,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, OperationalError
 from django.http import Http404, HttpResponse
 from django.utils.cache import patch_cache_control
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
 from psycopg_pool import PoolTimeout
@@ -155,6 +156,22 @@ def _view_name(context) -> str:
     return type(view).__name__ if view is not None else "?"
 
 
+def wait_in_words(seconds: int) -> str:
+    """How long until a refused client may try again, as a person says it: "in 40 seconds", "in
+    about 47 minutes", "in about 3 hours" (rounded up, so never sooner than Retry-After)."""
+    if seconds < 2 * 60:
+        return ngettext("in %(count)s second", "in %(count)s seconds", seconds) % {"count": number_format(seconds)}
+    if seconds < 2 * 60 * 60:
+        minutes = math.ceil(seconds / 60)
+        return ngettext("in about %(count)s minute", "in about %(count)s minutes", minutes) % {
+            "count": number_format(minutes)
+        }
+    hours = math.ceil(seconds / 3600)
+    return ngettext("in about %(count)s hour", "in about %(count)s hours", hours) % {
+        "count": number_format(hours, force_grouping=True)
+    }
+
+
 _SERVER_ERROR = gettext_noop("Something went wrong on the server. No data was lost; please try again later.")
 
 
@@ -243,14 +260,10 @@ def _answer(exc, context) -> Response | None:
         return response
     if isinstance(exc, exceptions.Throttled):
         # DRF formats the wait into its message before translating it, so no catalogue can
-        # translate DRF's; ours says the same in the client's language.
+        # translate DRF's; ours says when in words, in the client's language. Retry-After keeps
+        # the exact seconds.
         wait = math.ceil(exc.wait or 1)
-        message = ngettext(
-            "Too many requests. Try again in %(seconds)d second.",
-            "Too many requests. Try again in %(seconds)d seconds.",
-            wait,
-        )
-        exc = exceptions.Throttled(detail=message % {"seconds": wait})
+        exc = exceptions.Throttled(detail=_("Too many requests. Try again %(when)s.") % {"when": wait_in_words(wait)})
         exc.wait = wait  # DRF's handler turns it into Retry-After
     if isinstance(exc, RequestDataTooBig):
         # Django's own body limit (DATA_UPLOAD_MAX_MEMORY_SIZE), met when DRF
