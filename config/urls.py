@@ -5,7 +5,7 @@ from django.views.i18n import set_language
 from drf_spectacular.views import SpectacularSwaggerView
 
 from sessions_app.api import health, scrape
-from sessions_app.api.errors import bad_request_response, session_not_found_response
+from sessions_app.api.errors import bad_request_response, not_found_response
 from sessions_app.api.schema_views import SchemaView
 from sessions_app.deletion_log import views as deletion_log
 from sessions_app.page.views import session_page
@@ -36,12 +36,13 @@ urlpatterns = [
 ]
 
 
-def json_not_found(request, exception=None):
-    # Paths no view matches (e.g. /agent/sessions/<id>/) answer like any other miss.
-    return session_not_found_response()
+def not_found(request, exception=None):
+    # Paths no view matches: under /agent/ (e.g. /agent/sessions/<id>/) the session API's one 404,
+    # elsewhere a page for a browser and JSON for a program (sessions_app/api/errors.py).
+    return not_found_response(request)
 
 
-handler404 = json_not_found
+handler404 = not_found
 
 
 def json_bad_request(request, exception=None):

@@ -9,7 +9,8 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, OperationalError
 from django.http import Http404, HttpResponse
-from django.utils.cache import patch_cache_control
+from django.shortcuts import render
+from django.utils.cache import patch_cache_control, patch_vary_headers
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
@@ -60,6 +61,30 @@ def session_not_found_response() -> HttpResponse:
     body = json.dumps(session_not_found_body(), ensure_ascii=False)
     # Marked here too, not only under /agent/: every 404 sends the same headers.
     return forbid_storing(HttpResponse(body.encode("utf-8"), status=404, content_type="application/json"))
+
+
+# Paths whose misses are answered in JSON whoever asks: the session API (its one 404) and the
+# other machine-read paths (the schema, the deletion log, its key).
+SESSION_API_PREFIX = "/agent/"
+JSON_PREFIXES = (SESSION_API_PREFIX, "/api/", "/deletions/", "/.well-known/")
+
+
+def not_found_response(request) -> HttpResponse:
+    """A path no view answers (Django's handler404; /metrics to a stranger): under /agent/ the
+    session API's one 404, byte for byte; elsewhere an HTML page for a browser (its Accept prefers
+    text/html) and a short JSON answer for anything else, as under the other API paths."""
+    path = request.path_info
+    if path.startswith(SESSION_API_PREFIX):
+        return session_not_found_response()
+    if not path.startswith(JSON_PREFIXES) and request.get_preferred_type(["application/json", "text/html"]) == (
+        "text/html"
+    ):
+        response = render(request, "page/not_found.html", status=404)
+    else:
+        body = json.dumps({"detail": _("There is nothing at this address.")}, ensure_ascii=False)
+        response = HttpResponse(body.encode("utf-8"), status=404, content_type="application/json")
+    patch_vary_headers(response, ["Accept"])
+    return response
 
 
 def bad_request_response() -> HttpResponse:

@@ -123,6 +123,12 @@ def test_the_chinese_page_has_no_english_word_but_the_allowed_ones(client):
     assert english_words(_page_texts(client)) == []
 
 
+def test_the_chinese_not_found_page_has_no_english_word(client):
+    response = client.get("/no-such-page", HTTP_ACCEPT_LANGUAGE=ZH, HTTP_ACCEPT="text/html")
+    assert response.status_code == 404
+    assert english_words(read_text(response.content.decode())) == []
+
+
 @pytest.fixture
 def operator(client, django_user_model):
     # A name in Chinese: the admin shows it (「歡迎，林管理員」), and a name is not wording.
