@@ -199,8 +199,20 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# Static files (the page's, the admin's, the API docs'): `collectstatic` (make run) copies them to
+# STATIC_ROOT under names that carry a hash of their content, with gzip copies beside them
+# (WhiteNoise's storage), and WhiteNoise's middleware serves them from there: a hashed name never
+# changes content, so it is cached for a year and marked immutable; a browser that accepts gzip gets
+# it compressed. Templates name the files through {% static %}, which looks the hash up in the
+# manifest collectstatic writes: without it, outside DEBUG, a page fails (the tests' own process uses
+# plain names: config/settings/test.py). DJANGO_STATIC_ROOT: where they are collected, var/static/ by
+# default.
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(VAR_DIR / "static")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 # --- Cache --------------------------------------------------------------------
 # Throttle counters live here. The cache must be shared by every worker
