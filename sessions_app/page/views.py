@@ -19,6 +19,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_cookie
 
+from agent.offline.model import OFFLINE_MODEL_NAME
 from sessions_app import model_provider
 from sessions_app.deletion_log.formats.lookup import LOOKUP_DOMAIN, OWNER_ID_PREFIX
 from sessions_app.security.tokens import TOKEN_HEADER
@@ -70,6 +71,7 @@ def _script_strings() -> dict[str, str]:
         "evidence": _("Evidence: %(evidence)s"),
         "tool_calls": _("Tool calls (%(count)s)"),
         "model": _("Model: %(model)s"),
+        "offline_model": _("the offline demo model"),
         "expires": _(
             "Expires at %(time)s (in %(remaining)s), extended by each message, at most %(max_age)s after the start."
         ),
@@ -111,6 +113,7 @@ def session_page(request):
             "storageKey": STORAGE_KEY,
             "resumeMaxChars": settings.RESUME_MAX_CHARS,
             "messageMaxChars": settings.MESSAGE_MAX_CHARS,
+            "offlineModel": OFFLINE_MODEL_NAME,
         },
         "script_strings": _script_strings(),
     }
