@@ -138,7 +138,11 @@ def operator(client, django_user_model):
 
 
 def _admin_pages() -> list[str]:
+    """Our admin's pages (the index names django-axes's too, in our catalogue's words: config/apps.py)."""
     session = make_session(events=2)
+    # Not here: Django's own user and group pages, which show permissions by the English names Django
+    # stores for them and a boolean's icon whose alternative text is "True", and django-axes's lists,
+    # whose rows and some columns it names in English in code (docs/WEB_PAGE.md, "Language").
     return [
         reverse("admin:index"),
         reverse("admin:sessions_app_agentsession_changelist"),
