@@ -20,10 +20,14 @@ _PLAN_COUNT_RE = re.compile(r"^Saved plan versions so far: \d+ \(latest is v(\d+
 _PLAN_BLOCK_RE = re.compile(rf"^{re.escape(PLAN_BEGIN)}\n(.*?)\n^{re.escape(PLAN_END)}$", re.MULTILINE | re.DOTALL)
 
 
+# The model's name in a turn's answer (`model`); the page shows it in words of its language.
+OFFLINE_MODEL_NAME = "offline-resume-model"
+
+
 class OfflineResumeModel(BaseLlm):
     """Answers every request by fixed rules (agent/offline/__init__.py): one step of the turn per call."""
 
-    model: str = "offline-resume-model"
+    model: str = OFFLINE_MODEL_NAME
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False

@@ -4,7 +4,8 @@ The page itself holds nothing personal. Its script talks to the same REST API
 as every other client (fetch() with the X-Session-Token header, never a token
 in a URL), so who may see a session and the one 404 are the API's. It sets no
 cookie: no CSRF token (the API reads no cookie and takes no CSRF token), no
-Django session. The language is the request's (LocaleMiddleware: Accept-Language);
+Django session. The language is the request's (LocaleMiddleware: the language cookie
+that the page's switch makes Django's set_language set, else Accept-Language);
 every string the script shows is translated here and handed over in a JSON
 data block, so the script holds no text of its own.
 """
@@ -16,7 +17,9 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_safe
+from django.views.decorators.vary import vary_on_cookie
 
+from agent.offline.model import OFFLINE_MODEL_NAME
 from sessions_app import model_provider
 from sessions_app.deletion_log.formats.lookup import LOOKUP_DOMAIN, OWNER_ID_PREFIX
 from sessions_app.security.tokens import TOKEN_HEADER
@@ -70,6 +73,7 @@ def _script_strings() -> dict[str, str]:
         "evidence": _("Evidence: %(evidence)s"),
         "tool_calls": _("Tool calls (%(count)s)"),
         "model": _("Model: %(model)s"),
+        "offline_model": _("the offline demo model"),
         "expires": _(
             "Expires at %(time)s (in %(remaining)s), extended by each message, at most %(max_age)s after the start."
         ),
@@ -89,6 +93,7 @@ def _script_strings() -> dict[str, str]:
 
 
 @require_safe
+@vary_on_cookie  # the language cookie picks the page's language, as Accept-Language does
 def session_page(request):
     provider = model_provider.configured()
     context = {
@@ -110,6 +115,7 @@ def session_page(request):
             "storageKey": STORAGE_KEY,
             "resumeMaxChars": settings.RESUME_MAX_CHARS,
             "messageMaxChars": settings.MESSAGE_MAX_CHARS,
+            "offlineModel": OFFLINE_MODEL_NAME,
         },
         "script_strings": _script_strings(),
     }

@@ -76,7 +76,7 @@ def test_progress_labels_speak_the_clients_language(api, new_session):
         say(api, session_id, token, DRAFT_MESSAGE, HTTP_ACCEPT_LANGUAGE="zh-Hant", **STREAM).streaming_content
     )
     labels = {data["stage"]: data["label"] for name, data in events if name == "progress"}
-    assert labels["saving_plan"] == "正在儲存計畫 v1"
+    assert labels["saving_plan"] == "正在儲存第 1 版計畫"
     assert all(not label.isascii() for label in labels.values())
 
 

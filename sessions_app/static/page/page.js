@@ -278,9 +278,14 @@
     });
   }
 
+  /** "Model: …", the offline model by a name in the page's language (it has no product name). */
+  function modelLine(model) {
+    return fmt(strings.model, { model: model === config.offlineModel ? strings.offline_model : model });
+  }
+
   function renderModel(model) {
     if (!model) return;
-    $("model-in-use").textContent = fmt(strings.model, { model });
+    $("model-in-use").textContent = modelLine(model);
     $("model-in-use").hidden = false;
   }
 
@@ -312,6 +317,18 @@
     return item;
   }
 
+  // Quotation marks around a whole claim: <q> adds the language's own (issue 44: ““…”” and 「「…」」).
+  const QUOTES = [["“", "”"], ["「", "」"], ["『", "』"], ["‘", "’"], ['"', '"'], ["'", "'"]];
+
+  function unquoted(text) {
+    let claim = text.trim();
+    for (;;) {
+      const pair = QUOTES.find(([open, close]) => claim.length > 2 && claim.startsWith(open) && claim.endsWith(close));
+      if (!pair) return claim;
+      claim = claim.slice(pair[0].length, -pair[1].length).trim();
+    }
+  }
+
   function checksBlock(verification) {
     const block = element("section", "checks");
     block.append(element("h4", "", strings.checks));
@@ -323,7 +340,7 @@
     for (const check of verification) {
       const item = element("li", `claim ${check.supported ? "supported" : "unsupported"}`);
       item.append(element("span", "verdict", check.supported ? strings.supported : strings.unsupported));
-      item.append(element("q", "", check.claim));
+      item.append(element("q", "", unquoted(check.claim)));
       if (check.evidence) item.append(element("p", "evidence", fmt(strings.evidence, { evidence: check.evidence })));
       list.append(item);
     }
@@ -744,8 +761,19 @@
 
   $("start-form").addEventListener("submit", startSession);
   $("open-form").addEventListener("submit", openFromKey);
-  $("message-form").addEventListener("submit", sendMessage);
   $("stop-button").addEventListener("click", stopTurn);
+  // After each reply (or failure) the message box has the focus again, ready for the next message.
+  $("message-form").addEventListener("submit", async (event) => {
+    await sendMessage(event);
+    $("message-text").focus();
+  });
+  // Enter sends, Shift+Enter is a newline; never while an input method composes (Chinese input
+  // confirms its characters with Enter: isComposing, and keyCode 229 in browsers that end it first).
+  $("message-text").addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+    event.preventDefault();
+    if (!$("send-button").disabled) $("message-form").requestSubmit();
+  });
   $("find-receipt").addEventListener("click", findReceipt);
   $("resume-text").addEventListener("input", updateResumeCount);
   $("key-copy").addEventListener("click", () => copyText($("key-value").textContent));
