@@ -26,6 +26,8 @@ from sessions_app.security.tokens import TOKEN_HEADER
 
 # Where the tab keeps the session's id and token (sessionStorage: gone with the tab).
 STORAGE_KEY = "resume-agent.session"
+# The file "Download as a text file" makes of the session key, in the tab.
+KEY_FILE_NAME = "resume-agent-session-key.txt"
 
 
 def _duration(hours: float) -> str:
@@ -60,6 +62,12 @@ def _script_strings() -> dict[str, str]:
             "If this session was deleted or has expired, “Look for its deletion receipt” finds its receipt."
         ),
         "copied": _("Copied."),
+        "key_stored": _("Handed to this browser's password manager: save it there if the browser asks."),
+        "key_store_failed": _("The password manager did not take the key: copy it or download it instead."),
+        "key_file": _(
+            "The key to your session with the resume agent at %(address)s. It is the only key to the session:"
+            " keep this file somewhere safe, or put the key in a password manager and delete the file."
+        ),
         "copy_failed": _("Could not copy: select the key and copy it yourself."),
         "closed": _("Closed in this tab. The session stays on the server until it expires; open it with its key."),
         "stopped": _("Stopped. Nothing of this turn was saved; your message is back in the box."),
@@ -113,6 +121,8 @@ def session_page(request):
             "receiptLookupDomain": LOOKUP_DOMAIN.decode("ascii"),
             "tokenHeader": TOKEN_HEADER,
             "storageKey": STORAGE_KEY,
+            # The key's text file: named by no session, as the export is (issue 39).
+            "keyFileName": KEY_FILE_NAME,
             "resumeMaxChars": settings.RESUME_MAX_CHARS,
             "messageMaxChars": settings.MESSAGE_MAX_CHARS,
             "offlineModel": OFFLINE_MODEL_NAME,

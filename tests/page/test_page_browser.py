@@ -205,7 +205,7 @@ def test_a_person_walks_through_the_page(asgi_live_server, settings, tmp_path, l
         shot(page, "key")
         page.click("#key-done")
         expect(page.locator("#key-view")).to_be_hidden()
-        expect(page.locator("#key-value")).to_have_text("")  # shown once
+        expect(page.locator("#key-value")).to_have_text("")  # the panel goes; "Copy session key" stays
         expect(page.locator("#session-heading")).to_have_text(texts["session_heading"])
         remaining = _fill(strings["remaining_hours"], hours=23, minutes=59)
         expect(page.locator("#expiry")).to_have_text(

@@ -3,7 +3,12 @@
  * - The token goes only in the X-Session-Token header, never in a URL; no cookie is sent
  *   (credentials: "omit") and none is needed.
  * - The tab keeps the session's id and token in sessionStorage (gone when the tab closes);
- *   the person sees them once, as one "session key": "<session id>.<token>".
+ *   the person sees them as one "session key": "<session id>.<token>", in the key panel once
+ *   and by "Copy session key" after. The key goes nowhere else from here: to the browser's
+ *   password manager (the Credential Management API, where the browser has it), into a text
+ *   file made in the tab (a Blob), or to the clipboard, as the person asks; never into a URL,
+ *   a cookie, localStorage or the console. Until it went to one of those, the tab asks before
+ *   it closes (beforeunload).
  * - A deletion receipt is found by its receipt lookup, which this script computes from the token
  *   (receiptLookup, WebCrypto): the session id alone leads to no receipt, and the page shows no
  *   session id outside the key itself (file names, the verify command).
@@ -27,6 +32,7 @@
   let expiresAt = null; // Date
   let expiryChecked = null; // the expiresAt (ms) already checked with the API once it passed
   let ticker = null;
+  let keyUnsaved = false; // a new session's key not yet saved, copied or downloaded
 
   // --- small helpers ---------------------------------------------------------
 
@@ -89,6 +95,7 @@
 
   function forget() {
     current = null;
+    keyUnsaved = false; // nothing left to lose
     expiresAt = null;
     if (ticker !== null) {
       clearInterval(ticker);
@@ -491,7 +498,7 @@
       const created = await response.json();
       const session = { id: created.session_id, token: created.token };
       remember(session); // at once: the only copy of the token
-      $("key-value").textContent = sessionKey(session);
+      showKey(session);
       await openSession(session, { fresh: true });
       $("resume-text").value = "";
       updateResumeCount();
@@ -610,6 +617,66 @@
       copied = copyBySelection(text);
     }
     setStatus(copied ? strings.copied : strings.copy_failed);
+    return copied;
+  }
+
+  async function copyKey() {
+    if (current !== null && (await copyText(sessionKey(current)))) keyUnsaved = false;
+  }
+
+  // --- keeping the key ----------------------------------------------------------------
+
+  /** Where the browser offers the Credential Management API's password credentials (Chromium, on HTTPS or localhost). */
+  function canStoreCredentials() {
+    return "PasswordCredential" in window && !!(navigator.credentials && navigator.credentials.store);
+  }
+
+  /** The key panel's form (session id as the username, key as the password) to the password manager. */
+  async function storeKey() {
+    try {
+      await navigator.credentials.store(new PasswordCredential($("key-form")));
+      keyUnsaved = false;
+      setStatus(strings.key_stored);
+    } catch (error) {
+      setStatus(strings.key_store_failed);
+    }
+  }
+
+  /** The key as a small text file, made in the tab: nothing is asked of the server. */
+  function downloadKey() {
+    if (current === null) return;
+    const address = location.origin + location.pathname;
+    const text = `${fmt(strings.key_file, { address })}\n\n${sessionKey(current)}\n`;
+    const url = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
+    const link = element("a");
+    link.href = url;
+    link.download = config.keyFileName;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+    keyUnsaved = false;
+    setStatus(fmt(strings.exported, { filename: config.keyFileName }));
+  }
+
+  /** Before a tab whose new key is in no safe place yet closes, the browser asks (its own words). */
+  function warnBeforeLosingKey(event) {
+    if (!keyUnsaved) return;
+    event.preventDefault();
+    event.returnValue = ""; // browsers before the standard's preventDefault
+  }
+
+  function showKey(session) {
+    $("key-value").textContent = sessionKey(session);
+    $("key-username").value = session.id;
+    $("key-password").value = sessionKey(session);
+    keyUnsaved = true;
+  }
+
+  function hideKey() {
+    $("key-value").textContent = "";
+    $("key-username").value = "";
+    $("key-password").value = "";
   }
 
   function fileName(response) {
@@ -776,13 +843,18 @@
   });
   $("find-receipt").addEventListener("click", findReceipt);
   $("resume-text").addEventListener("input", updateResumeCount);
-  $("key-copy").addEventListener("click", () => copyText($("key-value").textContent));
+  $("key-form").addEventListener("submit", (event) => event.preventDefault()); // never sent anywhere
+  $("key-copy").addEventListener("click", copyKey);
+  $("key-store").hidden = !canStoreCredentials();
+  $("key-store").addEventListener("click", storeKey);
+  $("key-download").addEventListener("click", downloadKey);
+  window.addEventListener("beforeunload", warnBeforeLosingKey);
   $("key-done").addEventListener("click", () => {
-    $("key-value").textContent = ""; // shown once
+    hideKey(); // the panel goes; "Copy session key" stays
     show("session-view");
     $("session-heading").focus();
   });
-  $("copy-key").addEventListener("click", () => current && copyText(sessionKey(current)));
+  $("copy-key").addEventListener("click", copyKey);
   $("export").addEventListener("click", exportSession);
   $("delete").addEventListener("click", () => {
     $("delete-dialog").returnValue = "";
