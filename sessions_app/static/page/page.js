@@ -481,6 +481,7 @@
     const conversation = await (await callSession("GET", "/messages")).json();
     renderConversation(conversation.messages);
     await refreshPlan();
+    selectTab("conversation");
     if (ticker === null) ticker = setInterval(() => renderExpiry(true), 15000);
     setStatus("");
     setAlert("");
@@ -824,6 +825,47 @@
     });
   }
 
+  // --- the phone's tabs: conversation and plan ---------------------------------------
+
+  const phone = window.matchMedia("(max-width: 699.98px)");
+  const tabs = ["conversation", "plan"];
+
+  /** Shows one panel (below 700 px; wider, the CSS shows both): the tab selected, the other panel hidden. */
+  function selectTab(name, { focus = false } = {}) {
+    for (const other of tabs) {
+      const tab = $(`tab-${other}`);
+      const selected = other === name;
+      tab.setAttribute("aria-selected", String(selected));
+      tab.tabIndex = selected ? 0 : -1;
+      $(`panel-${other}`).classList.toggle("tab-inactive", !selected);
+    }
+    if (focus) $(`tab-${name}`).focus();
+  }
+
+  /** The panels are tab panels only while the tabs are shown: a wide screen reads two sections. */
+  function panelRoles() {
+    for (const name of tabs) {
+      const panel = $(`panel-${name}`);
+      if (phone.matches) {
+        panel.setAttribute("role", "tabpanel");
+        panel.setAttribute("aria-labelledby", `tab-${name}`);
+      } else {
+        panel.removeAttribute("role");
+        panel.setAttribute("aria-labelledby", `${name}-heading`);
+      }
+    }
+  }
+
+  /** The tab list's keys (WAI-ARIA tabs, selection follows focus): arrows, Home and End. */
+  function tabKeys(event) {
+    const index = tabs.findIndex((name) => $(`tab-${name}`) === event.target);
+    if (index < 0) return;
+    const next = { ArrowRight: index + 1, ArrowLeft: index - 1, Home: 0, End: tabs.length - 1 }[event.key];
+    if (next === undefined) return;
+    event.preventDefault();
+    selectTab(tabs[(next + tabs.length) % tabs.length], { focus: true });
+  }
+
   // --- wiring ----------------------------------------------------------------------
 
   $("start-form").addEventListener("submit", startSession);
@@ -868,6 +910,11 @@
     show("start-view");
     $("resume-text").focus();
   });
+
+  for (const name of tabs) $(`tab-${name}`).addEventListener("click", () => selectTab(name));
+  $("panel-tabs").addEventListener("keydown", tabKeys);
+  phone.addEventListener("change", panelRoles);
+  panelRoles();
 
   updateResumeCount();
   const saved = remembered();
