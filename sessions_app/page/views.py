@@ -62,6 +62,9 @@ def _script_strings() -> dict[str, str]:
             "If this session was deleted or has expired, “Look for its deletion receipt” finds its receipt."
         ),
         "copied": _("Copied."),
+        "copy_reply": _("Copy the reply"),
+        "copy_plan": _("Copy the plan"),
+        "copy_text_failed": _("Could not copy: select the text and copy it yourself."),
         "key_stored": _("Handed to this browser's password manager: save it there if the browser asks."),
         "key_store_failed": _("The password manager did not take the key: copy it or download it instead."),
         "key_file": _(

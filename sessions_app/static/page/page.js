@@ -385,6 +385,7 @@
    */
   function replyItem(reply) {
     const item = messageItem("agent", reply.text, reply.timestamp);
+    item.append(copyButton(strings.copy_reply, reply.text));
     if (reply.verification) item.append(checksBlock(reply.verification));
     if (reply.tool_calls) item.append(toolCallsBlock(reply.tool_calls));
     if (reply.model) item.append(element("p", "model", fmt(strings.model, { model: reply.model })));
@@ -435,6 +436,7 @@
     const block = element("div", className);
     block.append(element("p", "help", fmt(strings.plan_version, { version: version.version, time: formatTime(version.saved_at) })));
     block.append(element("div", "plan-text", version.plan));
+    if (className.includes("current")) block.append(copyButton(strings.copy_plan, version.plan));
     return block;
   }
 
@@ -609,7 +611,7 @@
     return copied;
   }
 
-  async function copyText(text) {
+  async function copyText(text, { status = true } = {}) {
     let copied = false;
     try {
       await navigator.clipboard.writeText(text);
@@ -617,8 +619,32 @@
     } catch (error) {
       copied = copyBySelection(text);
     }
-    setStatus(copied ? strings.copied : strings.copy_failed);
+    if (status) setStatus(copied ? strings.copied : strings.copy_failed);
     return copied;
+  }
+
+  /**
+   * A Copy button for a reply or the plan, with its confirmation beside it: seen there, where the
+   * person looks, and said politely (a status region made with the button, so that it is in the
+   * page before anything is said in it).
+   */
+  function copyButton(label, text) {
+    const wrapper = element("p", "copy");
+    const button = element("button", "copy-button", label);
+    button.type = "button";
+    const confirmation = element("span", "copied");
+    confirmation.setAttribute("role", "status");
+    let clear = null;
+    button.addEventListener("click", async () => {
+      const copied = await copyText(text, { status: false });
+      confirmation.textContent = copied ? strings.copied : strings.copy_text_failed;
+      clearTimeout(clear);
+      clear = setTimeout(() => {
+        confirmation.textContent = "";
+      }, 4000);
+    });
+    wrapper.append(button, " ", confirmation);
+    return wrapper;
   }
 
   async function copyKey() {
