@@ -76,12 +76,17 @@ def test_enter_sends_shift_enter_is_a_newline_and_composing_text_is_never_sent(a
         assert _sent(page) == 0
         page.keyboard.press("Enter")
         expect(page.locator("#conversation > li.message-user")).to_have_count(1)
-        expect(page.locator("#conversation > li.message-agent")).to_have_count(1)
+        # The reply itself, not the one being written (.pending, there from the Enter on): until the
+        # turn ends Send is disabled and an Enter sends nothing.
+        replies = page.locator("#conversation > li.message-agent:not(.pending)")
+        expect(replies).to_have_count(1)
+        expect(page.locator("#send-button")).to_be_enabled()
         expect(box).to_be_focused()  # back in the box, ready for the next message
         expect(box).to_have_value("")
         page.keyboard.type("Focus on remote roles")
         page.keyboard.press("Enter")
-        expect(page.locator("#conversation > li.message-agent")).to_have_count(2)
+        expect(replies).to_have_count(2)
+        expect(page.locator("#send-button")).to_be_enabled()
         expect(box).to_be_focused()
 
 
