@@ -385,10 +385,10 @@
    */
   function replyItem(reply) {
     const item = messageItem("agent", reply.text, reply.timestamp);
-    item.append(copyButton(strings.copy_reply, reply.text));
     if (reply.verification) item.append(checksBlock(reply.verification));
     if (reply.tool_calls) item.append(toolCallsBlock(reply.tool_calls));
     if (reply.model) item.append(element("p", "model", fmt(strings.model, { model: reply.model })));
+    item.append(copyButton(strings.copy_reply, reply.text)); // at its end, where reading it ends
     return item;
   }
 
