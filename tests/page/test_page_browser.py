@@ -129,9 +129,14 @@ INJECT_INLINE_SCRIPT = """() => {
 }"""
 
 
-def _new_page(context):
+def _new_page(context, leave_without_asking: bool = True):
+    """A page. The tab asks before it closes or reloads while a new key is unsaved (beforeunload):
+    Playwright would dismiss the question, and a reload would silently not happen, so the page
+    says yes to it unless `leave_without_asking` is False (tests/page/test_page_key.py)."""
     page = context.new_page()
     page.set_default_timeout(20_000)
+    if leave_without_asking:
+        page.on("dialog", lambda dialog: dialog.accept() if dialog.type == "beforeunload" else dialog.dismiss())
     return page
 
 

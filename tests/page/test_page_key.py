@@ -71,7 +71,7 @@ def test_the_key_is_kept_by_the_password_manager_a_file_or_the_clipboard_and_goe
     with chromium(tmp_path, locale="en-US", viewport=VIEWPORT, accept_downloads=True) as context:
         context.grant_permissions(["clipboard-read", "clipboard-write"], origin=asgi_live_server.url)
         context.add_init_script(RECORD_CREDENTIALS)
-        page = _new_page(context)
+        page = _new_page(context, leave_without_asking=False)
         page.on("request", lambda request: requests.append(request))
         page.on("console", lambda message: console.append(message.text))
         page.goto(f"{asgi_live_server.url}/")
@@ -166,9 +166,29 @@ def test_the_page_says_what_it_does_with_the_key(asgi_live_server, tmp_path, loc
     with translation.override(lang):
         opened, kept = gettext("Open a saved session"), gettext("Copy session key")
     with chromium(tmp_path, locale=locale, viewport=VIEWPORT) as context:
-        page = _new_page(context)
+        page = _new_page(context, leave_without_asking=False)
         page.goto(f"{asgi_live_server.url}/")
         expect(page.locator("#open-heading")).to_have_text(opened)
         _start(page)
         expect(page.locator("#key-view .explain")).to_contain_text(kept)
         assert "once" not in page.locator("#key-view").inner_text()
+
+
+def test_the_language_switch_does_not_ask_the_tab_keeps_the_key_across_it(asgi_live_server, tmp_path):
+    """The switch reloads the page in the same tab, whose sessionStorage keeps the key: no question."""
+    from playwright.sync_api import expect
+
+    with chromium(tmp_path, locale="en-US", viewport=VIEWPORT) as context:
+        page = _new_page(context, leave_without_asking=False)
+        page.goto(f"{asgi_live_server.url}/")
+        _start(page)
+        assert page.evaluate(WOULD_ASK) is True
+        asked = []
+        page.on("dialog", lambda dialog: (asked.append(dialog.type), dialog.accept()))
+        page.click("#language-zh-hant")
+        expect(page.locator("html")).to_have_attribute("lang", "zh-hant")
+        expect(page.locator("#session-view")).to_be_visible()  # the tab's session, opened again
+        assert asked == []
+        assert page.evaluate(WOULD_ASK) is True  # the key is still in no safe place: the tab still asks
+        page.click("#copy-key")  # the Clipboard API, or the selection where it is refused
+        assert page.evaluate(WOULD_ASK) is False

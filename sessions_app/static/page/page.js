@@ -33,6 +33,7 @@
   let expiryChecked = null; // the expiresAt (ms) already checked with the API once it passed
   let ticker = null;
   let keyUnsaved = false; // a new session's key not yet saved, copied or downloaded
+  let switchingLanguage = false; // the page reloads in this tab, whose sessionStorage keeps the key
 
   // --- small helpers ---------------------------------------------------------
 
@@ -95,7 +96,7 @@
 
   function forget() {
     current = null;
-    keyUnsaved = false; // nothing left to lose
+    keyKept(); // nothing left to lose
     expiresAt = null;
     if (ticker !== null) {
       clearInterval(ticker);
@@ -648,7 +649,7 @@
   }
 
   async function copyKey() {
-    if (current !== null && (await copyText(sessionKey(current)))) keyUnsaved = false;
+    if (current !== null && (await copyText(sessionKey(current)))) keyKept();
   }
 
   // --- keeping the key ----------------------------------------------------------------
@@ -662,7 +663,7 @@
   async function storeKey() {
     try {
       await navigator.credentials.store(new PasswordCredential($("key-form")));
-      keyUnsaved = false;
+      keyKept();
       setStatus(strings.key_stored);
     } catch (error) {
       setStatus(strings.key_store_failed);
@@ -682,13 +683,24 @@
     link.click();
     link.remove();
     setTimeout(() => URL.revokeObjectURL(url), 10000);
-    keyUnsaved = false;
+    keyKept();
     setStatus(fmt(strings.exported, { filename: config.keyFileName }));
+  }
+
+  const UNSAVED = `${config.storageKey}.unsaved`;
+
+  function keyKept() {
+    keyUnsaved = false;
+    try {
+      sessionStorage.removeItem(UNSAVED);
+    } catch (error) {
+      // nothing to remove
+    }
   }
 
   /** Before a tab whose new key is in no safe place yet closes, the browser asks (its own words). */
   function warnBeforeLosingKey(event) {
-    if (!keyUnsaved) return;
+    if (!keyUnsaved || switchingLanguage) return;
     event.preventDefault();
     event.returnValue = ""; // browsers before the standard's preventDefault
   }
@@ -698,6 +710,11 @@
     $("key-username").value = session.id;
     $("key-password").value = sessionKey(session);
     keyUnsaved = true;
+    try {
+      sessionStorage.setItem(UNSAVED, "1"); // the tab's question outlives a reload, as the key does
+    } catch (error) {
+      // storage refused: the question lasts until a reload
+    }
   }
 
   function hideKey() {
@@ -917,6 +934,9 @@
   $("key-store").addEventListener("click", storeKey);
   $("key-download").addEventListener("click", downloadKey);
   window.addEventListener("beforeunload", warnBeforeLosingKey);
+  $("language-form").addEventListener("submit", () => {
+    switchingLanguage = true;
+  });
   $("key-done").addEventListener("click", () => {
     hideKey(); // the panel goes; "Copy session key" stays
     show("session-view");
@@ -944,5 +964,12 @@
 
   updateResumeCount();
   const saved = remembered();
-  if (saved) openSession(saved).catch(failed);
+  if (saved) {
+    try {
+      keyUnsaved = sessionStorage.getItem(UNSAVED) === "1";
+    } catch (error) {
+      keyUnsaved = false;
+    }
+    openSession(saved).catch(failed);
+  }
 })();
