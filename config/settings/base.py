@@ -368,6 +368,11 @@ Q_CLUSTER = {
     # cycles have passed (django-q2's guard loop), so with 30 or more the first schedule
     # check comes at start-up instead of 30 s later (tests/serving/test_serve.py uses that).
     "guard_cycle": env.float("Q_GUARD_CYCLE_SECONDS", default=0.5),
+    # How often an idle cluster asks the ORM broker for a queued task (django-q2's default: 0.2 s).
+    # Each look is a query costing ~2 ms of CPU, 10 ms a second at the default, served or not
+    # (benchmarks/results/profile.md); the queue holds only the deletion log's verification, which
+    # an operator starts, and the purge the schedule enqueues, neither waiting on the second.
+    "poll": env.float("Q_POLL_SECONDS", default=1.0),
     # More clusters on the same database: any number may share this name (and its queue;
     # the schedule fires once, whichever runs it); one started with Q_CLUSTER_NAME=<other>
     # takes only tasks queued for that name (django-q2's ALT_CLUSTERS, none configured).
