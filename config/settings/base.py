@@ -490,14 +490,15 @@ REST_FRAMEWORK = {
         "schema": env.str("SCHEMA_RATE", default="30/min"),
         "schema_ipv6_56": env.str("SCHEMA_RATE_IPV6_56", default="120/min"),
         "schema_ipv6_48": env.str("SCHEMA_RATE_IPV6_48", default="480/min"),
-        # Passkey accounts (docs/ACCOUNTS.md): registering, and every sign-in attempt (a passkey's
-        # or a recovery code's, begun or finished), per client address.
+        # Passkey accounts (docs/ACCOUNTS.md), per client address: registering (its two requests each
+        # count), and every sign-in attempt, a passkey's (begun and finished: two requests, so 30
+        # sign-ins an hour) or a recovery code's.
         "account_register": env.str("ACCOUNT_REGISTER_RATE", default="30/hour"),
         "account_register_ipv6_56": env.str("ACCOUNT_REGISTER_RATE_IPV6_56", default="120/hour"),
         "account_register_ipv6_48": env.str("ACCOUNT_REGISTER_RATE_IPV6_48", default="480/hour"),
-        "account_sign_in": env.str("ACCOUNT_SIGN_IN_RATE", default="30/hour"),
-        "account_sign_in_ipv6_56": env.str("ACCOUNT_SIGN_IN_RATE_IPV6_56", default="120/hour"),
-        "account_sign_in_ipv6_48": env.str("ACCOUNT_SIGN_IN_RATE_IPV6_48", default="480/hour"),
+        "account_sign_in": env.str("ACCOUNT_SIGN_IN_RATE", default="60/hour"),
+        "account_sign_in_ipv6_56": env.str("ACCOUNT_SIGN_IN_RATE_IPV6_56", default="240/hour"),
+        "account_sign_in_ipv6_48": env.str("ACCOUNT_SIGN_IN_RATE_IPV6_48", default="960/hour"),
     },
     # Number of reverse proxies in front of the service, so throttling sees the
     # client's address; 0 (default) trusts only REMOTE_ADDR.
