@@ -113,49 +113,52 @@ def _passkey_keep(account: Account, passkey: passkeys.NewPasskey) -> AccountCred
         raise CeremonyFailed from exc
 
 
-@transaction.atomic
 def registration_finish(*, credential: dict, recovery_verifier: bytes | None = None) -> SignedIn:
     """Creates the account with its first passkey (and, when the browser made a recovery code, the
-    hash of the value it derived from it), and signs it in."""
+    hash of the value it derived from it), and signs it in. The challenge is consumed first, in a
+    statement of its own: a response refused still used it up."""
     challenge, issued = _challenge_consume(credential, ChallengeKind.REGISTER)
     try:
         passkey = passkeys.verify_registration(credential, challenge=challenge)
     except passkeys.CeremonyRefused as exc:
         raise CeremonyFailed from exc
-    account = Account.objects.create(
-        id=issued.account_id, recovery_verifier_hash=digest(recovery_verifier) if recovery_verifier else ""
-    )
-    _passkey_keep(account, passkey)
-    return _sign_in(account)
+    with transaction.atomic():
+        account = Account.objects.create(
+            id=issued.account_id, recovery_verifier_hash=digest(recovery_verifier) if recovery_verifier else ""
+        )
+        _passkey_keep(account, passkey)
+        return _sign_in(account)
 
 
 def sign_in_begin() -> dict:
     return passkeys.authentication_options(challenge=_challenge_issue(ChallengeKind.SIGN_IN))
 
 
-@transaction.atomic
 def sign_in_finish(*, credential: dict) -> SignedIn:
-    """Signs in the account whose passkey answered; its sign count and backup state updated."""
+    """Signs in the account whose passkey answered; its sign count and backup state updated. The
+    challenge is consumed first, in a statement of its own: a response refused still used it up."""
     challenge, _issued = _challenge_consume(credential, ChallengeKind.SIGN_IN)
     try:
         credential_id = passkeys.assertion_credential_id(credential)
     except passkeys.CeremonyRefused as exc:
         raise CeremonyFailed from exc
-    stored = AccountCredential.objects.select_for_update().filter(credential_id=credential_id).first()
-    if stored is None:
-        raise CeremonyFailed
-    try:
-        assertion = passkeys.verify_assertion(
-            credential, challenge=challenge, public_key=bytes(stored.public_key), sign_count=stored.sign_count
+    with transaction.atomic():
+        # Locked: two sign-ins with one passkey at once each see the count the other left.
+        stored = AccountCredential.objects.select_for_update().filter(credential_id=credential_id).first()
+        if stored is None:
+            raise CeremonyFailed
+        try:
+            assertion = passkeys.verify_assertion(
+                credential, challenge=challenge, public_key=bytes(stored.public_key), sign_count=stored.sign_count
+            )
+        except passkeys.CeremonyRefused as exc:
+            raise CeremonyFailed from exc
+        if assertion.user_handle is not None and assertion.user_handle != stored.account_id:
+            raise CeremonyFailed
+        AccountCredential.objects.filter(pk=stored.pk).update(
+            sign_count=assertion.sign_count, backed_up=assertion.backed_up, last_used_at=timezone.now()
         )
-    except passkeys.CeremonyRefused as exc:
-        raise CeremonyFailed from exc
-    if assertion.user_handle is not None and assertion.user_handle != stored.account_id:
-        raise CeremonyFailed
-    AccountCredential.objects.filter(pk=stored.pk).update(
-        sign_count=assertion.sign_count, backed_up=assertion.backed_up, last_used_at=timezone.now()
-    )
-    return _sign_in(stored.account)
+        return _sign_in(stored.account)
 
 
 @transaction.atomic
@@ -194,8 +197,8 @@ def passkey_add_begin(*, account: Account) -> dict:
     return passkeys.registration_options(user_handle=account.pk, challenge=challenge, exclude=existing)
 
 
-@transaction.atomic
 def passkey_add_finish(*, account: Account, credential: dict) -> AccountCredential:
+    """Adds the passkey that answered (its challenge consumed first, as above)."""
     challenge, issued = _challenge_consume(credential, ChallengeKind.ADD_PASSKEY)
     if issued.account_id != account.pk:  # a challenge issued to another account
         raise CeremonyFailed
@@ -256,8 +259,9 @@ def session_keep(*, account: Account, session: AgentSession, wrappings: list[Wra
 
 def session_let_go(*, account: Account, session_id: str) -> bool:
     """The account stops keeping the session (which stays as it is, for whoever holds its token).
-    False: the account keeps no session of that id."""
-    return AccountSession.objects.filter(account=account, agent_session__session_id=session_id).delete()[0] > 0
+    False: the account keeps no live session of that id (an expired one is gone, as everywhere)."""
+    live = AgentSession.objects.live().filter(session_id=session_id)
+    return AccountSession.objects.filter(account=account, agent_session__in=live).delete()[0] > 0
 
 
 # --- The account deleted ---

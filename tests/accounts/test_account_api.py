@@ -216,3 +216,20 @@ def test_registering_is_throttled_per_client_address(api, settings):
     _rates(settings, account_register="1/min")
     client = AccountClient(api)
     assert [client.post("/registration/options").status_code for _ in range(2)] == [200, 429]
+
+
+def test_an_expired_session_is_gone_from_the_account_too(api, account, new_session):
+    import datetime as dt
+
+    import time_machine
+    from django.utils import timezone
+
+    session_id, token = new_session()
+    account.keep(session_id, token)
+    with time_machine.travel(timezone.now() + dt.timedelta(hours=25)):
+        account.post("/sign-out")
+        account.token = None
+        AccountClient.sign_in(account)  # a sign-in of that time: the first one has ended
+        assert account.get("/sessions").json() == {"sessions": []}
+        same_404(account.get(f"/sessions/{session_id}"), api)
+        same_404(account.delete(f"/sessions/{session_id}"), api)

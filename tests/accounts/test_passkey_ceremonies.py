@@ -194,3 +194,15 @@ def test_adding_a_passkey_needs_a_challenge_of_the_same_account():
     account_services.passkey_add_finish(account=account, credential=new.create(options))
     assert account.credentials.count() == 2
     assert account_services.sign_in_finish(credential=signing_in(new)).account_id == account.pk
+
+
+def test_a_refused_answer_still_uses_its_challenge_up():
+    """A challenge answers once, whether the answer verified or not: a cross-origin try spends it."""
+    passkey = SoftPasskey(synced=True)
+    registered(passkey)
+    options = account_services.sign_in_begin()
+    with pytest.raises(CeremonyFailed):
+        account_services.sign_in_finish(credential=passkey.get(options, origin="https://evil.example"))
+    assert AccountChallenge.objects.count() == 0
+    with pytest.raises(CeremonyFailed):
+        account_services.sign_in_finish(credential=passkey.get(options))
