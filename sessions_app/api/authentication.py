@@ -5,6 +5,7 @@ owner may see a session is decided by the one lookup in `selectors`.
 """
 
 from django.utils.translation import gettext_lazy as _
+from django.views.decorators.debug import sensitive_variables
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 
@@ -55,6 +56,7 @@ class AccountTokenAuthentication(BaseAuthentication):
 
     www_authenticate_realm = "resume-accounts"
 
+    @sensitive_variables("token")
     def authenticate(self, request):
         token = request.headers.get(ACCOUNT_TOKEN_HEADER)
         if token is None:
