@@ -178,16 +178,6 @@ def sign_out(*, token: str) -> None:
     AccountSignIn.objects.filter(token_hash=digest(token)).delete()
 
 
-def recovery_set(*, account: Account, recovery_verifier: bytes | None) -> None:
-    """A new recovery code (the browser wraps each session's token for it again), or none.
-    The sessions' tokens wrapped for the old code go: they would open nothing the new code opens."""
-    with transaction.atomic():
-        Account.objects.filter(pk=account.pk).update(
-            recovery_verifier_hash=digest(recovery_verifier) if recovery_verifier else ""
-        )
-        WrappedSessionToken.objects.filter(entry__account=account, credential__isnull=True).delete()
-
-
 # --- Passkeys added and removed ---
 
 
