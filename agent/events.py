@@ -38,3 +38,25 @@ def tool_call_outcomes(events: list[Event], tool_names: set[str]) -> list[dict]:
                 outcome = "ran"
             outcomes.append({"name": call.name, "args": dict(call.args or {}), "outcome": outcome})
     return outcomes
+
+
+# What a turn showed with its reply (claim checks, tool calls, model), kept in the reply event's
+# `custom_metadata` under this key: stored, sealed and erased with the event itself, so the
+# conversation read back shows each reply as it was shown live.
+REPLY_RECORD = "resume_agent_reply"
+
+
+def reply_event(events: list[Event]) -> Event | None:
+    """The last event of a turn's `events` that carries the reply's text (a final response)."""
+    return next((event for event in reversed(events) if event.author != "user" and is_reply(event)), None)
+
+
+def is_reply(event: Event) -> bool:
+    """Whether `event` is a final response of the agent with text: a reply, or part of one."""
+    return not event.partial and event.is_final_response() and bool("".join(visible_texts(event)).strip())
+
+
+def reply_record(event: Event) -> dict | None:
+    """What the turn showed with the reply `event` carries (None: stored before it was kept)."""
+    record = (event.custom_metadata or {}).get(REPLY_RECORD)
+    return record if isinstance(record, dict) else None

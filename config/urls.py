@@ -1,16 +1,23 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.decorators.csrf import csrf_exempt
+from django.views.i18n import set_language
 from drf_spectacular.views import SpectacularSwaggerView
 
 from sessions_app.api import health, scrape
-from sessions_app.api.errors import bad_request_response, session_not_found_response
+from sessions_app.api.errors import bad_request_response, not_found_response
 from sessions_app.api.schema_views import SchemaView
 from sessions_app.deletion_log import views as deletion_log
 from sessions_app.page.views import session_page
 
 urlpatterns = [
-    # The person's web page, at exactly /; a path no pattern matches still gets the JSON 404 (handler404).
+    # The person's web page, at exactly /; a path no pattern matches gets handler404 below.
     path("", session_page, name="page"),
+    # The page's language switch: Django's view, which keeps the choice in the language cookie
+    # (LANGUAGE_COOKIE_* in the settings) and sends the browser back to `next`, a path of this site
+    # only. Exempt from CSRF so that the page still sets no cookie until a person switches: a forged
+    # switch could change nothing but the language a browser is answered in.
+    path("i18n/setlang/", csrf_exempt(set_language), name="set_language"),
     path("admin/", admin.site.urls),
     path("agent/", include("sessions_app.api.urls")),
     # The deletion log: public, no token (docs/API.md, "Deletion receipts").
@@ -29,12 +36,13 @@ urlpatterns = [
 ]
 
 
-def json_not_found(request, exception=None):
-    # Paths no view matches (e.g. /agent/sessions/<id>/) answer like any other miss.
-    return session_not_found_response()
+def not_found(request, exception=None):
+    # Paths no view matches: under /agent/ (e.g. /agent/sessions/<id>/) the session API's one 404,
+    # elsewhere a page for a browser and JSON for a program (sessions_app/api/errors.py).
+    return not_found_response(request)
 
 
-handler404 = json_not_found
+handler404 = not_found
 
 
 def json_bad_request(request, exception=None):

@@ -114,7 +114,7 @@ class AgentSession(models.Model):
         verbose_name_plural = _("sessions")
 
     def __str__(self) -> str:
-        return f"session {self.session_id[:8]}"
+        return _("session %(id)s") % {"id": self.session_id[:8]}
 
     @property
     def model_provider_ids(self) -> list[str]:
@@ -149,7 +149,7 @@ class SessionEvent(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"event {self.event_id[:8]}"
+        return _("event %(id)s") % {"id": self.event_id[:8]}
 
 
 class AppState(models.Model):
@@ -194,7 +194,10 @@ class DeletionAudit(models.Model):
         verbose_name_plural = _("deletions")
 
     def __str__(self) -> str:
-        return f"{self.get_trigger_display()}: {self.sessions_deleted} sessions"
+        return _("%(trigger)s: %(count)s sessions") % {
+            "trigger": self.get_trigger_display(),
+            "count": self.sessions_deleted,
+        }
 
 
 class DeletionLogEntry(models.Model):
@@ -216,7 +219,7 @@ class DeletionLogEntry(models.Model):
         verbose_name_plural = _("deletion log entries")
 
     def __str__(self) -> str:
-        return f"entry {self.index}"
+        return _("entry %(index)s") % {"index": self.index}
 
 
 class DeletionLogCheckpoint(models.Model):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from django.views.decorators.debug import sensitive_variables
 
 from agent import APP_NAME
-from agent.events import visible_texts
+from agent.events import is_reply, reply_record, visible_texts
 from agent.plans import plan_count, plan_versions
 from agent.screening import KINDS, MODEL_FLAG_KIND
 from sessions_app import retention
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from google.adk.events.event import Event
 
 FLAG_KINDS = {*KINDS, MODEL_FLAG_KIND}
+REPLY_FIELDS = ("verification", "tool_calls", "model")  # what a reply shows beside its text
 
 
 def owned_live_session(session_id: str, owner_id: str) -> AgentSession | None:
@@ -91,24 +92,44 @@ def session_flags(state: dict) -> list[dict]:
 
 
 def session_conversation(session: AgentSession) -> list[dict]:
-    """The user's and the agent's texts, in order (tool calls and results left out)."""
+    """The user's messages and the agent's replies, in order, each reply with what was shown with it
+    live (tool calls and results otherwise left out)."""
     return _conversation(session_content(session).events)
 
 
 def _conversation(events: list[Event]) -> list[dict]:
+    """A user message per user event with text; a reply per turn, as the turn answered it: the text
+    of its final responses (joined as `turns.service` joins them), with the claim checks, tool calls
+    and model the turn showed (None for a reply stored before they were kept, and for a user's)."""
     messages = []
     for event in events:
-        text = "".join(visible_texts(event))
-        if not text:
+        if event.author == "user":
+            text = "".join(visible_texts(event))
+            if text:
+                messages.append(
+                    {"role": "user", "text": text, "timestamp": _time(event), **dict.fromkeys(REPLY_FIELDS)}
+                )
             continue
-        messages.append(
-            {
-                "role": "user" if event.author == "user" else "agent",
-                "text": text,
-                "timestamp": dt.datetime.fromtimestamp(event.timestamp, tz=dt.UTC),
-            }
-        )
+        if not is_reply(event):
+            continue
+        last = messages[-1] if messages else None
+        if last is None or last["role"] != "agent" or last["invocation"] != event.invocation_id:
+            last = {"role": "agent", "parts": [], "invocation": event.invocation_id, **dict.fromkeys(REPLY_FIELDS)}
+            messages.append(last)
+        last["parts"] += visible_texts(event)
+        last["timestamp"] = _time(event)
+        record = reply_record(event)
+        if record is not None:
+            last.update({field: record.get(field) for field in REPLY_FIELDS})
+    for message in messages:
+        if message["role"] == "agent":
+            message["text"] = "\n".join(message.pop("parts")).strip()
+            del message["invocation"]
     return messages
+
+
+def _time(event: Event) -> dt.datetime:
+    return dt.datetime.fromtimestamp(event.timestamp, tz=dt.UTC)
 
 
 def session_metadata(session: AgentSession) -> dict:

@@ -15,9 +15,12 @@ from tests.support.privacy import database_files
 
 
 @pytest.fixture
-def in_english(settings):
-    """Answers in English where a request asks for no language (the default is Traditional Chinese)."""
+def in_english(settings, api):
+    """Answers in English: what a request that asks for no language gets, as the `api` client's now
+    do; and no language left active in this thread by an earlier test (a change of LANGUAGE_CODE
+    resets them)."""
     settings.LANGUAGE_CODE = "en"
+    del api.defaults["HTTP_ACCEPT_LANGUAGE"]
 
 
 @pytest.fixture
@@ -152,9 +155,11 @@ os.environ.pop("GOOGLE_GENAI_USE_VERTEXAI", None)
 
 @pytest.fixture
 def api():
+    """DRF's test client, as a browser in Taiwan asks (its answers in Traditional Chinese); a test of
+    another language sets or drops HTTP_ACCEPT_LANGUAGE in `api.defaults`."""
     from rest_framework.test import APIClient
 
-    return APIClient()
+    return APIClient(HTTP_ACCEPT_LANGUAGE="zh-TW,zh;q=0.9")
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncGenerator
 
@@ -19,15 +20,24 @@ _PLAN_COUNT_RE = re.compile(r"^Saved plan versions so far: \d+ \(latest is v(\d+
 _PLAN_BLOCK_RE = re.compile(rf"^{re.escape(PLAN_BEGIN)}\n(.*?)\n^{re.escape(PLAN_END)}$", re.MULTILINE | re.DOTALL)
 
 
+# The model's name in a turn's answer (`model`); the page shows it in words of its language.
+OFFLINE_MODEL_NAME = "offline-resume-model"
+
+
 class OfflineResumeModel(BaseLlm):
     """Answers every request by fixed rules (agent/offline/__init__.py): one step of the turn per call."""
 
-    model: str = "offline-resume-model"
+    model: str = OFFLINE_MODEL_NAME
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
-        yield self._next_step(llm_request)
+        step = self._next_step(llm_request)
+        if stream:  # ADK's SSE streaming mode: the text in pieces first, as Gemini sends it
+            for piece in _pieces(step):
+                yield piece
+                await asyncio.sleep(0)  # each piece is handed on before the next
+        yield step
 
     def _next_step(self, llm_request: LlmRequest) -> LlmResponse:
         """The turn's next step, given the tool responses so far: a tool call or the final text."""
@@ -143,3 +153,23 @@ def _call(name: str, **args) -> LlmResponse:
 
 def _text(text: str) -> LlmResponse:
     return _response(types.Part(text=text))
+
+
+PIECE_WORDS = 8  # words (with the spaces after each; a Chinese character is a word) per streamed piece
+_WIDE = "\u3000-\u9fff\uff00-\uffef"
+_WORD_RE = re.compile(rf"[{_WIDE}]\s*|[^\s{_WIDE}]+\s*|\s+")
+
+
+def _pieces(step: LlmResponse) -> list[LlmResponse]:
+    """A text step as the partial responses a streaming model sends before the whole one: about
+    PIECE_WORDS words each.
+    None for a tool call (it comes whole)."""
+    parts = step.content.parts if step.content else []
+    if len(parts) != 1 or not parts[0].text:
+        return []
+    words = _WORD_RE.findall(parts[0].text)
+    chunks = ["".join(words[i : i + PIECE_WORDS]) for i in range(0, len(words), PIECE_WORDS)]
+    return [
+        LlmResponse(content=types.Content(role="model", parts=[types.Part(text=chunk)]), partial=True)
+        for chunk in chunks
+    ]

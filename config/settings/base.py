@@ -59,8 +59,8 @@ MIDDLEWARE = [
     # Serves the admin's static files under gunicorn/uvicorn, no web server needed.
     "sessions_app.infra.static_files.AsyncCapableWhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    # After the sessions, before CommonMiddleware (as Django's docs place it); it reads
-    # Accept-Language (or a language cookie, which nothing of ours sets); no language prefix in URLs.
+    # After the sessions, before CommonMiddleware (as Django's docs place it); it reads the language
+    # cookie the page's switch sets, else Accept-Language; no language prefix in URLs.
     "sessions_app.infra.loop_middleware.LocaleMiddleware",
     "sessions_app.infra.loop_middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -78,7 +78,8 @@ ROOT_URLCONF = "config.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        # Django's own admin templates we change (config/templates/admin/), found before the apps'.
+        "DIRS": [BASE_DIR / "config" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -176,19 +177,43 @@ SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
 # --- Language and time --------------------------------------------------------
-# Every answer is in the language the client asks for (Accept-Language, read by
-# LocaleMiddleware), Traditional Chinese when it asks for neither. Our strings are
-# written in English and translated in locale/ (compiled catalogues are committed;
-# tests/project/test_translations.py fails on a string without its translation).
-LANGUAGE_CODE = "zh-hant"
+# Every answer is in the language the client asks for: the cookie that the page's language switch
+# sets (Django's set_language view, config/urls.py), else the first of Accept-Language's languages
+# we have (LocaleMiddleware). Any Chinese (zh, zh-TW, zh-HK, and also zh-CN and zh-Hans, Django's
+# nearest variant) gets Traditional Chinese; every other language, and no header at all, English
+# (docs/WEB_PAGE.md, "Language", says why). Our strings are written in English and translated in
+# locale/ (compiled catalogues are committed; tests/project/test_translations.py fails on a string
+# without its translation).
+LANGUAGE_CODE = "en"
 LANGUAGES = [("zh-hant", "繁體中文"), ("en", "English")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# Numbers are written as each language's readers do, in templates too (50,000 in both; config/formats).
+USE_THOUSAND_SEPARATOR = True
+FORMAT_MODULE_PATH = ["config.formats"]
+# The switch's cookie holds only "en" or "zh-hant": kept a year, never read by the page's script,
+# sent on same-site requests only, over HTTPS only where the service is.
+LANGUAGE_COOKIE_AGE = 365 * 24 * 60 * 60
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SAMESITE = "Lax"
+LANGUAGE_COOKIE_SECURE = HTTPS_ONLY
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# Static files (the page's, the admin's, the API docs'): `collectstatic` (make run) copies them to
+# STATIC_ROOT under names that carry a hash of their content, with gzip copies beside them
+# (WhiteNoise's storage), and WhiteNoise's middleware serves them from there: a hashed name never
+# changes content, so it is cached for a year and marked immutable; a browser that accepts gzip gets
+# it compressed. Templates name the files through {% static %}, which looks the hash up in the
+# manifest collectstatic writes: without it, outside DEBUG, a page fails (the tests' own process uses
+# plain names: config/settings/test.py). DJANGO_STATIC_ROOT: where they are collected, var/static/ by
+# default.
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(VAR_DIR / "static")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 # --- Cache --------------------------------------------------------------------
 # Throttle counters live here. The cache must be shared by every worker
@@ -226,7 +251,7 @@ else:
 # that operator out for the cool-off; `manage.py axes_reset_username NAME` lifts it.
 # Failed attempts are rows in axes' tables in this database, counted under a
 # row lock (on SQLite the IMMEDIATE transaction), so parallel guesses all count.
-INSTALLED_APPS += ["axes"]
+INSTALLED_APPS += ["config.apps.LoginAttemptsConfig"]  # django-axes, named in the admin's language
 MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last, as axes asks
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out client before any password check

@@ -6,7 +6,7 @@ import secrets
 
 from config.settings import base
 from config.settings.service import *  # noqa: F403
-from config.settings.service import CACHES, DATABASES, Q_CLUSTER, VAR_DIR
+from config.settings.service import CACHES, DATABASES, Q_CLUSTER, STORAGES, VAR_DIR
 
 # No key given: one made for this test process, in memory (the processes a test starts are
 # handed it: tests/serving/test_servers.py).
@@ -26,3 +26,9 @@ if CACHES["default"]["BACKEND"] == "sessions_app.infra.cache.SQLiteCache" and no
 
 # A task queued in a test runs at once, in the test's process.
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}
+
+# Static files under their own names, found in the apps' folders: no collectstatic before a test (the
+# manifest the service's storage reads is made by it). The servers that tests start run on
+# `config.settings`, on files collected once per test process (tests/support/servers.py), and
+# tests/serving/test_static_files.py checks what that storage serves.
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}

@@ -12,6 +12,13 @@ service (and the service sees every token and plaintext). The policy page
 shows the purge schedule and changes its interval only.
 """
 
+from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
+
+# The admin's own name, in the operator's language (Django's is "Django administration").
+admin.site.site_header = _("Resume agent administration")
+admin.site.site_title = _("Resume agent administration")
+
 # Django's admin autodiscovery imports this package: each module registers its pages (the deletion
 # log's are registered by its own package, sessions_app/deletion_log/admin.py, from apps.py).
-from sessions_app.admin import accounts, audit, login_attempts, sessions  # noqa: F401
+from sessions_app.admin import accounts, audit, login_attempts, sessions  # noqa: E402, F401

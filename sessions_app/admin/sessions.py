@@ -15,12 +15,19 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import formats, timezone
+from django.utils.formats import number_format
 from django.utils.translation import gettext_lazy as _
 from django_q.models import Failure, OrmQ, Schedule, Success
 
 from sessions_app import erasure, purge, selectors_admin, selectors_health, services
 from sessions_app.infra import disk_space
 from sessions_app.models import AgentSession, DeletionAudit
+
+
+def grouped(count: int) -> str:
+    """A count as the language writes it (12,345), in a message."""
+    return number_format(count, force_grouping=True)
+
 
 TEMPLATES = "admin/sessions_app/agentsession"
 
@@ -143,9 +150,10 @@ class AgentSessionAdmin(admin.ModelAdmin):
 
     # --- columns -------------------------------------------------------------
 
-    @admin.display(description=_("turn running"), boolean=True)
+    # In words, not Django's boolean icon, whose alternative text is "True"/"False" in every language.
+    @admin.display(description=_("turn running"))
     def turn_running(self, session):
-        return selectors_admin.turn_running(session)
+        return _("yes") if selectors_admin.turn_running(session) else _("no")
 
     @admin.display(description=_("session"), ordering="session_id")
     def short_id(self, session):
@@ -198,8 +206,8 @@ class AgentSessionAdmin(admin.ModelAdmin):
         erased = erasure.erase_sessions(queryset, trigger=DeletionAudit.Trigger.ADMIN)
         self.message_user(
             request,
-            _("Deleted %(sessions)d sessions and %(events)d events for good.")
-            % {"sessions": erased.sessions, "events": erased.events},
+            _("Deleted %(sessions)s sessions and %(events)s events for good.")
+            % {"sessions": grouped(erased.sessions), "events": grouped(erased.events)},
             messages.SUCCESS,
         )
         return None  # back to the list
@@ -224,8 +232,8 @@ class AgentSessionAdmin(admin.ModelAdmin):
                 return redirect(request.path)
             self.message_user(
                 request,
-                _("Purged %(sessions)d expired sessions and %(events)d events.")
-                % {"sessions": result.sessions, "events": result.events},
+                _("Purged %(sessions)s expired sessions and %(events)s events.")
+                % {"sessions": grouped(result.sessions), "events": grouped(result.events)},
                 messages.SUCCESS,
             )
             return redirect(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist")

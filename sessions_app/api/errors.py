@@ -9,7 +9,9 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, OperationalError
 from django.http import Http404, HttpResponse
-from django.utils.cache import patch_cache_control
+from django.shortcuts import render
+from django.utils.cache import patch_cache_control, patch_vary_headers
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
 from psycopg_pool import PoolTimeout
@@ -64,6 +66,30 @@ def session_not_found_response() -> HttpResponse:
     body = json.dumps(session_not_found_body(), ensure_ascii=False)
     # Marked here too, not only under /agent/: every 404 sends the same headers.
     return forbid_storing(HttpResponse(body.encode("utf-8"), status=404, content_type="application/json"))
+
+
+# Paths whose misses are answered in JSON whoever asks: the session API (its one 404) and the
+# other machine-read paths (the schema, the deletion log, its key).
+SESSION_API_PREFIX = "/agent/"
+JSON_PREFIXES = (SESSION_API_PREFIX, "/api/", "/deletions/", "/.well-known/")
+
+
+def not_found_response(request) -> HttpResponse:
+    """A path no view answers (Django's handler404; /metrics to a stranger): under /agent/ the
+    session API's one 404, byte for byte; elsewhere an HTML page for a browser (its Accept prefers
+    text/html) and a short JSON answer for anything else, as under the other API paths."""
+    path = request.path_info
+    if path.startswith(SESSION_API_PREFIX):
+        return session_not_found_response()
+    if not path.startswith(JSON_PREFIXES) and request.get_preferred_type(["application/json", "text/html"]) == (
+        "text/html"
+    ):
+        response = render(request, "page/not_found.html", status=404)
+    else:
+        body = json.dumps({"detail": _("There is nothing at this address.")}, ensure_ascii=False)
+        response = HttpResponse(body.encode("utf-8"), status=404, content_type="application/json")
+    patch_vary_headers(response, ["Accept"])
+    return response
 
 
 def bad_request_response() -> HttpResponse:
@@ -188,6 +214,22 @@ def _view_name(context) -> str:
     return type(view).__name__ if view is not None else "?"
 
 
+def wait_in_words(seconds: int) -> str:
+    """How long until a refused client may try again, as a person says it: "in 40 seconds", "in
+    about 47 minutes", "in about 3 hours" (rounded up, so never sooner than Retry-After)."""
+    if seconds < 2 * 60:
+        return ngettext("in %(count)s second", "in %(count)s seconds", seconds) % {"count": number_format(seconds)}
+    if seconds < 2 * 60 * 60:
+        minutes = math.ceil(seconds / 60)
+        return ngettext("in about %(count)s minute", "in about %(count)s minutes", minutes) % {
+            "count": number_format(minutes)
+        }
+    hours = math.ceil(seconds / 3600)
+    return ngettext("in about %(count)s hour", "in about %(count)s hours", hours) % {
+        "count": number_format(hours, force_grouping=True)
+    }
+
+
 _SERVER_ERROR = gettext_noop("Something went wrong on the server. No data was lost; please try again later.")
 
 
@@ -279,14 +321,10 @@ def _answer(exc, context) -> Response | None:
         return response
     if isinstance(exc, exceptions.Throttled):
         # DRF formats the wait into its message before translating it, so no catalogue can
-        # translate DRF's; ours says the same in the client's language.
+        # translate DRF's; ours says when in words, in the client's language. Retry-After keeps
+        # the exact seconds.
         wait = math.ceil(exc.wait or 1)
-        message = ngettext(
-            "Too many requests. Try again in %(seconds)d second.",
-            "Too many requests. Try again in %(seconds)d seconds.",
-            wait,
-        )
-        exc = exceptions.Throttled(detail=message % {"seconds": wait})
+        exc = exceptions.Throttled(detail=_("Too many requests. Try again %(when)s.") % {"when": wait_in_words(wait)})
         exc.wait = wait  # DRF's handler turns it into Retry-After
     if isinstance(exc, RequestDataTooBig):
         # Django's own body limit (DATA_UPLOAD_MAX_MEMORY_SIZE), met when DRF

@@ -1,15 +1,18 @@
-"""A turn as Server-Sent Events: progress while it runs, then the verified reply.
+"""A turn as Server-Sent Events: progress and the reply's text while it runs, then the verified reply.
 
 `POST /agent/sessions/{id}/messages` with `Accept: text/event-stream` answers 200 with a stream
 once the turn has started (before that, errors are the usual JSON answers with their status):
 
     event: progress    data: {"stage": "checking_claims", "count": 3, "label": "Checking 3 claims"}
+    event: text        data: {"text": "Here is ", "model_call": 2}
     event: reply       data: the same body as the plain answer, after the turn is stored
     event: error       data: {"status": 502, "code": "model_bad_response", "detail": "..."}
 
-Progress gives stages and counts only, never the model's text: no claim is shown before it
-is verified. The turn is stored only after its reply is verified, just before the `reply`
-event. A client that goes away is noticed when a write to it fails (a comment line is sent
+Progress gives stages and counts only. `text` events give the reply as the model writes it (ADK's
+SSE streaming mode), each model call's draft in order: only what passed the guards' check
+(agent/drafts.py), a draft whose claims are not yet verified. The `reply` event replaces it: the
+whole reply, guarded and verified. The turn is stored only after its reply is verified, just
+before the `reply` event. A client that goes away is noticed when a write to it fails (a comment line is sent
 every STREAM_HEARTBEAT_SECONDS while the model works): the model is stopped, the lock freed,
 and nothing of the turn is stored.
 """
@@ -91,6 +94,11 @@ def _progress(stage: dict) -> bytes:
     return _event("progress", {**stage, "label": _label(stage)})
 
 
+def _reported(item: dict) -> bytes:
+    """What the running turn reported: a piece of its text (TurnText), or a stage (TurnProgress)."""
+    return _event("text", item) if "text" in item else _progress(item)
+
+
 class Stages:
     """What a running turn reports (`report`, called on the turn's event loop), read by the stream
     on the loop that serves it (`next`): the server's under ASGI, the one Django makes to read a
@@ -153,7 +161,7 @@ async def _turn_events(slot: TurnSlot, message: str, stages: Stages, scope: Requ
             while True:
                 arrived.clear()
                 while (stage := stages.take()) is not None:
-                    yield scope.run(_progress, stage)
+                    yield scope.run(_reported, stage)
                 if turn.done():  # every stage was reported before the turn ended: all shown
                     break
                 woken = asyncio.ensure_future(arrived.wait())

@@ -24,7 +24,7 @@ from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 
 from sessions_app import selectors_admin, selectors_health
-from sessions_app.api.errors import forbid_storing, session_not_found_response
+from sessions_app.api.errors import forbid_storing, not_found_response
 from sessions_app.choices import CheckStatus, ReadinessCheck
 from sessions_app.infra import metrics
 
@@ -114,6 +114,6 @@ class StateCollector:
 def metrics_view(request):
     # Any other method, like any other header, is the unknown path's 404 (a 405 would say it is here).
     if request.method not in ("GET", "HEAD") or not _authorised(request):
-        return session_not_found_response()
+        return not_found_response(request)
     body, content_type = metrics.exposition(request.headers.get("Accept", ""), StateCollector())
     return forbid_storing(HttpResponse(body, content_type=content_type))

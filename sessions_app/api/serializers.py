@@ -9,6 +9,9 @@ schema is never refused, and one that breaks it always is.
 import re
 
 from django.conf import settings
+from django.utils.formats import number_format
+from django.utils.functional import lazy
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
@@ -28,6 +31,16 @@ _blank = re.compile(BLANK_TEXT)
 _nul = re.compile(NUL_CHARACTER)
 
 
+def _at_most(max_length: int) -> str:
+    # DRF's own message puts the bare number in (50000); this one writes it as the language does.
+    return gettext("Ensure this field has no more than %(max)s characters.") % {
+        "max": number_format(max_length, force_grouping=True)
+    }
+
+
+_at_most_lazy = lazy(_at_most, str)
+
+
 class CleanTextField(serializers.CharField):
     """A JSON string of 1 to `max_length` characters, some visible, none NUL.
 
@@ -38,6 +51,11 @@ class CleanTextField(serializers.CharField):
     default_error_messages = {"nul": _("Text must not contain NUL characters.")}
 
     def __init__(self, **kwargs):
+        if kwargs.get("max_length") is not None:  # in the request's language, when it is answered
+            kwargs["error_messages"] = {
+                "max_length": _at_most_lazy(kwargs["max_length"]),
+                **kwargs.get("error_messages", {}),
+            }
         super().__init__(trim_whitespace=False, min_length=1, **kwargs)
 
     def to_internal_value(self, data):
@@ -166,9 +184,17 @@ class SessionMetadata(_SessionTimes):
 
 
 class ConversationMessage(serializers.Serializer):
+    """A message of the person's (`user`) or a reply of the agent's (`agent`). A reply also carries
+    what the turn's answer showed with it: the same claim checks, tool calls and model, so that a
+    client shows a conversation read back as it showed it live. They are null in the person's
+    messages, and in a reply stored before replies kept them."""
+
     role = serializers.ChoiceField(choices=["user", "agent"])
     text = serializers.CharField()
     timestamp = serializers.DateTimeField()
+    verification = ClaimCheck(many=True, allow_null=True, help_text="The reply's claims, checked; null: see above.")
+    tool_calls = ToolCall(many=True, allow_null=True, help_text="The turn's tool calls; null: see above.")
+    model = serializers.CharField(allow_null=True, help_text="The model that answered; null: see above.")
 
 
 class Conversation(serializers.Serializer):

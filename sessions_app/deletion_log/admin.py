@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
 from django.urls import path
 from django.utils import formats
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
 from sessions_app import selectors_admin
@@ -17,6 +18,11 @@ from sessions_app.admin.read_only import ReadOnlyAdmin
 from sessions_app.deletion_log import verification as log_verification
 from sessions_app.deletion_log.verification import Start, State
 from sessions_app.models import DeletionLogCheckpoint
+
+
+def grouped(count: int) -> str:
+    """A count as the language writes it (12,345), in a message."""
+    return number_format(count, force_grouping=True)
 
 
 def _when(iso: str) -> str:
@@ -31,21 +37,21 @@ def verification_text(found: log_verification.Verification | None) -> str | None
     if found.state == State.QUEUED:
         return _("Queued at %(started)s UTC: it starts when the task worker is free.") % when
     if found.state == State.RUNNING:
-        return _("Running since %(started)s UTC: %(checked)d of %(size)d entries checked.") % {
+        return _("Running since %(started)s UTC: %(checked)s of %(size)s entries checked.") % {
             **when,
-            "checked": found.checked,
-            "size": found.size,
+            "checked": grouped(found.checked),
+            "size": grouped(found.size),
         }
     if found.state == State.VERIFIED:
-        said = _("The deletion log verifies: %(entries)d entries and every signed checkpoint agree.")
-        return said % {"entries": found.checked} + " " + _("(Checked %(finished)s UTC.)") % when
+        said = _("The deletion log verifies: %(entries)s entries and every signed checkpoint agree.")
+        return said % {"entries": grouped(found.checked)} + " " + _("(Checked %(finished)s UTC.)") % when
     if found.state == State.BROKEN:
         said = _("The deletion log does NOT verify: %(problem)s.") % {"problem": found.problem}
         return said + " " + _("(Checked %(finished)s UTC.)") % when
     return _(
-        "The check started at %(started)s UTC stopped before its end (%(reason)s), after %(checked)d entries:"
+        "The check started at %(started)s UTC stopped before its end (%(reason)s), after %(checked)s entries:"
         " start it again."
-    ) % {**when, "reason": found.problem, "checked": found.checked}
+    ) % {**when, "reason": found.problem, "checked": grouped(found.checked)}
 
 
 @admin.register(DeletionLogCheckpoint)

@@ -4,7 +4,8 @@ The page itself holds nothing personal. Its script talks to the same REST API
 as every other client (fetch() with the X-Session-Token header, never a token
 in a URL), so who may see a session and the one 404 are the API's. It sets no
 cookie: no CSRF token (the API reads no cookie and takes no CSRF token), no
-Django session. The language is the request's (LocaleMiddleware: Accept-Language);
+Django session. The language is the request's (LocaleMiddleware: the language cookie
+that the page's switch makes Django's set_language set, else Accept-Language);
 every string the script shows is translated here and handed over in a JSON
 data block, so the script holds no text of its own.
 """
@@ -16,7 +17,9 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_safe
+from django.views.decorators.vary import vary_on_cookie
 
+from agent.offline.model import OFFLINE_MODEL_NAME
 from sessions_app import model_provider
 from sessions_app.deletion_log.formats.lookup import LOOKUP_DOMAIN, OWNER_ID_PREFIX
 from sessions_app.security.tokens import TOKEN_HEADER
@@ -59,6 +62,8 @@ def _script_strings() -> dict[str, str]:
         "copied": _("Copied."),
         "copy_failed": _("Could not copy: select the key and copy it yourself."),
         "closed": _("Closed in this tab. The session stays on the server until it expires; open it with its key."),
+        "stopped": _("Stopped. Nothing of this turn was saved; your message is back in the box."),
+        "reply_announcement": _("The agent replied: %(reply)s"),
         "you": _("You"),
         "agent": _("Agent"),
         "checks": _("Claims checked against your resume"),
@@ -68,6 +73,7 @@ def _script_strings() -> dict[str, str]:
         "evidence": _("Evidence: %(evidence)s"),
         "tool_calls": _("Tool calls (%(count)s)"),
         "model": _("Model: %(model)s"),
+        "offline_model": _("the offline demo model"),
         "expires": _(
             "Expires at %(time)s (in %(remaining)s), extended by each message, at most %(max_age)s after the start."
         ),
@@ -87,6 +93,7 @@ def _script_strings() -> dict[str, str]:
 
 
 @require_safe
+@vary_on_cookie  # the language cookie picks the page's language, as Accept-Language does
 def session_page(request):
     provider = model_provider.configured()
     context = {
@@ -108,6 +115,7 @@ def session_page(request):
             "storageKey": STORAGE_KEY,
             "resumeMaxChars": settings.RESUME_MAX_CHARS,
             "messageMaxChars": settings.MESSAGE_MAX_CHARS,
+            "offlineModel": OFFLINE_MODEL_NAME,
         },
         "script_strings": _script_strings(),
     }

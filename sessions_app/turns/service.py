@@ -33,11 +33,11 @@ from django.conf import settings
 from django.db import connections
 from django.views.decorators.debug import sensitive_variables
 from google.adk.agents import LlmAgent
-from google.adk.agents.run_config import RunConfig
+from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.runners import Runner
 from google.genai import types
 
-from agent.events import tool_call_outcomes, visible_texts
+from agent.events import REPLY_RECORD, reply_event, tool_call_outcomes, visible_texts
 from agent.guards import FLAG_TOOL
 from agent.model_retries import turn_deadline
 from agent.model_selection import model_label
@@ -55,7 +55,7 @@ from sessions_app.storage.failure_counts import record_unknown_tool_calls
 from sessions_app.turns import loop as event_loop
 from sessions_app.turns.failures import ModelErrors, as_model_failure, without_answer
 from sessions_app.turns.limits import check_session_limits, turns_in_flight
-from sessions_app.turns.plugins import TurnProgress, turn_runner
+from sessions_app.turns.plugins import TurnProgress, TurnText, turn_runner
 from sessions_app.turns.stages import Stage
 
 # Why a turn was refused before its model ran: the `reason` of its count (outcome "refused").
@@ -210,6 +210,7 @@ class TurnSlot:
     def keep(self, result: TurnResult) -> TurnResult:
         """Stores the whole turn in one transaction; the lock is freed as it commits."""
         session = self.session
+        _record_reply(self.buffer.pending, result)
         with turn_lock.storing_then_releasing(session.pk):
             self.buffer.store_pending(self.runner.app_name, session.owner_id, session.session_id)
         self.stored = True
@@ -222,6 +223,16 @@ class TurnSlot:
             metrics.SCREEN_FLAGS.labels(MODEL_FLAG_KIND).inc(flagged)
         result.latency_ms = round((time.monotonic() - self.started) * 1000)
         return result
+
+
+@sensitive_variables()
+def _record_reply(events: list, result: TurnResult) -> None:
+    """Keeps what the turn shows with its reply (claim checks, tool calls, model) in the reply
+    event, sealed with it: the conversation read back shows each reply as it was shown live."""
+    event = reply_event(events)
+    if event is not None:
+        record = {"verification": result.verification, "tool_calls": result.tool_calls, "model": result.model}
+        event.custom_metadata = {**(event.custom_metadata or {}), REPLY_RECORD: record}
 
 
 def turn_slot(runner: Runner, session: AgentSession, client: IP | None = None) -> TurnSlot:
@@ -251,11 +262,12 @@ async def _run(slot: TurnSlot, message: str, report: Callable[[dict], None] | No
     model_errors = ModelErrors()
     if report is not None:
         report = _timing_first_progress(report, slot.started)
-    plugins = [model_errors] if report is None else [model_errors, TurnProgress(report)]
+    plugins = [model_errors] if report is None else [model_errors, TurnProgress(report), TurnText(report)]
     session = slot.session
     runner = turn_runner(slot.runner, slot.buffer, plugins)
     began = time.monotonic()
-    running = event_loop.submit(_run_agent(runner, session.owner_id, slot.buffer.session.id, message))
+    streamed = report is not None  # the model's text is shown as it comes (TurnText)
+    running = event_loop.submit(_run_agent(runner, session.owner_id, slot.buffer.session.id, message, streamed))
     slot.when_closed(running.cancel)  # a turn not kept stops its model
     await running.finished()
     metrics.TURN_MODEL_SECONDS.observe(time.monotonic() - began)
@@ -295,9 +307,12 @@ def _give_back_database_connections() -> None:
 
 
 @sensitive_variables()
-async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str) -> list:
+async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str, streamed: bool = False) -> list:
+    """The turn's events; `streamed`: in ADK's SSE streaming mode, where the model's text also comes
+    in pieces (partial events, shown by a streamed turn's TurnText and never stored: left out here)."""
     content = types.Content(role="user", parts=[types.Part(text=message)])
     run_config = RunConfig(
+        streaming_mode=StreamingMode.SSE if streamed else StreamingMode.NONE,
         # Tracing may record that a turn happened, never what was said (infra/traces.py).
         telemetry=traces.run_telemetry(),
         # A model that keeps calling tools (e.g. steered by a prompt injection)
@@ -311,6 +326,7 @@ async def _run_agent(runner: Runner, user_id: str, session_id: str, message: str
             async for event in runner.run_async(
                 user_id=user_id, session_id=session_id, new_message=content, run_config=run_config
             )
+            if not event.partial
         ]
 
     # A model call's retries wait only as long as the turn has left (agent.model_retries).

@@ -48,11 +48,11 @@ def test_operator_purges_expired_sessions_in_the_browser(
             "preview": gettext("%(sessions)s expired sessions with %(events)s events would be deleted now.")
             % {"sessions": 2, "events": 4},
             "confirm": gettext("Purge expired sessions"),
-            "done": gettext("Purged %(sessions)d expired sessions and %(events)d events.")
+            "done": gettext("Purged %(sessions)s expired sessions and %(events)s events.")
             % {"sessions": 2, "events": 4},
             "verify": gettext("Verify the whole log"),
             "started": gettext("The check of the whole log has started: it shows below."),
-            "verified": gettext("The deletion log verifies: %(entries)d entries and every signed checkpoint agree.")
+            "verified": gettext("The deletion log verifies: %(entries)s entries and every signed checkpoint agree.")
             % {"entries": 2},
         }
     # Both languages really differ: a page left in English would fail the zh-hant walk.

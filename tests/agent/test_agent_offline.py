@@ -135,7 +135,7 @@ def test_weak_points_question_gets_weak_points_in_chinese(five_turns):
     assert reply.splitlines()[:2] == [OFFLINE_BANNER_ZH, "你好，林語晴 Lin Yu-Ching！"]
     assert "招募者可能注意到的弱點" in reply
     assert "履歷開頭沒有摘要" in reply  # the fixture has no summary section
-    assert "[目前的計畫是 v1，沒有變更，這次沒有儲存]" in reply
+    assert "[目前的計畫是第 1 版，沒有變更，這次沒有儲存]" in reply
 
 
 def test_current_plan_question_shows_the_saved_plan(five_turns):
@@ -154,7 +154,7 @@ def test_no_plan_is_saved_until_one_is_asked_for():
     assert [_tool_names(t) for t in turns_] == [["verify_claims"], ["verify_claims"], ["verify_claims", "save_plan"]]
     assert "No plan is saved yet." in final_text(turns_[1]["events"])
     assert [p["version"] for p in plan_versions(turns_[2]["state"])] == [1]
-    assert "你的求職計畫（已存為 v1）：" in final_text(turns_[2]["events"])
+    assert "你的求職計畫（已存為第 1 版）：" in final_text(turns_[2]["events"])
 
 
 def test_repeated_and_shorter_revisions_stay_bounded():

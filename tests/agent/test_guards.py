@@ -37,6 +37,7 @@ BLIND2_CLEAN_RESUMES_WITH_A_HELD_LINE = 9
 BLIND3_CLEAN_RESUMES_WITH_A_HELD_LINE = BLIND4_CLEAN_RESUMES_WITH_A_HELD_LINE = 15  # of 18 each
 BLIND5_CLEAN_RESUMES_WITH_A_HELD_LINE = 16  # of 18, at its one run (9c93951)
 BLIND6_CLEAN_RESUMES_WITH_A_HELD_LINE = 16  # of 18, at its one run (c1eecd6)
+BLIND7_CLEAN_RESUMES_WITH_A_HELD_LINE = 18  # of 18, at its one run (0b06da7)
 CONTROLS = [case for case in load_cases() if not case.is_attack]
 
 
@@ -132,6 +133,7 @@ def test_what_failing_closed_costs_the_clean_resumes_is_what_the_docs_say():
 
     parts = {"known": ("tuned", "holdout", "redteam"), "blind": ("blind",), "blind2": ("blind2",)}
     parts |= {"blind3": ("blind3",), "blind4": ("blind4",), "blind5": ("blind5",), "blind6": ("blind6",)}
+    parts |= {"blind7": ("blind7",)}
     held = {name: [c.id for c in CONTROLS if c.part in chosen and holds_a_line(c)] for name, chosen in parts.items()}
     assert len(held["known"]) <= CLEAN_RESUMES_WITH_A_HELD_LINE, held
     assert len(held["blind"]) <= BLIND_CLEAN_RESUMES_WITH_A_HELD_LINE, held
@@ -140,6 +142,7 @@ def test_what_failing_closed_costs_the_clean_resumes_is_what_the_docs_say():
     assert len(held["blind4"]) <= BLIND4_CLEAN_RESUMES_WITH_A_HELD_LINE, held
     assert len(held["blind5"]) <= BLIND5_CLEAN_RESUMES_WITH_A_HELD_LINE, held
     assert len(held["blind6"]) <= BLIND6_CLEAN_RESUMES_WITH_A_HELD_LINE, held
+    assert len(held["blind7"]) <= BLIND7_CLEAN_RESUMES_WITH_A_HELD_LINE, held
 
 
 RESUME = "\n".join(

@@ -11,12 +11,13 @@ from tests.support.answers import comparable as _comparable
 
 pytestmark = pytest.mark.django_db
 
-UNIFORM_404_BODY = '{"detail": "找不到這個 session，可能已過期或被刪除"}'.encode()
-# The same 404 in the language the client asks for (Traditional Chinese when it asks for none).
+UNIFORM_404_BODY = '{"detail": "找不到這個工作階段，可能已過期或被刪除"}'.encode()
+UNIFORM_404_BODY_EN = b'{"detail": "Session not found: it may have expired or been deleted."}'
+# The same 404 in the language the client asks for (English when it asks for none).
 UNIFORM_404_BODIES = {
-    None: UNIFORM_404_BODY,
+    None: UNIFORM_404_BODY_EN,
     "zh-TW,zh;q=0.9": UNIFORM_404_BODY,
-    "en-US,en;q=0.9": b'{"detail": "Session not found: it may have expired or been deleted."}',
+    "en-US,en;q=0.9": UNIFORM_404_BODY_EN,
 }
 ENDPOINTS = [
     ("get", "/agent/sessions/{id}", None),
@@ -65,6 +66,8 @@ def test_every_miss_on_every_endpoint_is_the_same_404(api, new_session, scripted
     model = scripted_model()  # no steps: any model call would fail the turn
     if accept_language:
         api.defaults["HTTP_ACCEPT_LANGUAGE"] = accept_language
+    else:
+        del api.defaults["HTTP_ACCEPT_LANGUAGE"]
     seen = []
     for name, session_id, token in _miss_cases(api, new_session):
         for method, path, body in ENDPOINTS:

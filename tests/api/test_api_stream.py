@@ -44,11 +44,11 @@ def test_a_streamed_turn_shows_its_stages_then_the_stored_reply(api, new_session
     assert response["Cache-Control"] == "no-store"
     events = parse(response.streaming_content)
     names = [name for name, _ in events]
-    assert names[-1] == "reply" and set(names[:-1]) == {"progress"}
-    stages = [data["stage"] for _, data in events[:-1]]
+    assert names[-1] == "reply" and set(names[:-1]) == {"progress", "text"}
+    stages = [data["stage"] for name, data in events[:-1] if name == "progress"]
     assert stages[0] == "reading" and stages[-2:] == ["checking_reply", "saving"]
     assert {"thinking", "checking_claims", "saving_plan"} <= set(stages)
-    labels = {data["stage"]: data["label"] for _, data in events[:-1]}
+    labels = {data["stage"]: data["label"] for name, data in events[:-1] if name == "progress"}
     assert labels["saving_plan"] == "Saving plan v1"
     reply = events[-1][1]
     plain = say(api, session_id, token, "Focus on remote roles").json()
@@ -63,7 +63,7 @@ def test_progress_carries_stages_and_counts_never_the_models_text(api, new_sessi
     session_id, token = new_session()
     events = parse(say(api, session_id, token, DRAFT_MESSAGE, **STREAM).streaming_content)
     reply = events[-1][1]["reply"]
-    for _, data in events[:-1]:
+    for _, data in [(name, data) for name, data in events[:-1] if name == "progress"]:
         assert set(data) <= PROGRESS_KEYS
         assert not any(line and line in data["label"] for line in reply.splitlines() if len(line) > 12)
     counted = next(data for _, data in events if data.get("stage") == "checking_claims")
@@ -76,7 +76,7 @@ def test_progress_labels_speak_the_clients_language(api, new_session):
         say(api, session_id, token, DRAFT_MESSAGE, HTTP_ACCEPT_LANGUAGE="zh-Hant", **STREAM).streaming_content
     )
     labels = {data["stage"]: data["label"] for name, data in events if name == "progress"}
-    assert labels["saving_plan"] == "正在儲存計畫 v1"
+    assert labels["saving_plan"] == "正在儲存第 1 版計畫"
     assert all(not label.isascii() for label in labels.values())
 
 

@@ -127,7 +127,7 @@ def test_a_turn_already_running_gets_409(api, new_session):
     response = say(api, session_id, token)
     turn_lock.release_turn(session_pk)
     assert response.status_code == 409
-    assert response.json() == {"detail": "這個 session 正在處理上一則訊息，請等它完成後再送出"}
+    assert response.json() == {"detail": "這個工作階段正在處理上一則訊息，請等它完成後再送出"}
     assert messages_of(api, session_id, token) == []
 
 
@@ -170,7 +170,7 @@ def test_offline_model_end_to_end(api, new_session):
     headers = {"HTTP_X_SESSION_TOKEN": token}
     first = say(api, session_id, token, "請幫我規劃求職").json()
     assert "offline" in first["model"]
-    assert "林語晴" in first["reply"] and "offline" in first["reply"].lower()
+    assert "林語晴" in first["reply"] and "離線模型" in first["reply"]
     assert {"verify_claims", "save_plan"} <= {call["name"] for call in first["tool_calls"]}
     assert first["total_tokens"] == 0 and first["llm_calls"] >= 3
     assert first["verification"] and all(check["supported"] for check in first["verification"])

@@ -103,7 +103,7 @@ def test_the_uniform_404_forbids_storing_and_stays_identical(api, new_session, s
         api.post(f"/agent/sessions/{session_id}/messages", {"message": "hi"}, format="json", HTTP_X_SESSION_TOKEN="短"),
         api.get(f"/agent/sessions/{session_id}/", **auth),  # no view matches: the project's 404 handler
         api.get("/agent/nothing-here"),
-        api.get("/not-the-api"),
+        api.get("/agent/nothing-here", HTTP_ACCEPT="text/html"),  # a browser too, under /agent/
     ]
     first = comparable(misses[0])
     assert first[0] == 404

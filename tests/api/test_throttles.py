@@ -265,15 +265,23 @@ def test_a_counter_expires_one_second_after_its_window(rates, settings):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    "at, language, said",
+    "rate, at, language, said, retry_after",
     [
-        ("10:59:00", "en", "Too many requests. Try again in 60 seconds."),
-        ("10:59:59", "en", "Too many requests. Try again in 1 second."),
-        ("10:59:00", "zh-Hant", "請求太多次，請在 60 秒後再試。"),
+        ("1/hour", "10:59:00", "en", "Too many requests. Try again in 60 seconds.", "60"),
+        ("1/hour", "10:59:59", "en", "Too many requests. Try again in 1 second.", "1"),
+        ("1/hour", "10:59:00", "zh-Hant", "請求太多次，請在 60 秒後再試。", "60"),
+        # In words, rounded up: 2,800 seconds are "about 47 minutes" (issue 44 found "2797 seconds").
+        ("1/hour", "10:13:20", "en", "Too many requests. Try again in about 47 minutes.", "2800"),
+        ("1/hour", "10:13:20", "zh-Hant", "請求太多次，請在約 47 分鐘後再試。", "2800"),
+        ("1/hour", "10:58:00", "en", "Too many requests. Try again in about 2 minutes.", "120"),
+        ("1/day", "20:30:00", "en", "Too many requests. Try again in about 4 hours.", "12600"),
+        ("1/day", "20:30:00", "zh-Hant", "請求太多次，請在約 4 小時後再試。", "12600"),
     ],
 )
-def test_a_throttled_answer_says_when_to_try_again_in_the_clients_language(rates, at, language, said):
-    rates(session_create="1/hour")
+def test_a_throttled_answer_says_when_to_try_again_in_the_clients_language(
+    rates, rate, at, language, said, retry_after
+):
+    rates(session_create=rate)
     with time_machine.travel(f"2030-01-01 {at}+00:00", tick=False):
         assert _create() == 201
         refused = APIClient().post(
@@ -281,7 +289,7 @@ def test_a_throttled_answer_says_when_to_try_again_in_the_clients_language(rates
         )
     assert refused.status_code == 429
     assert refused.json() == {"detail": said}
-    assert refused["Retry-After"] == ("60" if at == "10:59:00" else "1")
+    assert refused["Retry-After"] == retry_after  # the exact seconds, as before
 
 
 def test_a_throttled_answer_with_no_wait_known_says_one_second():

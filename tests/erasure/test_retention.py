@@ -324,7 +324,7 @@ def test_the_command_speaks_the_shells_language(monkeypatch):
     monkeypatch.setenv("LANG", "zh_TW.UTF-8")
     out = io.StringIO()
     call_command("purge_sessions", "--dry-run", stdout=out)
-    assert "會刪除 1 個 session、2 個事件" in out.getvalue()
+    assert "會刪除 1 個工作階段、2 個事件" in out.getvalue()
 
 
 def _disk_full() -> Exception:

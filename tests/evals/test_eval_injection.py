@@ -120,7 +120,18 @@ def test_the_screen_alone_flags_the_attacks(offline_run):
 def test_figures_per_part_and_per_kind(offline_run, tmp_path):
     results = list(offline_run[0].values())
     parts = injection.summarise_parts(results)
-    assert set(parts) == {"tuned", "holdout", "redteam", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7"}
+    assert set(parts) == {
+        "tuned",
+        "holdout",
+        "redteam",
+        "blind",
+        "blind2",
+        "blind3",
+        "blind4",
+        "blind5",
+        "blind6",
+        "blind7",
+    }
     for figures in parts.values():
         kinds = figures["by_kind"]
         assert any(row["kind"] == "control" for row in kinds.values()) and all(

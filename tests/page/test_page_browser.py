@@ -106,15 +106,19 @@ def on_console_violation(message) -> bool:
     return "Content Security Policy" in message.text
 
 
-# Every text the status line shows, in order (a turn's progress passes too fast to catch otherwise).
+# Every text a turn's progress line shows, in order (it passes too fast to catch otherwise): the
+# line stands in the reply being written (.pending .progress), not at the top of the page.
 RECORD_STATUS_TEXTS = """() => {
   window.statusTexts = [];
-  const status = document.getElementById("status");
+  const conversation = document.getElementById("conversation");
   // From each mutation's added text, not the line's text when the observer runs: several events of
   // one chunk change the line before it runs.
   new MutationObserver((records) => {
-    for (const record of records) for (const node of record.addedNodes) window.statusTexts.push(node.textContent);
-  }).observe(status, { childList: true });
+    for (const record of records) {
+      if (!record.target.classList || !record.target.classList.contains("progress")) continue;
+      for (const node of record.addedNodes) window.statusTexts.push(node.textContent);
+    }
+  }).observe(conversation, { childList: true, subtree: true });
 }"""
 
 INJECT_INLINE_SCRIPT = """() => {
@@ -210,7 +214,7 @@ def test_a_person_walks_through_the_page(asgi_live_server, settings, tmp_path, l
         expect(page.locator("#plan-current")).to_have_text(strings["no_plan"])
 
         # 3. Two messages: each reply with its claim checks, its tool calls (collapsed) and the model.
-        # The turn streams: the status line shows its progress while it runs.
+        # The turn streams: the reply being written shows its progress while it runs.
         page.evaluate(RECORD_STATUS_TEXTS)
         for number, message in enumerate((FIRST_MESSAGE, SECOND_MESSAGE), start=1):
             page.fill("#message-text", message)

@@ -122,9 +122,9 @@ def test_the_page_sets_no_cookie_and_needs_none(client):
 
 def test_the_page_loads_its_files_from_static(client):
     page = _inventory(_page(client))
-    stylesheets = [attributes["href"] for tag, attributes in page.tags if tag == "link"]
-    assert stylesheets == ["/static/page/page.css"]
-    assert finders.find("page/page.js") and finders.find("page/page.css")
+    links = {attributes["rel"]: attributes["href"] for tag, attributes in page.tags if tag == "link"}
+    assert links == {"stylesheet": "/static/page/page.css", "icon": "/static/page/favicon.svg"}
+    assert finders.find("page/page.js") and finders.find("page/page.css") and finders.find("page/favicon.svg")
 
 
 def test_the_page_links_the_api_docs(client):

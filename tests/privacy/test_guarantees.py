@@ -34,7 +34,7 @@ from tests.support.session_client import messages_of, say
 pytestmark = pytest.mark.django_db
 
 HOUR = dt.timedelta(hours=1)
-UNIFORM_404_BODY = '{"detail": "找不到這個 session，可能已過期或被刪除"}'.encode()
+UNIFORM_404_BODY = '{"detail": "找不到這個工作階段，可能已過期或被刪除"}'.encode()
 # An instant with microseconds, so "exactly at expiry" is not a whole second.
 T0 = dt.datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC)
 

@@ -88,7 +88,7 @@ def test_the_compiled_catalogue_is_its_source_compiled():
 @pytest.mark.parametrize(
     "language,expected",
     [
-        ("zh-hant", "找不到這個 session，可能已過期或被刪除"),
+        ("zh-hant", "找不到這個工作階段，可能已過期或被刪除"),
         ("en", "Session not found: it may have expired or been deleted."),
     ],
 )

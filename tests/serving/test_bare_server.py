@@ -203,7 +203,10 @@ def test_a_50_mb_body_is_refused_while_it_streams_and_never_reaches_the_disk(ser
 
 def test_the_413_speaks_the_clients_language(server):
     sock = server.connect()
-    sock.sendall(b"POST /agent/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n" % BIG)
+    sock.sendall(
+        b"POST /agent/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Language: zh-TW\r\nContent-Length: %d\r\n\r\n"
+        % BIG
+    )
     status, headers, body = _response(sock)
     assert status == 413
     assert headers["content-language"] == "zh-hant"

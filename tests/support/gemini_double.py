@@ -4,6 +4,9 @@ with it (and any `GOOGLE_API_KEY`) sends its model calls here, on 127.0.0.1.
 
 It answers `POST /v1beta/models/<model>:generateContent` with the next scripted answer, or with
 a short text reply when none is left, and keeps each request it was sent (in memory only).
+`:streamGenerateContent?alt=sse` (ADK's SSE streaming mode) gets the same answers as Server-Sent
+Events: a scripted body as one chunk, `Streamed` answers (`text_chunks`) in several, `interval`
+seconds apart, as a model writing its reply sends them; an error status as its JSON body.
 `hold()` keeps the next model calls waiting until released, to catch a turn mid-way; `latency`
 makes every call take that many seconds, as a real model does (also set over HTTP, `PUT /latency`
 with the seconds as the body, for a double in another process):
@@ -19,9 +22,10 @@ import re
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-GENERATE = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):generateContent$")
+GENERATE = re.compile(r"^/v1beta/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$")
 DEFAULT_REPLY = "Here is what I would do next with your resume."
 # The GOOGLE_API_KEY of a service whose model calls come here (`GeminiDouble.environment()`).
 DOUBLE_KEY = "key-of-the-local-double"
@@ -44,6 +48,33 @@ def call_answer(name: str, args: dict, model: str = "gemini-2.5-flash") -> dict:
         "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
         "modelVersion": model,
     }
+
+
+@dataclass
+class Streamed:
+    """An answer sent in `chunks` (generateContent bodies), `interval` seconds apart; to a call that
+    does not stream, the chunks' texts as one answer."""
+
+    chunks: list[dict]
+    interval: float = 0.0
+
+    def whole(self) -> dict:
+        text = "".join(part.get("text", "") for chunk in self.chunks for part in _parts(chunk))
+        return text_answer(text, self.chunks[-1].get("modelVersion", "gemini-2.5-flash"))
+
+
+def _parts(body: dict) -> list[dict]:
+    return body["candidates"][0]["content"]["parts"]
+
+
+def text_chunks(*texts: str, interval: float = 0.0, model: str = "gemini-2.5-flash") -> Streamed:
+    """A text reply sent as `texts`, one chunk each, `interval` seconds apart (the last one says STOP)."""
+    chunks = [
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}], "modelVersion": model}
+        for text in texts
+    ]
+    chunks[-1] = text_answer(texts[-1], model)
+    return Streamed(chunks, interval)
 
 
 class Hold:
@@ -115,6 +146,7 @@ class GeminiDouble:
             self._hold = None
 
     def _next(self, model: str, request: dict, client_port: int) -> tuple:
+        """(status, body) or (status, body, headers) of the next call; a Streamed answer as such."""
         with self._lock:
             self.calls += 1
             if self.keep_requests:
@@ -132,6 +164,10 @@ class GeminiDouble:
             time.sleep(self.latency)
         return scripted if isinstance(scripted, tuple) else (200, scripted)
 
+    def _finished(self) -> None:
+        with self._lock:
+            self.answered += 1
+
     def _handler(self):
         double = self
 
@@ -146,7 +182,13 @@ class GeminiDouble:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if match is None:
                     return self._send(404, {"error": {"code": 404, "message": "not found", "status": "NOT_FOUND"}})
-                return self._send(*double._next(match["model"], json.loads(body), self.client_address[1]))
+                answer = double._next(match["model"], json.loads(body), self.client_address[1])
+                streams = match["method"] == "streamGenerateContent"
+                if answer[0] == 200 and streams:
+                    return self._stream(answer[1] if isinstance(answer[1], Streamed) else Streamed([answer[1]]))
+                if isinstance(answer[1], Streamed):
+                    answer = (answer[0], answer[1].whole(), *answer[2:])
+                return self._send(*answer)
 
             def do_PUT(self):
                 if self.path != "/latency":
@@ -166,6 +208,23 @@ class GeminiDouble:
                     self.wfile.write(data)
                 with double._lock:
                     double.answered += 1
+
+            def _stream(self, answer: Streamed):
+                """Server-Sent Events, one `data:` line per chunk, in HTTP/1.1 chunked encoding (the
+                connection is kept, as for every other answer)."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    for index, chunk in enumerate(answer.chunks):
+                        if index and answer.interval:
+                            time.sleep(answer.interval)
+                        data = f"data: {json.dumps(chunk)}\r\n\r\n".encode()
+                        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                double._finished()
 
             def log_message(self, format, *args):  # requests hold resumes: never printed
                 pass

@@ -1,7 +1,7 @@
 """A scripted stand-in for a real LLM, so tests never touch the network.
 
-Each call to the model consumes the next "step": an LlmResponse is yielded,
-an Exception instance is raised. Every LlmRequest is recorded in `requests`
+Each call to the model consumes the next "step": an LlmResponse is yielded (a list of them, one
+after the other: a streamed answer), an Exception instance is raised. Every LlmRequest is recorded in `requests`
 so tests can inspect exactly what ADK sent (system instruction, contents).
 """
 
@@ -38,6 +38,17 @@ def text_response(text: str, *, prompt_tokens: int | None = None, output_tokens:
     )
 
 
+def streamed_text_response(*chunks: str) -> list[LlmResponse]:
+    """A final model turn whose text comes in `chunks` (partial responses), then whole, as a model
+    streams it in ADK's SSE mode. (To a turn that does not stream, the same: ADK passes partial
+    responses on only when streaming, and the whole one comes last.)"""
+    pieces = [
+        LlmResponse(content=types.Content(role="model", parts=[types.Part(text=chunk)]), partial=True)
+        for chunk in chunks
+    ]
+    return [*pieces, text_response("".join(chunks))]
+
+
 def call_response(
     name: str, args: dict[str, Any], *, prompt_tokens: int | None = None, output_tokens: int | None = None
 ) -> LlmResponse:
@@ -64,7 +75,8 @@ class ScriptedLlm(BaseLlm):
         step = self.steps.pop(0)
         if isinstance(step, BaseException):
             raise step
-        yield step
+        for response in step if isinstance(step, list) else [step]:
+            yield response
 
 
 USER_ID = "test-user"

@@ -3,11 +3,15 @@ fresh migrated SQLite one), a free port, and waiting until a server answers."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,6 +54,25 @@ def database_url() -> str:
     return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
+@functools.cache
+def collected_static() -> str:
+    """DJANGO_STATIC_ROOT of the servers tests start: the static files collected once per test process,
+    as `make run` collects them (hashed names, their manifest, gzip copies); removed at exit."""
+    root, var = tempfile.mkdtemp(prefix="collected-static-"), tempfile.mkdtemp(prefix="collectstatic-var-")
+    for directory in (root, var):
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_"))},
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_SECRET_KEY": "collectstatic",
+        "DJANGO_VAR_DIR": var,
+        "DJANGO_STATIC_ROOT": root,
+    }
+    command = [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"]
+    subprocess.run(command, cwd=ROOT, env=env, check=True)
+    return root
+
+
 def service_env(tmp_path: Path, **extra: str) -> dict:
     """The environment of a service process started by a test: on this test's database, with a
     var/ of its own under `tmp_path`, no model key and nothing of pytest's."""
@@ -61,6 +84,7 @@ def service_env(tmp_path: Path, **extra: str) -> dict:
         # The test's own key: what the test signs (django-q2's queued tasks) the service reads.
         "DJANGO_SECRET_KEY": settings.SECRET_KEY,
         "DJANGO_VAR_DIR": str(tmp_path / "var"),
+        "DJANGO_STATIC_ROOT": collected_static(),
         "PYTHONPATH": str(ROOT),
         **extra,
     }
@@ -122,6 +146,7 @@ def migrated_env(tmp_path: Path, database: Path | None = None, **settings: str) 
         "DJANGO_SECRET_KEY": "server-test-key",
         "PYTHONPATH": str(ROOT),
         "DJANGO_CACHE_DIR": str(tmp_path / "cache"),
+        "DJANGO_STATIC_ROOT": collected_static(),
         "AGENT_SESSION_CREATE_RATE": "10000/hour",
         **settings,
     }

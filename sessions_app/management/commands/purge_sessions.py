@@ -2,11 +2,17 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import translation
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
 from sessions_app.choices import ErasureTrigger
 from sessions_app.infra.disk_space import is_disk_full
 from sessions_app.purge import erase_all_sessions, purge_expired
+
+
+def grouped(count: int) -> str:
+    """A count as the language writes it (12,345), in a message."""
+    return number_format(count, force_grouping=True)
 
 
 def shell_language() -> str:
@@ -57,8 +63,8 @@ class Command(BaseCommand):
         def progress(result):
             if result.batches % 10 == 0:
                 self.stdout.write(
-                    _("... %(sessions)d sessions, %(events)d events so far")
-                    % {"sessions": result.sessions, "events": result.events}
+                    _("... %(sessions)s sessions, %(events)s events so far")
+                    % {"sessions": grouped(result.sessions), "events": grouped(result.events)}
                 )
 
         if all:
@@ -74,25 +80,25 @@ class Command(BaseCommand):
                 progress=progress,
             )
         counts = {
-            "sessions": result.sessions,
-            "events": result.events,
-            "owner_states": result.user_states,
+            "sessions": grouped(result.sessions),
+            "events": grouped(result.events),
+            "owner_states": grouped(result.user_states),
             "seconds": result.seconds,
         }
         if dry_run:
-            message = _("would delete %(sessions)d sessions, %(events)d events, %(owner_states)d owner states")
+            message = _("would delete %(sessions)s sessions, %(events)s events, %(owner_states)s owner states")
         else:
             message = _(
-                "deleted %(sessions)d sessions, %(events)d events, %(owner_states)d owner states in %(seconds).2fs"
+                "deleted %(sessions)s sessions, %(events)s events, %(owner_states)s owner states in %(seconds).2fs"
             )
         self.stdout.write(message % counts)
 
     def _confirm(self, would) -> None:
         """Asks before erasing everything; without a terminal to ask, --yes is needed."""
         question = _(
-            "This erases all %(sessions)d sessions (%(events)d events) now, live ones included."
+            "This erases all %(sessions)s sessions (%(events)s events) now, live ones included."
             " Their owners lose them; it cannot be undone. Type 'yes' to go on: "
-        ) % {"sessions": would.sessions, "events": would.events}
+        ) % {"sessions": grouped(would.sessions), "events": grouped(would.events)}
         try:
             answer = input(question)
         except EOFError:

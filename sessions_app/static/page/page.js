@@ -8,8 +8,8 @@
  *   (receiptLookup, WebCrypto): the session id alone leads to no receipt, and the page shows no
  *   session id outside the key itself (file names, the verify command).
  * - Every text comes from the page (#page-strings, translated by the server); what the
- *   API answers (replies, plans, error details such as the one 404) is shown as it comes,
- *   always as text (textContent), never as HTML.
+ *   API answers (replies, their drafts as they stream, plans, error details such as the one 404)
+ *   is shown as it comes, always as text (textContent, text nodes), never as HTML.
  */
 (function () {
   "use strict";
@@ -177,10 +177,12 @@
 
   /**
    * Sends a message as a streamed turn (Accept: text/event-stream): each progress event goes to
-   * onProgress (a stage and its label in the page's language, never the model's text) while the
-   * turn runs; resolves with the reply once the server has verified and stored it.
+   * onProgress (a stage and its label in the page's language) and each text event to onText (the
+   * next piece of the reply's draft, {text, model_call}) while the turn runs; resolves with the
+   * reply once the server has verified and stored it. Aborting `signal` hangs up: the server stops
+   * the turn and stores nothing of it.
    */
-  async function streamTurn(text, onProgress) {
+  async function streamTurn(text, { signal, onProgress, onText }) {
     const session = current;
     let response;
     try {
@@ -194,6 +196,7 @@
         body: JSON.stringify({ message: text }),
         credentials: "omit",
         cache: "no-store",
+        signal,
       });
     } catch (error) {
       throw new ApiError(0, strings.network_error);
@@ -212,6 +215,7 @@
           buffer = buffer.slice(end + 2);
           if (event === null) continue;
           if (event.name === "progress") onProgress(event.data);
+          else if (event.name === "text") onText(event.data);
           else if (event.name === "reply") return event.data;
           else if (event.name === "error") {
             const detail = event.data.detail || fmt(strings.error_status, { status: event.data.status });
@@ -274,9 +278,14 @@
     });
   }
 
+  /** "Model: …", the offline model by a name in the page's language (it has no product name). */
+  function modelLine(model) {
+    return fmt(strings.model, { model: model === config.offlineModel ? strings.offline_model : model });
+  }
+
   function renderModel(model) {
     if (!model) return;
-    $("model-in-use").textContent = fmt(strings.model, { model });
+    $("model-in-use").textContent = modelLine(model);
     $("model-in-use").hidden = false;
   }
 
@@ -308,6 +317,18 @@
     return item;
   }
 
+  // Quotation marks around a whole claim: <q> adds the language's own (issue 44: ““…”” and 「「…」」).
+  const QUOTES = [["“", "”"], ["「", "」"], ["『", "』"], ["‘", "’"], ['"', '"'], ["'", "'"]];
+
+  function unquoted(text) {
+    let claim = text.trim();
+    for (;;) {
+      const pair = QUOTES.find(([open, close]) => claim.length > 2 && claim.startsWith(open) && claim.endsWith(close));
+      if (!pair) return claim;
+      claim = claim.slice(pair[0].length, -pair[1].length).trim();
+    }
+  }
+
   function checksBlock(verification) {
     const block = element("section", "checks");
     block.append(element("h4", "", strings.checks));
@@ -319,7 +340,7 @@
     for (const check of verification) {
       const item = element("li", `claim ${check.supported ? "supported" : "unsupported"}`);
       item.append(element("span", "verdict", check.supported ? strings.supported : strings.unsupported));
-      item.append(element("q", "", check.claim));
+      item.append(element("q", "", unquoted(check.claim)));
       if (check.evidence) item.append(element("p", "evidence", fmt(strings.evidence, { evidence: check.evidence })));
       list.append(item);
     }
@@ -346,9 +367,60 @@
     $("conversation-empty").hidden = true;
   }
 
+  function removeMessage(item) {
+    item.remove();
+    $("conversation-empty").hidden = $("conversation").children.length > 0;
+  }
+
+  /**
+   * A reply as the page shows it, live or read back (the API's history gives each reply the same
+   * claim checks, tool calls and model its turn answered with; null for a reply stored before).
+   */
+  function replyItem(reply) {
+    const item = messageItem("agent", reply.text, reply.timestamp);
+    if (reply.verification) item.append(checksBlock(reply.verification));
+    if (reply.tool_calls) item.append(toolCallsBlock(reply.tool_calls));
+    if (reply.model) item.append(element("p", "model", fmt(strings.model, { model: reply.model })));
+    return item;
+  }
+
+  /**
+   * The reply being written, where it will stand: the turn's progress (announced politely, as it
+   * changes) and the draft the server streams (not announced piece by piece: the finished reply is,
+   * once, by announceReply). Each model call's draft replaces the one before.
+   */
+  function pendingReply() {
+    const item = element("li", "message message-agent pending");
+    item.setAttribute("aria-busy", "true");
+    const progress = element("p", "progress", strings.sending);
+    progress.setAttribute("role", "status");
+    const draft = element("div", "text draft");
+    item.append(element("p", "who", strings.agent), progress, draft);
+    let modelCall = null;
+    return {
+      item,
+      progress: (stage) => {
+        progress.textContent = stage.label;
+        if (stage.stage === "saving") $("stop-button").hidden = true; // being stored: too late to stop
+      },
+      text: (piece) => {
+        if (piece.model_call !== modelCall) draft.textContent = "";
+        modelCall = piece.model_call;
+        draft.append(piece.text);
+      },
+    };
+  }
+
+  /** The finished reply, said once to screen readers (a live region outside the conversation). */
+  function announceReply(text) {
+    $("reply-announcer").textContent = fmt(strings.reply_announcement, { reply: text });
+  }
+
   function renderConversation(messages) {
     $("conversation").replaceChildren();
-    for (const message of messages) appendMessage(messageItem(message.role, message.text, message.timestamp));
+    for (const message of messages) {
+      appendMessage(message.role === "agent" ? replyItem(message) : messageItem(message.role, message.text, message.timestamp));
+    }
     $("conversation-empty").hidden = messages.length > 0;
   }
 
@@ -453,32 +525,63 @@
     }
   }
 
+  let turn = null; // the AbortController of the turn running, if one is
+
+  /**
+   * Sends the message: it is shown at once, the reply is written below it as it comes (its
+   * progress with it), and the verified reply replaces the draft. Stopped or failed, nothing of
+   * the turn was stored: both go, and the message is back in the box.
+   */
   async function sendMessage(event) {
     event.preventDefault();
+    if (turn !== null) return;
     const field = $("message-text");
     const text = field.value;
     const button = $("send-button");
     busy(button, true);
     setAlert("");
-    setStatus(strings.sending);
+    setStatus("");
+    const mine = messageItem("user", text, new Date().toISOString());
+    const pending = pendingReply();
+    appendMessage(mine);
+    appendMessage(pending.item);
+    field.value = "";
+    pending.item.scrollIntoView({ block: "nearest" });
+    const controller = new AbortController();
+    turn = controller;
+    $("stop-button").hidden = false;
+    let answered = false;
     try {
-      const answer = await streamTurn(text, (progress) => setStatus(progress.label));
-      appendMessage(messageItem("user", text));
-      const reply = messageItem("agent", answer.reply);
-      reply.append(checksBlock(answer.verification || []));
-      reply.append(toolCallsBlock(answer.tool_calls || []));
-      reply.append(element("p", "model", fmt(strings.model, { model: answer.model })));
-      appendMessage(reply);
+      const answer = await streamTurn(text, { signal: controller.signal, onProgress: pending.progress, onText: pending.text });
+      answered = true;
+      const reply = replyItem({ ...answer, text: answer.reply, timestamp: new Date().toISOString() });
+      pending.item.replaceWith(reply);
+      announceReply(answer.reply);
       renderModel(answer.model);
-      field.value = "";
+      turn = null;
+      $("stop-button").hidden = true;
       await refreshMetadata();
       await refreshPlan();
-      setStatus("");
     } catch (error) {
-      failed(error);
+      if (!answered) {
+        removeMessage(pending.item);
+        removeMessage(mine);
+        if (field.value === "") field.value = text; // nothing was stored: the message is back in the box
+      }
+      if (controller.signal.aborted) {
+        setStatus(strings.stopped);
+        field.focus(); // the Stop button goes: focus to the message, back in its box
+      } else failed(error);
     } finally {
+      turn = null;
+      $("stop-button").hidden = true;
       busy(button, false);
     }
+  }
+
+  /** Stop: hangs up on the turn (the server stops the model and stores nothing of it). */
+  function stopTurn() {
+    if (turn !== null) turn.abort();
   }
 
   /** Where the Clipboard API is missing (a page served over plain HTTP, not from localhost). */
@@ -658,7 +761,19 @@
 
   $("start-form").addEventListener("submit", startSession);
   $("open-form").addEventListener("submit", openFromKey);
-  $("message-form").addEventListener("submit", sendMessage);
+  $("stop-button").addEventListener("click", stopTurn);
+  // After each reply (or failure) the message box has the focus again, ready for the next message.
+  $("message-form").addEventListener("submit", async (event) => {
+    await sendMessage(event);
+    $("message-text").focus();
+  });
+  // Enter sends, Shift+Enter is a newline; never while an input method composes (Chinese input
+  // confirms its characters with Enter: isComposing, and keyCode 229 in browsers that end it first).
+  $("message-text").addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+    event.preventDefault();
+    if (!$("send-button").disabled) $("message-form").requestSubmit();
+  });
   $("find-receipt").addEventListener("click", findReceipt);
   $("resume-text").addEventListener("input", updateResumeCount);
   $("key-copy").addEventListener("click", () => copyText($("key-value").textContent));
