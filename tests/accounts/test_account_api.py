@@ -5,10 +5,9 @@ sign-in throttles."""
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
 from sessions_app.models import Account, AccountCredential, AccountSignIn, DeletionAudit, DeletionLogEntry
-from tests.support.account_client import AccountClient, Device
+from tests.support.account_client import AccountClient, Device, another_browser
 from tests.support.passkey_authenticator import SoftPasskey
 from tests.support.session_client import SESSIONS, answer_to, messages_of
 
@@ -24,7 +23,7 @@ def account(api) -> AccountClient:
 
 def other_device(client: AccountClient) -> AccountClient:
     """A second browser context with the same (synced) passkey: signed out, nothing in memory."""
-    return AccountClient(APIClient(), client.device)
+    return AccountClient(another_browser(), client.device)
 
 
 def the_one_404(api) -> tuple[bytes, dict]:
@@ -82,7 +81,7 @@ def test_register_keep_two_sessions_sign_in_elsewhere_open_both_then_delete_the_
 def test_the_recovery_code_opens_the_account_and_its_sessions_a_wrong_one_nothing(api, account, new_session):
     session_id, token = new_session()
     account.keep(session_id, token)
-    stranger = AccountClient(APIClient())
+    stranger = AccountClient(another_browser())
     refused = stranger.recovery_sign_in("0" * 40)
     assert (refused.status_code, refused.json()["code"]) == (403, "recovery_refused")
     assert stranger.recovery_sign_in(account.recovery_code).status_code == 200
@@ -93,13 +92,13 @@ def test_the_recovery_code_opens_the_account_and_its_sessions_a_wrong_one_nothin
     added = stranger.post("/passkeys", {"credential": new.passkey.create(options)})
     assert added.status_code == 201 and added.json()["backed_up"] is True
     assert stranger.keep(session_id, token, devices=[new]).status_code == 200  # wrapped for it too
-    assert AccountClient(APIClient(), new).sign_in().status_code == 200
+    assert AccountClient(another_browser(), new).sign_in().status_code == 200
 
 
 def test_a_session_id_with_a_wrong_or_foreign_account_is_the_one_404(api, account, new_session):
     session_id, token = new_session()
     account.keep(session_id, token)
-    foreign = AccountClient(APIClient())
+    foreign = AccountClient(another_browser())
     foreign.register()
     same_404(foreign.get(f"/sessions/{session_id}"), api)
     same_404(foreign.delete(f"/sessions/{session_id}"), api)
@@ -154,7 +153,7 @@ def test_the_last_way_in_is_not_removed(api):
     options = account.post("/passkeys/options").json()["options"]
     assert account.post("/passkeys", {"credential": second.passkey.create(options)}).status_code == 201
     assert account.delete(f"/passkeys/{passkey_id}").status_code == 204
-    assert AccountClient(APIClient(), account.device).sign_in().status_code == 403  # that passkey is gone
+    assert AccountClient(another_browser(), account.device).sign_in().status_code == 403  # that passkey is gone
 
 
 def test_signing_out_ends_that_sign_in_only(account):
@@ -209,7 +208,7 @@ def test_sign_in_attempts_are_throttled_per_client_address(api, settings):
     statuses.append(client.post("/sign-in", {"credential": {}}).status_code)
     statuses.append(client.post("/recovery-sign-in", {"recovery_verifier": "A" * 43}).status_code)
     assert statuses == [200, 200, 403, 429]
-    assert AccountClient(APIClient(), REMOTE_ADDR="198.51.100.8").post("/sign-in/options").status_code == 200
+    assert AccountClient(another_browser(), REMOTE_ADDR="198.51.100.8").post("/sign-in/options").status_code == 200
 
 
 def test_registering_is_throttled_per_client_address(api, settings):

@@ -11,10 +11,9 @@ fake nonce, as a broken page would) and the same database scan finds the tokens:
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
 from tests.erasure.test_erasure_e2e import _cache_text
-from tests.support.account_client import WRAP_INFO, AccountClient, Device, hkdf
+from tests.support.account_client import WRAP_INFO, AccountClient, Device, another_browser, hkdf
 from tests.support.passkey_authenticator import SoftPasskey, b64url, from_b64url
 from tests.support.privacy import find_in_text, find_markers, fixture_markers
 from tests.support.session_client import answer_to, messages_of
@@ -43,7 +42,7 @@ def _use_an_account(api, new_session, *, wrapping: bool) -> tuple[list[str], lis
     for (session_id, token), message in zip(sessions.items(), MESSAGES, strict=True):
         answer_to(api, session_id, token, message)
         assert account.keep(session_id, token).status_code == 201
-    phone = AccountClient(APIClient(), laptop)
+    phone = AccountClient(another_browser(), laptop)
     assert phone.sign_in().status_code == 200
     if wrapping:
         for session_id, token in sessions.items():

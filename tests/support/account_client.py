@@ -57,6 +57,14 @@ class Device:
         return hmac.new(self.prf_secret, PRF_INPUT, hashlib.sha256).digest()
 
 
+def another_browser():
+    """A second browser context: a test client of its own, asking in Traditional Chinese as the
+    `api` fixture does (tests/conftest.py)."""
+    from rest_framework.test import APIClient
+
+    return APIClient(HTTP_ACCEPT_LANGUAGE="zh-TW,zh;q=0.9")
+
+
 def new_recovery_code() -> str:
     """High entropy (160 bits): HKDF suffices, no slow hash needed."""
     return secrets.token_hex(20)
