@@ -15,10 +15,13 @@ from django.conf import settings  # noqa: E402
 
 from agent.model_selection import log_model_choice  # noqa: E402  (needs Django set up)
 from sessions_app.api.asgi_guard import ServerGuard  # noqa: E402
+from sessions_app.infra.request_threads import RequestThreads  # noqa: E402
 
 # Bodies over the limit, slow bodies and WebSocket handshakes are refused here, before Django
 # reads anything (sessions_app/api/asgi_guard.py).
-application = ServerGuard(django_application)
+# Each request's synchronous work on a thread kept between requests, not two threads started and
+# stopped a request (sessions_app/infra/request_threads.py).
+application = RequestThreads(ServerGuard(django_application), keep=settings.SERVER_REQUEST_THREADS_KEPT)
 
 log_model_choice(logging.getLogger("config.startup"))
 # The URLconf, and with it the views and the agent stack (ADK, google-genai), imported here:

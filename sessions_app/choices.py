@@ -14,6 +14,7 @@ class ErasureTrigger(models.TextChoices):
     COMMAND = "command", _("Management command")
     ADK = "adk", _("ADK session service")
     ERASE_ALL = "erase_all", _("Erase every session (incident response)")
+    ACCOUNT = "account", _("Account deleted (owner)")
 
 
 class FailureKind(models.TextChoices):
@@ -48,3 +49,12 @@ class CheckStatus(models.TextChoices):
     OK = "ok", _("ok")
     FAILING = "failing", _("failing")
     NOT_CONFIGURED = "not_configured", _("not configured here")
+
+
+class ChallengeKind(models.TextChoices):
+    """What a WebAuthn challenge was issued for (`AccountChallenge.kind`): a challenge answers only
+    the ceremony it was made for."""
+
+    REGISTER = "register", _("register a new account")
+    SIGN_IN = "sign_in", _("sign in")
+    ADD_PASSKEY = "add_passkey", _("add a passkey to an account")

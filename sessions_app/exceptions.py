@@ -58,3 +58,29 @@ class ModelFailure(Exception):
         super().__init__(reason)
         self.reason = ModelFailureReason(reason)
         self.retry_after = retry_after
+
+
+# --- Passkey accounts (sessions_app.account_services) ---
+
+
+class CeremonyFailed(Exception):
+    """A WebAuthn response refused: its challenge unknown, used, expired or for another ceremony, or
+    the response itself does not verify (origin, RP id, signature, sign count). One refusal,
+    whichever: the client learns only that it must begin again."""
+
+
+class RecoveryRefused(Exception):
+    """No account holds this recovery code (or the account has none)."""
+
+
+class SessionHeldElsewhere(Exception):
+    """The session is already kept by another account: a session belongs to one account at most."""
+
+
+class LastWayIn(Exception):
+    """Removing this passkey would leave the account no way to sign in (no other passkey and no
+    recovery code)."""
+
+
+class UnknownPasskey(Exception):
+    """A wrapped token names a passkey the account does not have."""

@@ -19,6 +19,7 @@ the turn lock, the model providers and how many plan versions were saved.
 from __future__ import annotations
 
 import datetime as dt
+import secrets
 import uuid
 
 from django.db import models
@@ -28,7 +29,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from sessions_app import retention
-from sessions_app.choices import ErasureTrigger, FailureKind
+from sessions_app.choices import ChallengeKind, ErasureTrigger, FailureKind
 from sessions_app.infra.sql import ByteLength
 
 
@@ -277,3 +278,113 @@ class IntegrityFailure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} at {self.created_at:%Y-%m-%d %H:%M}"
+
+
+# --- Optional passkey accounts (docs/ACCOUNTS.md) ------------------------------------------------
+# An account is a random id and its passkeys: no e-mail, no password, no name. It keeps, for each
+# session added to it, the session's token wrapped in the browser (under a key derived from a
+# passkey's PRF output or from the recovery code): opaque bytes the server cannot open. What an
+# account reveals is which sessions belong to one person; nothing here reveals what they say.
+
+
+def new_account_id() -> str:
+    """32 random bytes, base64url: the account's id and its WebAuthn user handle."""
+    return secrets.token_urlsafe(32)
+
+
+class Account(models.Model):
+    id = models.CharField(primary_key=True, max_length=64, default=new_account_id, editable=False)
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
+    # The last sign-in (a passkey's or the recovery code's); NULL: never since registering.
+    last_sign_in_at = models.DateTimeField(_("last sign-in"), null=True, blank=True)
+    # The SHA-256 (hex) of what the browser derives from the recovery code to prove it holds it
+    # (HKDF, an info string of its own): never the code, nor the key the code wraps tokens with.
+    # Empty: no recovery code.
+    recovery_verifier_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+
+    class Meta:
+        verbose_name = _("account")
+        verbose_name_plural = _("accounts")
+
+    def __str__(self) -> str:
+        return f"account {self.id[:6]}"
+
+
+class AccountCredential(models.Model):
+    """One passkey of an account: what WebAuthn needs to verify its assertions, and nothing else."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="credentials")
+    # The credential id as the authenticator made it, base64url (at most 1,023 bytes).
+    credential_id = models.CharField(max_length=1400, unique=True)
+    public_key = models.BinaryField()  # COSE_Key
+    sign_count = models.PositiveBigIntegerField(default=0)
+    # The authenticator's hints for finding it again ("internal", "hybrid", "usb", ...).
+    transports = models.JSONField(default=list, blank=True)
+    backup_eligible = models.BooleanField(_("backup eligible"), default=False)
+    backed_up = models.BooleanField(_("backed up"), default=False)
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("passkey")
+        verbose_name_plural = _("passkeys")
+
+    def __str__(self) -> str:
+        return f"passkey {self.pk}"
+
+
+class AccountChallenge(models.Model):
+    """A WebAuthn challenge: answers the one ceremony it was made for, once, before `expires_at`.
+    Consumed by deleting its row; the purge removes the ones never answered."""
+
+    # The SHA-256 (hex) of the challenge's bytes, which the client data carries back.
+    challenge_hash = models.CharField(max_length=64, unique=True)
+    kind = models.CharField(max_length=16, choices=ChallengeKind.choices)
+    # Registering: the new account's id (its user handle), created only when the ceremony ends.
+    # Adding a passkey: the signed-in account's id. Signing in: empty (any passkey may answer).
+    account_id = models.CharField(max_length=64, blank=True, default="")
+    expires_at = models.DateTimeField(db_index=True)
+
+
+class AccountSignIn(models.Model):
+    """A signed-in client: the SHA-256 (hex) of the X-Account-Token it holds, never the token."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="sign_ins")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(db_index=True)
+
+
+class AccountSession(models.Model):
+    """A session kept by an account. The session's row stays its own (sealed under its token); this
+    row says only that the account holds it. Erasing the session erases this row with it
+    (storage.row_erasure), so nothing here outlives the session."""
+
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="sessions")
+    # One account per session. DO_NOTHING: the erasure deletes this row itself, before the session's.
+    agent_session = models.OneToOneField(AgentSession, on_delete=models.DO_NOTHING, related_name="account_entry")
+    added_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = _("account's session")
+        verbose_name_plural = _("accounts' sessions")
+
+
+class WrappedSessionToken(models.Model):
+    """A session's token, wrapped in the browser: for one passkey (under a key derived with HKDF from
+    its PRF output and `salt`) or, with no passkey, for the recovery code (HKDF of the code and
+    `salt`). Both fields are stored as the browser sent them; the server never sees the token, the
+    PRF output or the code."""
+
+    entry = models.ForeignKey(AccountSession, on_delete=models.CASCADE, related_name="wrapped_tokens")
+    credential = models.ForeignKey(AccountCredential, on_delete=models.CASCADE, null=True, blank=True)
+    salt = models.BinaryField()  # random per credential (per the recovery code), never a constant
+    wrapped = models.BinaryField()  # AES-GCM: the nonce and the ciphertext with its tag
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["entry", "credential"], name="one_wrapping_per_passkey"),
+            models.UniqueConstraint(
+                fields=["entry"], condition=models.Q(credential__isnull=True), name="one_recovery_wrapping"
+            ),
+        ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 from django_q.models import Schedule, Task
 
@@ -181,3 +181,14 @@ def deletion_log_status() -> DeletionLogOverview:
         except Rejected:
             ours = False
     return DeletionLogOverview(status, root, log_key.verifier().vkey, previous, audited, ours)
+
+
+def accounts_overview(accounts):
+    """The passkey accounts as the admin lists them: how many passkeys (and synced ones), their last
+    use and how many sessions each keeps. Counts and dates: no id, key or wrapped token is read."""
+    return accounts.annotate(
+        passkey_count=Count("credentials", distinct=True),
+        synced_passkey_count=Count("credentials", filter=Q(credentials__backed_up=True), distinct=True),
+        passkey_last_used_at=Max("credentials__last_used_at"),
+        session_count=Count("sessions", distinct=True),
+    ).only("created_at", "last_sign_in_at")

@@ -289,6 +289,20 @@ DELETION_LOG_VERIFY_INTERVAL_SECONDS = env.int("DELETION_LOG_VERIFY_INTERVAL_SEC
 # Used by the migration that creates the django-q2 schedule (changed on the admin's policy page afterwards).
 PURGE_INTERVAL_MINUTES = env.int("PURGE_INTERVAL_MINUTES", default=15)
 
+# --- Optional passkey accounts (docs/ACCOUNTS.md) ---------------------------------
+# WebAuthn's relying party: its id (the site's registrable domain, without scheme or port) and
+# every origin a ceremony may come from (scheme, host and port, exactly as the browser sends it).
+WEBAUTHN_RP_ID = env.str("WEBAUTHN_RP_ID", default="localhost")
+WEBAUTHN_RP_NAME = env.str("WEBAUTHN_RP_NAME", default="Resume agent")
+WEBAUTHN_ORIGINS = env.list("WEBAUTHN_ORIGINS", default=["http://localhost:8000"])
+# A challenge answers one ceremony, once, within this many seconds.
+ACCOUNT_CHALLENGE_SECONDS = env.int("ACCOUNT_CHALLENGE_SECONDS", default=300)
+# How long a sign-in (its X-Account-Token) lasts; signing out ends it at once.
+ACCOUNT_SIGN_IN_HOURS = env.float("ACCOUNT_SIGN_IN_HOURS", default=12.0)
+# An account with no live session, created or last signed in to longer ago than this, is erased by
+# the scheduled purge (its passkeys and whatever it kept).
+ACCOUNT_PURGE_AFTER_DAYS = env.float("ACCOUNT_PURGE_AFTER_DAYS", default=30.0)
+
 # --- Disk space (sessions_app/infra/disk_space.py; docs/RETENTION.md, "When the disk is full") -------
 # New content (a create, a message) is refused with 507 while the volume holding the
 # database and its journal has less free space than STORAGE_HEADROOM_BYTES; deleting and
@@ -368,6 +382,11 @@ Q_CLUSTER = {
     # cycles have passed (django-q2's guard loop), so with 30 or more the first schedule
     # check comes at start-up instead of 30 s later (tests/serving/test_serve.py uses that).
     "guard_cycle": env.float("Q_GUARD_CYCLE_SECONDS", default=0.5),
+    # How often an idle cluster asks the ORM broker for a queued task (django-q2's default: 0.2 s).
+    # Each look is a query costing ~2 ms of CPU, 10 ms a second at the default, served or not
+    # (benchmarks/results/profile.md); the queue holds only the deletion log's verification, which
+    # an operator starts, and the purge the schedule enqueues, neither waiting on the second.
+    "poll": env.float("Q_POLL_SECONDS", default=1.0),
     # More clusters on the same database: any number may share this name (and its queue;
     # the schedule fires once, whichever runs it); one started with Q_CLUSTER_NAME=<other>
     # takes only tasks queued for that name (django-q2's ALT_CLUSTERS, none configured).
@@ -501,6 +520,15 @@ REST_FRAMEWORK = {
         "schema": env.str("SCHEMA_RATE", default="30/min"),
         "schema_ipv6_56": env.str("SCHEMA_RATE_IPV6_56", default="120/min"),
         "schema_ipv6_48": env.str("SCHEMA_RATE_IPV6_48", default="480/min"),
+        # Passkey accounts (docs/ACCOUNTS.md), per client address: registering (its two requests each
+        # count), and every sign-in attempt, a passkey's (begun and finished: two requests, so 30
+        # sign-ins an hour) or a recovery code's.
+        "account_register": env.str("ACCOUNT_REGISTER_RATE", default="30/hour"),
+        "account_register_ipv6_56": env.str("ACCOUNT_REGISTER_RATE_IPV6_56", default="120/hour"),
+        "account_register_ipv6_48": env.str("ACCOUNT_REGISTER_RATE_IPV6_48", default="480/hour"),
+        "account_sign_in": env.str("ACCOUNT_SIGN_IN_RATE", default="60/hour"),
+        "account_sign_in_ipv6_56": env.str("ACCOUNT_SIGN_IN_RATE_IPV6_56", default="240/hour"),
+        "account_sign_in_ipv6_48": env.str("ACCOUNT_SIGN_IN_RATE_IPV6_48", default="960/hour"),
     },
     # Number of reverse proxies in front of the service, so throttling sees the
     # client's address; 0 (default) trusts only REMOTE_ADDR.

@@ -54,3 +54,7 @@ STREAM_HEARTBEAT_SECONDS = env.float("STREAM_HEARTBEAT_SECONDS", default=1.0)
 SERVER_HEADER_TIMEOUT_SECONDS = env.float("SERVER_HEADER_TIMEOUT_SECONDS", default=10.0)
 SERVER_BODY_TIMEOUT_SECONDS = env.float("SERVER_BODY_TIMEOUT_SECONDS", default=30.0)
 SERVER_SEND_TIMEOUT_SECONDS = env.float("SERVER_SEND_TIMEOUT_SECONDS", default=30.0)
+# Idle request threads each server process keeps for the next requests (sessions_app/infra/
+# request_threads.py); 0: a thread of its own for every request, Django's default. Past this many
+# requests at once, the surplus threads end with their requests.
+SERVER_REQUEST_THREADS_KEPT = env.int("SERVER_REQUEST_THREADS_KEPT", default=32)

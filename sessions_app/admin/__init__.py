@@ -21,4 +21,4 @@ admin.site.site_title = _("Resume agent administration")
 
 # Django's admin autodiscovery imports this package: each module registers its pages (the deletion
 # log's are registered by its own package, sessions_app/deletion_log/admin.py, from apps.py).
-from sessions_app.admin import audit, login_attempts, sessions  # noqa: E402, F401
+from sessions_app.admin import accounts, audit, login_attempts, sessions  # noqa: E402, F401

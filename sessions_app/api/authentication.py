@@ -5,9 +5,11 @@ owner may see a session is decided by the one lookup in `selectors`.
 """
 
 from django.utils.translation import gettext_lazy as _
+from django.views.decorators.debug import sensitive_variables
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 
+from sessions_app import account_selectors
 from sessions_app.security.tokens import TOKEN_HEADER, owner_id_for
 
 
@@ -34,3 +36,35 @@ class SessionTokenAuthentication(BaseAuthentication):
     def authenticate_header(self, request):
         # Without a WWW-Authenticate value DRF would turn 401 into 403.
         return f'{TOKEN_HEADER} realm="{self.www_authenticate_realm}"'
+
+
+ACCOUNT_TOKEN_HEADER = "X-Account-Token"
+
+
+class AccountHolder:
+    """The caller: whoever holds a live sign-in's token (docs/ACCOUNTS.md). Not a Django user."""
+
+    is_authenticated = True
+
+    def __init__(self, account):
+        self.account = account
+
+
+class AccountTokenAuthentication(BaseAuthentication):
+    """The account's bearer token, in a header of its own: a browser never adds it by itself, so
+    no other site can make a signed-in request (no cookie, so nothing for CSRF to ride on)."""
+
+    www_authenticate_realm = "resume-accounts"
+
+    @sensitive_variables("token")
+    def authenticate(self, request):
+        token = request.headers.get(ACCOUNT_TOKEN_HEADER)
+        if token is None:
+            raise exceptions.NotAuthenticated(_("Sign in first: the X-Account-Token header is required."))
+        account = account_selectors.signed_in_account(token)
+        if account is None:
+            raise exceptions.AuthenticationFailed(_("This sign-in has ended. Sign in again with your passkey."))
+        return AccountHolder(account), token
+
+    def authenticate_header(self, request):
+        return f'{ACCOUNT_TOKEN_HEADER} realm="{self.www_authenticate_realm}"'

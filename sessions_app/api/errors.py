@@ -22,13 +22,18 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from sessions_app import services
 from sessions_app.api.parsers import BodyTooLarge
 from sessions_app.exceptions import (
+    CeremonyFailed,
     ClientTurnsBusy,
+    LastWayIn,
     ModelFailure,
     ModelFailureReason,
+    RecoveryRefused,
+    SessionHeldElsewhere,
     SessionLimitReached,
     SessionMissing,
     TurnInProgress,
     TurnsBusy,
+    UnknownPasskey,
 )
 from sessions_app.infra import metrics
 from sessions_app.infra.disk_space import InsufficientStorage, is_disk_full
@@ -165,6 +170,34 @@ STORAGE_ANSWERS = {
 }
 
 
+# The passkey accounts' refusals (sessions_app.exceptions): status, code and message.
+_ACCOUNT_ANSWERS = {
+    # 403, not 400: the request was well-formed (what a schema can say of it), the passkey's answer
+    # or the code is what was refused.
+    CeremonyFailed: (
+        403,
+        "passkey_refused",
+        gettext_noop("The passkey's answer could not be verified, or it came too late. Please try again."),
+    ),
+    RecoveryRefused: (
+        403,
+        "recovery_refused",
+        gettext_noop("This recovery code opens no account. Check it and try again."),
+    ),
+    SessionHeldElsewhere: (
+        409,
+        "session_in_another_account",
+        gettext_noop("This session is already kept by another account."),
+    ),
+    LastWayIn: (
+        409,
+        "last_way_in",
+        gettext_noop("This is your account's only way to sign in: add another passkey before removing this one."),
+    ),
+    UnknownPasskey: (400, "unknown_passkey", gettext_noop("A wrapped key names a passkey this account does not have.")),
+}
+
+
 def storage_full_response(code: str) -> Response:
     return Response({"detail": _(STORAGE_ANSWERS[code]), "code": code}, status=status.HTTP_507_INSUFFICIENT_STORAGE)
 
@@ -241,6 +274,9 @@ def _answer(exc, context) -> Response | None:
         if isinstance(exc, IntegrityCheckFailed):
             services.integrity_failure_record(failure=exc)  # one log line and one count; the caller sees only the 404
         return Response(session_not_found_body(), status=status.HTTP_404_NOT_FOUND)
+    for refusal, (status_code, code, message) in _ACCOUNT_ANSWERS.items():
+        if isinstance(exc, refusal):
+            return Response({"detail": _(message), "code": code}, status=status_code)
     if isinstance(exc, TurnInProgress):
         return Response(
             {

@@ -60,6 +60,9 @@ ENTRY_TRIGGERS = {
     Trigger.ADK: "adk_delete_session",
     Trigger.STARTUP: "startup_purge",
     Trigger.ERASE_ALL: "erase_all",
+    # Deleting one's account erases each of its sessions at the owner's request: logged as the
+    # owner's (the audit row names the account's deletion).
+    Trigger.ACCOUNT: "owner_delete",
 }
 EXPIRY_TRIGGERS = {Trigger.TTL, Trigger.COMMAND}  # the scheduled purge, and the same purge run by hand
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from sessions_app import retention
 from sessions_app.deletion_log.store import ErasedSession
 from sessions_app.infra import sql
-from sessions_app.models import AgentSession, SessionEvent, UserState
+from sessions_app.models import AccountSession, AgentSession, SessionEvent, UserState
 
 S, E = AgentSession, SessionEvent
 
@@ -83,6 +83,9 @@ def erase_rows(sessions: QuerySet, *, keep_owner_state: bool = False) -> ErasedR
         return ErasedRows()
     pks = [row.pk for row in rows]
     erased = ErasedRows(live=sum(row.live for row in rows), erased=[row.logged for row in rows])
+    # An account's hold on a session (and the session's wrapped tokens) goes with the session: the
+    # row points at it, so a session erased by any trigger leaves no trace in an account.
+    AccountSession.objects.filter(agent_session__in=pks).delete()
     with transaction.get_connection().cursor() as cursor:
         # Events first, as the ORM's cascade does (no signal receivers are connected to these models).
         erased.events = _delete_by_keys(cursor, E, "agent_session", pks)

@@ -367,6 +367,11 @@ ADMIN_ALLOWED_NAMES = {
         "when", "trigger", "sessions_deleted", "events_deleted", "duration", "duration_ms",
     },
     "sessions_app.DeletionLogCheckpoint": {"size", "signed", "signed_at"},
+    # Passkey accounts (docs/ACCOUNTS.md): counts and dates, never an id, a key or a wrapped token.
+    "sessions_app.Account": {
+        "created", "last_sign_in", "passkeys", "synced_passkeys", "last_passkey_use", "sessions",
+        "created_at", "last_sign_in_at",
+    },
 }  # fmt: skip
 # Not ours, and holding no resume: Django's users and groups, django-axes' login attempts.
 OTHER_APPS_ADMINS = {"auth.Group", "auth.User", "axes.AccessAttempt", "axes.AccessLog", "axes.AccessFailureLog"}

@@ -155,7 +155,16 @@ def test_openapi_schema_declares_the_token_header(api):
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
             token = [p for p in operation.get("parameters", []) if p["name"] == "X-Session-Token"]
-            if "{session_id}" in path:
+            if path.startswith("/agent/account"):
+                # The passkey accounts (docs/ACCOUNTS.md): their own token, a header too; keeping a
+                # session also proves the session's token, in its header.
+                account = [p for p in operation.get("parameters", []) if p["name"] == "X-Account-Token"]
+                public = path.startswith(("/agent/account/registration", "/agent/account/sign-in"))
+                assert bool(account) != (public or path.endswith("/recovery-sign-in")), (method, path)
+                assert all(p["in"] == "header" and p["required"] for p in account + token), (method, path)
+                assert bool(token) == ((path, method) == ("/agent/account/sessions", "post")), (method, path)
+                assert {"query", "cookie"}.isdisjoint(p["in"] for p in operation.get("parameters", []))
+            elif "{session_id}" in path:
                 assert token and token[0]["in"] == "header" and token[0]["required"], (method, path)
                 assert {"query", "cookie"}.isdisjoint(p["in"] for p in operation.get("parameters", []))
             else:

@@ -242,11 +242,11 @@ def test_under_the_headroom_content_is_refused_before_anything_is_written(api, n
 
 def test_every_operation_documents_507(api):
     schema = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()
-    # The session API's operations; the deletion log's public reads (4) and the probes (2: /healthz,
-    # /readyz) write nothing, so never answer 507.
+    # The session API's operations (7) and the passkey accounts' (15, docs/ACCOUNTS.md); the deletion
+    # log's public reads (4) and the probes (2: /healthz, /readyz) write nothing, so never answer 507.
     paths = {path: item for path, item in schema["paths"].items() if path.startswith("/agent/")}
     operations = [op for item in paths.values() for op in item.values() if "operationId" in op]
-    assert len(operations) == 7 and len(schema["paths"]) == len(paths) + 4 + 2
+    assert len(operations) == 7 + 15 and len(schema["paths"]) == len(paths) + 4 + 2
     for operation in operations:
         assert "507" in operation["responses"], operation["operationId"]
     enums = [c.get("enum") for c in schema["components"]["schemas"].values()]

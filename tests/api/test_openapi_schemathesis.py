@@ -40,11 +40,36 @@ OPERATIONS = {
     # The probes: public, never throttled (sessions_app/api/health.py).
     "GET /healthz",
     "GET /readyz",
+    # The passkey accounts (docs/ACCOUNTS.md): registering and signing in need no account; the rest
+    # take the known account's token (its ceremonies' answers are fuzzed: refused, never a 500).
+    "POST /agent/account/registration/options",
+    "POST /agent/account/registration",
+    "POST /agent/account/sign-in/options",
+    "POST /agent/account/sign-in",
+    "POST /agent/account/recovery-sign-in",
+    "POST /agent/account/sign-out",
+    "GET /agent/account",
+    "DELETE /agent/account",
+    "GET /agent/account/sessions",
+    "POST /agent/account/sessions",
+    "GET /agent/account/sessions/{session_id}",
+    "DELETE /agent/account/sessions/{session_id}",
+    "POST /agent/account/passkeys/options",
+    "POST /agent/account/passkeys",
+    "DELETE /agent/account/passkeys/{passkey_id}",
 }
-SESSION_OPERATIONS = {label for label in OPERATIONS if "{session_id}" in label}
+ACCOUNT_OPERATIONS = {
+    label
+    for label in OPERATIONS
+    if label.split()[1].startswith("/agent/account")
+    and not label.split()[1].startswith(("/agent/account/registration", "/agent/account/sign-in"))
+    and not label.endswith("/recovery-sign-in")
+}
+SESSION_OPERATIONS = {label for label in OPERATIONS if "{session_id}" in label and label not in ACCOUNT_OPERATIONS}
 # Fictional; each test's database gets this session afresh (see known_session).
 KNOWN_SESSION_ID = "5f0c2a3e-8d1b-4c7a-9e6f-2b3d4a5c6e7f"
 KNOWN_TOKEN = "fixture-token-for-the-schemathesis-tests-only"
+KNOWN_ACCOUNT_TOKEN = "fixture-account-token-for-the-schemathesis-tests-only"
 
 
 def _config(phases: tuple[str, ...], **project) -> schemathesis.Config:
@@ -115,12 +140,33 @@ def known_session(many_sessions_allowed):
             session_id=KNOWN_SESSION_ID,
             state={"resume_text": fixture_resume(), "plan_versions": [], "suspicious_flags": []},
         )
+    known_account()
+
+
+def known_account():
+    """An account signed in with KNOWN_ACCOUNT_TOKEN, keeping the known session (wrapped: opaque bytes)."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from sessions_app.account_services import digest
+    from sessions_app.models import Account, AccountSession, AccountSignIn, AgentSession, WrappedSessionToken
+
+    account = Account.objects.create()
+    expires_at = timezone.now() + dt.timedelta(hours=1)
+    AccountSignIn.objects.create(account=account, token_hash=digest(KNOWN_ACCOUNT_TOKEN), expires_at=expires_at)
+    entry = AccountSession.objects.create(account=account, agent_session=AgentSession.objects.get())
+    WrappedSessionToken.objects.create(entry=entry, salt=bytes(32), wrapped=bytes(60))
 
 
 schema = _load(
     _config(
         ("examples", "coverage", "fuzzing"),
-        parameters={"path.session_id": KNOWN_SESSION_ID, "header.X-Session-Token": KNOWN_TOKEN},
+        parameters={
+            "path.session_id": KNOWN_SESSION_ID,
+            "header.X-Session-Token": KNOWN_TOKEN,
+            "header.X-Account-Token": KNOWN_ACCOUNT_TOKEN,
+        },
     )
 )
 
@@ -164,22 +210,37 @@ def _operations():
 
 def _edge_requests(operation):
     """Requests for the answers a fuzzer rarely provokes: (expected status, case, call kwargs)."""
-    names_session = "{session_id}" in operation.path
+    names_session = "{session_id}" in operation.path and operation.label not in ACCOUNT_OPERATIONS
+    on_account = operation.label in ACCOUNT_OPERATIONS
     # A receipt's path names a session by its receipt lookup (fictional here), and takes no token.
     path_parameters = {"lookup": "0" * 64} if "{lookup}" in operation.path else {}
     has_body = operation.method.upper() == "POST"
 
+    if "{session_id}" in operation.path:
+        path_parameters = {"session_id": KNOWN_SESSION_ID}
+    if "{passkey_id}" in operation.path:
+        path_parameters = {"passkey_id": "1"}
+
     def case(session_id=KNOWN_SESSION_ID, token=KNOWN_TOKEN, headers=None):
+        sent = {}
+        if names_session and token:
+            sent["X-Session-Token"] = token
+        if on_account and token:  # `token`: the account's, for an account's operation
+            sent = {"X-Account-Token": KNOWN_ACCOUNT_TOKEN, "X-Session-Token": KNOWN_TOKEN}
         return operation.Case(
-            path_parameters={"session_id": session_id} if names_session else path_parameters,
-            headers={**({"X-Session-Token": token} if names_session and token else {}), **(headers or {})},
+            path_parameters={
+                **path_parameters,
+                **({"session_id": session_id} if "{session_id}" in operation.path else {}),
+            },
+            headers={**sent, **(headers or {})},
             **({"body": {"message" if names_session else "resume_text": "Lin Yu"}} if has_body else {}),
             **({"media_type": "application/json"} if has_body else {}),
         )
 
     yield 406, case(headers={"Accept": "application/xml"}), {}
-    if names_session:
+    if names_session or on_account:
         yield 401, case(token=None), {}
+    if "{session_id}" in operation.path:
         yield 404, case(session_id="not-a-session"), {}
     if has_body:
         as_json = {"headers": {"Content-Type": "application/json"}}

@@ -92,6 +92,15 @@ def test_the_settings_take_the_agent_s_turns_in_flight_from_it(tmp_path):
     )
 
 
+def test_the_scheduler_looks_for_queued_tasks_once_a_second_unless_told(tmp_path):
+    """django-q2 polls its ORM broker every 0.2 s by default, a query each time (issue 43)."""
+    code = "from django.conf import settings; print(settings.Q_CLUSTER['poll'])"
+    result = settings_process(code, tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == "1.0", result.stderr
+    result = settings_process(code, tmp_path, Q_POLL_SECONDS="0.2")
+    assert result.returncode == 0 and result.stdout.strip() == "0.2", result.stderr
+
+
 def test_a_renamed_variable_is_still_read_under_its_old_name_said_once(monkeypatch, caplog):
     [(new_prefix, old_prefix)] = RENAMED_PREFIXES.items()
     monkeypatch.setenv(f"{old_prefix}SOME_LIMIT", "7")

@@ -88,7 +88,24 @@ def _at_start_up(client, admin_user, monkeypatch, session_id, token):
         call_command("serve")
 
 
-WAYS = {"api": _by_the_owner, "admin": _by_the_admin, "adk": _by_adk, "ttl": _by_the_purge, "startup": _at_start_up}
+def _with_the_account(client, admin_user, monkeypatch, session_id, token):
+    """The session kept by a passkey account (docs/ACCOUNTS.md), erased by deleting the account."""
+    from tests.support.account_client import AccountClient
+
+    account = AccountClient(client)
+    account.register()
+    assert account.keep(session_id, token).status_code == 201
+    assert account.delete().status_code == 200
+
+
+WAYS = {
+    "api": _by_the_owner,
+    "admin": _by_the_admin,
+    "adk": _by_adk,
+    "ttl": _by_the_purge,
+    "startup": _at_start_up,
+    "account": _with_the_account,
+}
 
 
 @pytest.mark.django_db
