@@ -34,6 +34,9 @@ ALLOWED_WORDS = {
     "UTC",  # the time zone the admin's times are in
     "JavaScript",  # the <noscript> note: the language's name
     "ADK",  # Google's Agent Development Kit, a library's name (an erasure's trigger, in the admin)
+    "PostgreSQL",  # the database's name (the admin's disk and retention pages, on PostgreSQL)
+    "SQLite",  # the same, on SQLite
+    "WAL",  # PostgreSQL's write-ahead log, as its operators and its Chinese manuals name it
     "KB",  # sizes, as Taiwan writes them (Django's filesizeformat)
     "MB",
     "GB",
