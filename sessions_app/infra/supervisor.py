@@ -1,9 +1,16 @@
 """The root of the `make run` process tree once the service runs: it starts the web server
 (gunicorn) and the purge scheduler (qcluster) and stops both on Ctrl-C.
 
-No Django here: `manage.py serve` checks and purges first, then becomes this program
-(exec, same pid), so the process that only waits on its children holds a bare Python
-instead of Django's modules (benchmarks/results/memory.md).
+On SQLite (`make run`'s database) the root is `manage.py serve` itself: it loads the whole
+application once (config.asgi, the agent stack included), freezes it out of the garbage collector's
+passes, and forks both children, gunicorn through its own entry point and qcluster through its
+command. The eleven processes then share one copy of those pages where each of the two trees held
+its own (idle PSS of the tree, benchmarks/results/memory.md).
+
+On PostgreSQL the web workers keep a pool of connections and the scheduler must not (its forked
+workers would share the pool's connections), and settings choose the pool when they load: there
+`manage.py serve` checks and purges first, then becomes this program (exec, same pid), which starts
+each child as a program of its own, with its own environment.
 
 Each child gets its own process group, so the terminal's Ctrl-C reaches only this
 process, which then stops the children the way each stops cleanly: SIGINT to qcluster's
@@ -13,12 +20,15 @@ gunicorn's master.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import traceback
+from collections.abc import Callable
 
 # Four processes on any machine: a process's Python runs one thread at a time, and at many clients
 # a worker's requests waited for its interpreter while a core had time to spare. On 2 cores,
@@ -108,15 +118,101 @@ def address_taken(bind: str) -> bool:
     return False
 
 
-def supervise(python: str, bind: str, workers: int) -> int:
+class ForkedChild:
+    """What supervise() uses of subprocess.Popen, for a child forked from this process that runs
+    `main` and exits."""
+
+    def __init__(self, main: Callable[[], None]):
+        self.returncode = None
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.setsid()  # as Popen's start_new_session: the terminal's Ctrl-C is the root's alone
+            status = 1
+            try:
+                main()
+                status = 0
+            except SystemExit as stop:
+                status = stop.code if isinstance(stop.code, int) else 1
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)  # never back into the root's code (its loop, its atexit hooks)
+
+    def poll(self):
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.05)
+        return self.returncode
+
+    def send_signal(self, signum):
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+
+def run_gunicorn(bind: str, workers: int) -> None:
+    """gunicorn's own entry point (its console script), on the command line `make run` gives it;
+    with --preload its master finds config.asgi already imported."""
+    from gunicorn.app.wsgiapp import run
+
+    sys.argv = ["gunicorn", *gunicorn_command(sys.executable, bind, workers)[3:]]
+    run()
+
+
+def run_qcluster() -> None:
+    """`manage.py qcluster`, then what the interpreter's exit would do: wait for the cluster's
+    processes (its command returns once they run)."""
+    from django.core.management import call_command
+
+    call_command("qcluster", skip_checks=True)
+    for child in multiprocessing.active_children():
+        child.join()
+
+
+def programs(python: str, bind: str, workers: int) -> dict:
+    """Each child a program of its own (PostgreSQL: the web workers' pool set by their environment)."""
+    return {
+        "web": subprocess.Popen(gunicorn_command(python, bind, workers), env=web_environment(), start_new_session=True),
+        "scheduler": subprocess.Popen(scheduler_command(python), start_new_session=True),
+    }
+
+
+def forks(python: str, bind: str, workers: int) -> dict:
+    """Each child forked from this process, the application loaded and frozen (SQLite)."""
+    return {"web": ForkedChild(lambda: run_gunicorn(bind, workers)), "scheduler": ForkedChild(run_qcluster)}
+
+
+def supervise_forks(python: str, bind: str, workers: int) -> int:
+    """supervise() with forked children, from a process with Django set up: the application loaded
+    first, as gunicorn's --preload would (config.asgi ends in gc.freeze()), so that the web
+    server's and the scheduler's processes share its pages."""
+    import importlib
+
+    from django.conf import settings
+
+    importlib.import_module(settings.ASGI_APPLICATION.rpartition(".")[0])
+    return supervise(python, bind, workers, start=forks)
+
+
+def supervise(python: str, bind: str, workers: int, start=programs) -> int:
     """Runs both until Ctrl-C (0) or until one of them ends on its own (1)."""
     if address_taken(bind):
         print(f"{bind} is in use already (another `make run`?): not starting", file=sys.stderr, flush=True)
         return 1
-    children = {
-        "web": subprocess.Popen(gunicorn_command(python, bind, workers), env=web_environment(), start_new_session=True),
-        "scheduler": subprocess.Popen(scheduler_command(python), start_new_session=True),
-    }
+    children = start(python, bind, workers)
     stopping = False
 
     def stop(signum=None, frame=None):

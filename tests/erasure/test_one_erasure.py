@@ -16,6 +16,7 @@ from django.utils import timezone
 from agent import APP_NAME
 from sessions_app import erasure
 from sessions_app.adk.service import DjangoSessionService
+from sessions_app.infra import supervisor
 from sessions_app.management.commands.serve import METRICS_READY
 from sessions_app.models import AgentSession, AppState, DeletionAudit, SessionEvent, UserState
 from sessions_app.purge import purge_expired
@@ -82,7 +83,8 @@ def _at_start_up(client, admin_user, monkeypatch, session_id, token):
     # `serve`'s second start, its metrics directory ready (serve.py): the one that purges.
     monkeypatch.setenv(METRICS_READY, "1")
     monkeypatch.setattr("subprocess.run", lambda *args, **kwargs: None)  # the system checks' child process
-    monkeypatch.setattr(os, "execv", stop)
+    monkeypatch.setattr(os, "execv", stop)  # PostgreSQL: serve becomes the supervisor
+    monkeypatch.setattr(supervisor, "supervise_forks", stop)  # SQLite: serve forks its children
     monkeypatch.setattr(connections, "close_all", lambda: None)  # the test's own transaction stays open
     with time_machine.travel(timezone.now() + dt.timedelta(days=8)), pytest.raises(ServeStopped):
         call_command("serve")

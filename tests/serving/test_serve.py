@@ -231,3 +231,33 @@ def test_make_run_gives_its_web_workers_a_pool_and_its_scheduler_none(monkeypatc
     monkeypatch.setenv("DATABASE_POOL_SIZE", "3")
     supervisor.supervise(sys.executable, "127.0.0.1:1", supervisor.DEFAULT_WORKERS)
     assert environments["web"]["DATABASE_POOL_SIZE"] == "3"
+
+
+def test_on_sqlite_the_children_fork_from_the_loaded_and_frozen_application(monkeypatch):
+    """`make run`'s memory: its web server and scheduler share the application's pages only if the
+    root loaded it, and kept it out of the collector's passes, before it forked them."""
+    import gc
+
+    from sessions_app.infra import supervisor
+
+    seen = {}
+
+    def start(python, bind, workers):
+        seen["loaded"] = "config.asgi" in sys.modules
+        seen["frozen"] = gc.get_freeze_count()
+
+        class Ended:  # what supervise() uses of a child, ended at once
+            def poll(self):
+                return 0
+
+            def wait(self, timeout=None):
+                return 0
+
+        return {"web": Ended(), "scheduler": Ended()}
+
+    monkeypatch.delitem(sys.modules, "config.asgi", raising=False)
+    monkeypatch.setattr(supervisor, "forks", start)
+    monkeypatch.setattr(supervisor, "address_taken", lambda bind: False)
+    monkeypatch.setattr(supervisor.signal, "signal", lambda *args: None)
+    supervisor.supervise_forks(sys.executable, "127.0.0.1:1", supervisor.DEFAULT_WORKERS)
+    assert seen["loaded"] and seen["frozen"] > 0

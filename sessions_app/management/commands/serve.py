@@ -2,9 +2,10 @@
 
 First the metrics' directory (made empty, then named in PROMETHEUS_MULTIPROC_DIR: this command
 starts again, once, so that its start-up purge is counted there too), then the system checks (in a
-child process) and a purge, then this process becomes `sessions_app.infra.supervisor`, which starts
-and stops the two; every process under it writes its metrics to that directory
-(sessions_app/infra/metrics.py).
+child process) and a purge. Then, on SQLite, this process loads the application and forks the two
+(their pages shared: sessions_app/infra/supervisor.py); on PostgreSQL it becomes
+`sessions_app.infra.supervisor`, which starts each as a program of its own. Every process under it
+writes its metrics to that directory (sessions_app/infra/metrics.py).
 """
 
 import os
@@ -17,7 +18,7 @@ from django.core.management.base import BaseCommand
 from django.db import connections
 
 from sessions_app.choices import ErasureTrigger
-from sessions_app.infra import metrics
+from sessions_app.infra import metrics, supervisor
 from sessions_app.infra.supervisor import DEFAULT_WORKERS
 from sessions_app.purge import purge_expired
 
@@ -27,9 +28,8 @@ METRICS_READY = "RESUME_AGENT_SERVE_METRICS_READY"
 
 class Command(BaseCommand):
     help = "Serve the API (gunicorn) and run the scheduler (qcluster) until interrupted."
-    # The system checks import the URLconf, and with it the agent stack (ADK, google-genai):
-    # they run once in a child process that then exits, so neither the supervisor nor the
-    # scheduler, which never run a turn, keeps that stack in memory.
+    # The system checks run once in a child process that then exits: what they build (the
+    # URLconf's checks, the schema's) stays out of the pages the served processes share.
     requires_system_checks = []
 
     def add_arguments(self, parser):
@@ -53,5 +53,8 @@ class Command(BaseCommand):
         result = purge_expired(trigger=ErasureTrigger.STARTUP)
         self.stdout.write(f"start-up purge: {result.sessions} expired sessions deleted")
         self.stdout.flush()
+        sqlite = connections["default"].vendor == "sqlite"
         connections.close_all()
+        if sqlite:
+            sys.exit(supervisor.supervise_forks(python, bind, workers))
         os.execv(python, [python, "-m", "sessions_app.infra.supervisor", bind, str(workers)])
