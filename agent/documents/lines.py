@@ -26,7 +26,7 @@ PDF, DOCX, TEXT = "pdf", "docx", "text"
 class DocumentRefused(Exception):
     """The file cannot be read; `code` says why (the service words it for the person)."""
 
-    CODES = ("unsupported", "encrypted", "damaged", "too_many_pages", "too_complex", "too_slow", "empty")
+    CODES = ("unsupported", "encrypted", "damaged", "too_many_pages", "too_complex", "too_slow", "empty", "too_long")
 
     def __init__(self, code: str):
         if code not in self.CODES:
