@@ -79,24 +79,20 @@ def _paragraphs(document):
 
 
 def _characters(paragraph):
-    style = (paragraph.style.name if paragraph.style is not None else "") or ""
-    if style.startswith("List"):
+    style = paragraph.style  # resolved once a paragraph: python-docx looks it up among all the styles
+    if style is not None and (style.name or "").startswith("List"):
         yield ("-", None)
         yield (" ", None)
+    style_font = style.font if style is not None else None
     for item in paragraph.iter_inner_content():
-        yield from _run_characters(item.runs if hasattr(item, "runs") else [item], paragraph)
+        for run in item.runs if hasattr(item, "runs") else [item]:
+            why = _hidden(run.font, style_font)
+            for character in run.text:
+                yield BREAK if character in "\n\r" else (character, why if not character.isspace() else None)
     yield BREAK
 
 
-def _run_characters(runs, paragraph):
-    for run in runs:
-        why = _hidden(run, paragraph)
-        for character in run.text:
-            yield BREAK if character in "\n\r" else (character, why if not character.isspace() else None)
-
-
-def _hidden(run, paragraph) -> str | None:
-    font, style_font = run.font, paragraph.style.font if paragraph.style is not None else None
+def _hidden(font, style_font) -> str | None:
     if font.hidden or (font.hidden is None and style_font is not None and style_font.hidden):
         return HIDDEN_RUN
     rgb = font.color.rgb if font.color is not None and font.color.type is not None else None
