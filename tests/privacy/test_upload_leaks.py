@@ -44,6 +44,12 @@ def pieces(data: bytes) -> list[bytes]:
     return [data[at : at + PIECE] for at in (len(data) // 3, len(data) // 2, len(data) - 2 * PIECE)]
 
 
+def files_found_in(files: dict[str, bytes], paths: list[Path]) -> list[str]:
+    """The names of `files` a piece of which is in the raw bytes of `paths`."""
+    stored = [path.read_bytes() for path in paths]
+    return [name for name, data in files.items() if any(p in raw for p in pieces(data) for raw in stored)]
+
+
 def piece_forms(data: bytes) -> list[str]:
     """A file's pieces as a log or a text store would hold them: hex, and Python's repr of bytes."""
     return [form for piece in pieces(data) for form in (piece.hex(), repr(piece)[2:-1])]
@@ -84,25 +90,13 @@ def test_an_uploaded_file_leaves_no_text_and_no_bytes_outside_the_sealed_rows(ap
     def leaks() -> list:
         stored = stored_files()
         found = [("database", hit) for hit in find_markers(stored, markers)]
-        found += [
-            ("database", name)
-            for name, data in files.items()
-            for p in pieces(data)
-            for f in stored
-            if p in f.read_bytes()
-        ]
+        found += [("database", name) for name in files_found_in(files, stored)]
         for place, text in (("log", protected_logs.getvalue()), ("cache", _cache_text())):
             found += [(place, hit) for hit in find_in_text(text, markers)]
             found += [(place, name) for name, data in files.items() for form in piece_forms(data) if form in text]
         temporary = written_since(started)
         found += [("temporary file", hit) for hit in find_markers(temporary, markers)]
-        found += [
-            ("temporary file", name)
-            for name, data in files.items()
-            for p in pieces(data)
-            for f in temporary
-            if p in f.read_bytes()
-        ]
+        found += [("temporary file", name) for name in files_found_in(files, temporary)]
         return found
 
     assert leaks() == []
