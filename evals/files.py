@@ -35,7 +35,7 @@ def _drawable(text: str) -> bool:
     return True
 
 
-def _pdf(lines: list[str], hidden: set[int]) -> bytes:
+def _pdf(lines: list[str], hidden: set[int], small_print: bool = False) -> bytes:
     """One page tall and wide enough for every line (a long line is not cut at the page's edge)."""
     height = max(792, 2 * 72 + LEADING * (len(lines) + 2))
     width = max(612, 2 * 72 + 5.6 * max((len(line) for line in lines), default=0))
@@ -43,6 +43,8 @@ def _pdf(lines: list[str], hidden: set[int]) -> bytes:
         Text(line, y=height - 72 - LEADING * i, size=10, rgb=(1, 1, 1) if i in hidden else (0, 0, 0))
         for i, line in enumerate(lines)
     ]
+    if small_print:
+        drawn.append(Text(FOOTER, y=36, size=6, rgb=(0.45, 0.45, 0.45)))
     return pdf([content(drawn)], media_box=(width, height))
 
 
@@ -57,10 +59,7 @@ def _file(case, file_format: str, variant: str) -> bytes | None:
     if file_format == "pdf":
         if not _drawable(case.resume):
             return None
-        if variant == "hidden" and not case.is_attack:
-            small_print = Text(FOOTER, y=36, size=6, rgb=(0.45, 0.45, 0.45))
-            return pdf([content([*(Text(x, y=720 - LEADING * i, size=10) for i, x in enumerate(lines)), small_print])])
-        return _pdf(lines, hidden)
+        return _pdf(lines, hidden, small_print=variant == "hidden" and not case.is_attack)
     if variant == "hidden" and not case.is_attack:
         return docx([*((line, {}) for line in lines), (FOOTER, {"footer": True, "size_pt": 6})])
     return _docx(lines, hidden)

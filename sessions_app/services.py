@@ -71,16 +71,20 @@ def document_limits() -> sandbox.Limits:
 
 
 @sensitive_variables()
-def session_create_from_file(*, data: bytes, file_name: str) -> tuple[NewSession, Document]:
-    """A new session for a resume sent as a file: read in a bounded worker (agent/documents/), the
-    text goes on as pasted text does, its hidden lines flagged. The file's bytes are kept nowhere:
-    they live in this request's memory and the worker's pipe, and only the text is sealed.
-    Raises DocumentRefused when the file cannot be read or its text is too long."""
-    document = sandbox.pool(settings.DOCUMENT_READ_WORKERS, document_limits()).read(data, file_name)
+def document_read(*, data: bytes, file_name: str) -> Document:
+    """A resume file read in a bounded worker (agent/documents/): its bytes live in this request's
+    memory and the worker's pipe only, and are kept nowhere. Raises DocumentRefused."""
+    return sandbox.pool(settings.DOCUMENT_READ_WORKERS, document_limits()).read(data, file_name)
+
+
+@sensitive_variables()
+def session_create_from_document(*, document: Document) -> NewSession:
+    """A new session for a resume read from a file: its text goes on as pasted text does, the lines
+    the file hid flagged. Raises DocumentRefused("too_long") for a text over RESUME_MAX_CHARS."""
     if len(document.text) > settings.RESUME_MAX_CHARS:
         raise DocumentRefused("too_long")
     concealed = tuple(number - 1 for number in document.hidden_line_numbers)
-    return session_create(resume_text=document.text, concealed_lines=concealed), document
+    return session_create(resume_text=document.text, concealed_lines=concealed)
 
 
 def session_delete(*, session_id: str, owner_id: str) -> str | None:

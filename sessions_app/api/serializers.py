@@ -9,10 +9,12 @@ schema is never refused, and one that breaks it always is.
 import re
 
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils.formats import number_format
 from django.utils.functional import lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agent.documents.lines import HIDDEN_REASONS, DocumentRefused
@@ -100,10 +102,23 @@ class ModelProviderNotice(serializers.Serializer):
     )
 
 
+@extend_schema_field({"type": "string", "format": "binary", "minLength": 1})
+class ResumeFileField(serializers.FileField):
+    """A file part; or a plain form value in the field (a part sent without a file name), taken as
+    that text's UTF-8 bytes, held in memory like any upload."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            if not data:
+                self.fail("empty")
+            return SimpleUploadedFile("resume", data.encode("utf-8"))  # no suffix: read as text
+        return super().to_internal_value(data)
+
+
 class CreateSessionUpload(serializers.Serializer):
     """A resume as a file: multipart/form-data with one file, in the field `file`."""
 
-    file = serializers.FileField(
+    file = ResumeFileField(
         allow_empty_file=False,
         help_text="A PDF, a Word file (.docx), plain text or Markdown (UTF-8), at most UPLOAD_MAX_BYTES"
         " (default 2 MiB). Read in memory, never stored: only the text read from it is kept, as pasted text is.",
@@ -111,7 +126,7 @@ class CreateSessionUpload(serializers.Serializer):
 
     def validate(self, attrs):
         files = self.context.get("files")
-        if files is not None and (len(files) != 1 or len(files.getlist("file")) != 1):
+        if files is not None and (len(files) > 1 or len(files.getlist("file")) > 1):
             raise serializers.ValidationError({"file": [_("Send exactly one file, in the field named file.")]})
         return attrs
 
@@ -311,7 +326,9 @@ class ErrorResponse(serializers.Serializer):
 class FileRefusedResponse(ErrorResponse):
     code = serializers.ChoiceField(
         choices=[f"file_{code}" for code in DocumentRefused.CODES],
-        help_text="Why the file was not read: the same in every language (`detail` is in the client's).",
+        required=False,
+        help_text="Why the file was not read: the same in every language (`detail` is in the client's). Absent"
+        " from a 415 for a body that is neither JSON nor a form.",
     )
 
 

@@ -105,7 +105,7 @@ def document_answer(document: Document) -> dict:
 
 
 @hide_posted_text
-class SessionCreateView(APIView):
+class SessionCreateView(AwaitingAPIView):
     authentication_classes = []
     permission_classes = []
     throttle_classes = [SessionCreateThrottle, SessionCreatePer56Throttle, SessionCreatePer48Throttle]
@@ -147,22 +147,21 @@ class SessionCreateView(APIView):
         summary="Start a session with a resume (pasted text, or a file); returns the session token once",
     )
     @hide_locals
-    def post(self, request):
+    async def post(self, request):
         document = None
         if request.content_type.startswith("multipart/form-data"):
-            upload = CreateSessionUpload(data=request.data, context={"files": request.FILES})
-            upload.is_valid(raise_exception=True)
-            data = upload.validated_data["file"].read()
+            data, file_name = await sync_to_async(self.uploaded_file)()
             try:
-                created, document = services.session_create_from_file(
-                    data=data, file_name=upload.validated_data["file"].name or ""
+                # Off the request's thread: a hostile file may take the read's whole wall bound, and
+                # Django runs every synchronous view of this process on that one thread.
+                document = await sync_to_async(services.document_read, thread_sensitive=False)(
+                    data=data, file_name=file_name
                 )
+                created = await sync_to_async(services.session_create_from_document)(document=document)
             except DocumentRefused as refused:
                 return file_refused_response(refused.code)
         else:
-            payload = CreateSessionRequest(data=request.data)
-            payload.is_valid(raise_exception=True)
-            created = services.session_create(resume_text=payload.validated_data["resume_text"])
+            created = await sync_to_async(self.pasted_text_session)()
         body = {
             "session_id": created.session_id,
             "token": created.token,
@@ -172,6 +171,18 @@ class SessionCreateView(APIView):
         if document is not None:
             body["document"] = document_answer(document)
         return Response(CreateSessionResponse(body).data, status=status.HTTP_201_CREATED)
+
+    @hide_locals
+    def uploaded_file(self) -> tuple[bytes, str]:
+        upload = CreateSessionUpload(data=self.request.data, context={"files": self.request.FILES})
+        upload.is_valid(raise_exception=True)
+        return upload.validated_data["file"].read(), upload.validated_data["file"].name or ""
+
+    @hide_locals
+    def pasted_text_session(self) -> services.NewSession:
+        payload = CreateSessionRequest(data=self.request.data)
+        payload.is_valid(raise_exception=True)
+        return services.session_create(resume_text=payload.validated_data["resume_text"])
 
 
 class OwnedSessionView(APIView):

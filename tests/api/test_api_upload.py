@@ -113,3 +113,11 @@ def test_text_longer_than_a_resume_is_refused(api, settings):
     settings.RESUME_MAX_CHARS = 40
     response = upload(api, text_pdf(VISIBLE), "resume.pdf")
     assert (response.status_code, response.json()["code"]) == (422, "file_too_long")
+
+
+def test_a_form_value_without_a_file_name_is_read_as_text(api):
+    """A part sent without a file name (what a generated client may send for a binary field): its text."""
+    response = api.post("/agent/sessions", {"file": "Lin Yu-Ting\nBackend Engineer"}, format="multipart")
+    assert response.status_code == 201
+    assert response.json()["document"]["text"] == "Lin Yu-Ting\nBackend Engineer"
+    assert_declared(api, "/agent/sessions", "post", response)
