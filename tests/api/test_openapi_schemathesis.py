@@ -21,7 +21,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 SEED = 20260101
 MAX_EXAMPLES = 25  # per operation and phase
-STATEFUL_SCENARIOS = 35  # 25 before POST /agent/sessions also took files (issue 46): many random files make no session
+# 25 before POST /agent/sessions also took files (issue 46): a random file makes no session, and at 35
+# one run in two still ended before an export had succeeded.
+STATEFUL_SCENARIOS = 45
 STATEFUL_STEPS = 8
 PHASES = ("examples", "coverage", "fuzzing", "stateful")
 OPERATIONS = {
@@ -199,8 +201,6 @@ def test_a_created_session_is_followed_through_the_links(many_sessions_allowed):
     class Workflow(api_schema.as_state_machine()):
         def after_call(self, response, case):
             super().after_call(response, case)
-            if "export" in case.operation.label:
-                print("DBG", case.operation.label, response.status_code, response.text[:60])
             if response.status_code < 300:
                 succeeded.add(case.operation.label)
 
