@@ -48,14 +48,16 @@ def test_each_hostile_file_is_refused_within_the_bound_and_the_next_is_read(pool
 def test_a_worker_past_its_wall_time_is_killed_and_replaced():
     """A wall bound shorter than the bomb takes: the server stops waiting, kills the worker, and
     the next file gets a fresh one."""
-    workers = WorkerPool(1, Limits(cpu_seconds=30, wall_seconds=0.3, memory_bytes=2 * 1024**3))
+    wall = 1.0
+    workers = WorkerPool(1, Limits(cpu_seconds=30, wall_seconds=wall, memory_bytes=2 * 1024**3))
     try:
-        workers.read(CLEAN, "warm.pdf")  # the worker's start is not part of the bound
+        assert workers.read(CLEAN, "warm.pdf").pages == 1  # the worker's start is not part of the bound
+        bomb = HOSTILE["flate_bomb"]()
         started = time.monotonic()
         with pytest.raises(DocumentRefused) as refused:
-            workers.read(HOSTILE["flate_bomb"](), "bomb.pdf")
+            workers.read(bomb, "bomb.pdf")
         assert (refused.value.code, workers.replaced) == ("too_slow", 1)
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < wall + 3  # killing and reaping it, on a loaded machine
         assert workers.read(CLEAN, "clean.pdf").pages == 1
     finally:
         workers.close()
