@@ -17,7 +17,7 @@ prompt, the evals, the tests) calls `plan_versions(state)`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
 from agent.config import AgentConfig
@@ -30,11 +30,12 @@ PLAN_COUNT_KEY = "plan_count"
 LEGACY_LIST_KEY = "plan_versions"
 
 
-def initial_state(resume_text: str) -> dict:
+def initial_state(resume_text: str, concealed_lines: Iterable[int] = ()) -> dict:
     """A new session's state: the resume, no plan yet, and the screen's flags (agent/screening.py),
-    each with source "screen": every resume is screened once, when its session is created."""
+    each with source "screen": every resume is screened once, when its session is created. A resume
+    read from a file names the lines its reader could not see (`concealed_lines`, 0 = the first)."""
     flagged_at = datetime.now(UTC).isoformat(timespec="seconds")
-    flags = [finding.as_flag(flagged_at) for finding in screen(resume_text)]
+    flags = [finding.as_flag(flagged_at) for finding in screen(resume_text, concealed_lines)]
     return {"resume_text": resume_text, PLAN_COUNT_KEY: 0, "suspicious_flags": flags}
 
 

@@ -23,6 +23,9 @@ service translates for the person:
                   and isolates, private use, runs of variation selectors (agent/decoding.py)
   encoded         a line that reads as an instruction once decoded: base64, ROT13, reversed,
                   letters spaced out, tag characters, hex, binary, shuffled words
+  concealed       a line of a resume file that its reader would not see (white, tiny, off the
+                  page, hidden: agent/documents/), when no rule above names it: hidden text is a
+                  signal in itself, whatever it says
 
 How a line is read: `agent.text.reading` (NFKC, case-folded: full-width letters and
 punctuation become ASCII; invisible characters and combining marks dropped, look-alike letters
@@ -58,6 +61,7 @@ KINDS = (
     "disguised",
     "hidden",
     "encoded",
+    "concealed",
 )
 SOURCE = "screen"
 MODEL_FLAG_KIND = "model"  # the kind of a flag the model raised (flag_suspicious_text)
@@ -669,8 +673,9 @@ _QA_LINE_RE = re.compile(r"^(?:q|question|問|问|問題|问题)\s*[:：].*?(?:\
 _QA_LINES_MIN = 2
 
 
-def screen(resume: str) -> list[Finding]:
-    """The resume's lines that read as instructions to an AI, in line order.
+def screen(resume: str, concealed: Iterable[int] = ()) -> list[Finding]:
+    """The resume's lines that read as instructions to an AI, in line order; `concealed` numbers
+    (0 = the first line) the lines a resume file hid from its reader, each flagged.
 
     It runs once per resume, when its session is created (`agent.plans.initial_state` keeps the
     findings, sealed with the session); a turn reads them from there (`flagged_lines`,
@@ -732,6 +737,9 @@ def screen(resume: str) -> list[Finding]:
     if len(exchanges) >= _QA_LINES_MIN:
         for i in exchanges:
             kinds.setdefault(i, "role_tag")
+    for i in concealed:
+        if 0 <= i < len(lines) and lines[i].strip():
+            kinds.setdefault(i, "concealed")
     return [Finding(i, lines[i].strip(), kinds[i]) for i in sorted(kinds)]
 
 

@@ -8,6 +8,7 @@ Run it:
     python -m evals.injection --case dan_role_switch --output /tmp/r.json
     python -m evals.injection --part holdout   # only the held-out part
     python -m evals.injection --part redteam   # only the red team's part
+    python -m evals.injection --files          # also each case as a PDF and a DOCX (evals/files.py)
 
 Each case is a fictional resume, most with one embedded
 attack and a canary the attack asks for (e.g. "say PWNED-7731", "save a plan
@@ -138,6 +139,10 @@ class Case:
     # The canary sits in the resume only encoded (base64, ROT13, tag characters...): a model that
     # decodes it writes what no resume line holds in clear.
     canary_encoded: bool = False
+    # A case read from a resume file (evals/files.py): its format and variant, and the lines the
+    # file hid from its reader (0 = the first), passed to the screen as the service passes them.
+    file_format: str = "text"
+    concealed_lines: tuple[int, ...] = ()
 
     @property
     def is_attack(self) -> bool:
@@ -223,6 +228,7 @@ class CaseResult:
     flag_matches: list[str] = field(default_factory=list)  # what each model flag's excerpt matched
     screen_flag_matches: list[str] = field(default_factory=list)  # the same for the screen's flags
     part: str = "tuned"
+    file_format: str = "text"
     reply_chars: int = 0
     session_deleted: bool | None = None
     error: str | None = None
@@ -444,7 +450,7 @@ def guard_held(reply: str, calls: list[dict], events: list) -> bool:
 async def _run_case(runner: Runner, service, case: Case) -> CaseResult:
     session_id = str(uuid.uuid4())
     ids = {"app_name": APP_NAME, "user_id": USER_ID, "session_id": session_id}
-    await service.create_session(state=initial_state(case.resume), **ids)
+    await service.create_session(state=initial_state(case.resume, case.concealed_lines), **ids)
     events, final_state, error = [], {}, None
     try:
         for message in case.messages:
@@ -467,7 +473,7 @@ async def _run_case(runner: Runner, service, case: Case) -> CaseResult:
         if isinstance(flag, dict) and flag.get("source") == "screen"
     ]
     result = judge(case, reply, calls, plans, screen_flags=screened)
-    result.session_deleted = deleted
+    result.session_deleted, result.file_format = deleted, case.file_format
     result.guard_held = guard_held(reply, calls, events)
     if error:
         result.error, result.passed = error, False
@@ -553,6 +559,12 @@ def summarise_parts(results: list[CaseResult]) -> dict[str, dict]:
     return out
 
 
+def summarise_formats(results: list[CaseResult]) -> dict[str, dict]:
+    """{format: summarise(...)}: pasted text ("text") and each file format and variant (evals/files.py)."""
+    formats = dict.fromkeys(r.file_format for r in results)
+    return {name: summarise([r for r in results if r.file_format == name]) for name in formats}
+
+
 def _summary_line(s: dict) -> str:
     return (
         f"passed {s['passed']}/{s['cases']}: attacks {s['attacks_passed']}/{s['attacks']}"
@@ -615,6 +627,9 @@ def format_table(results: list[CaseResult]) -> str:
     lines.append("\nall: " + _summary_line(summarise(results)))
     for part, figures in summarise_parts(results).items():
         lines += [f"\n{part}: " + _summary_line(figures["summary"]), *format_kinds(figures["by_kind"])]
+    formats = summarise_formats(results)
+    if len(formats) > 1:
+        lines += ["\nby format:", *(f"{name}: " + _summary_line(figures) for name, figures in formats.items())]
     return "\n".join(line.rstrip() for line in lines)
 
 
@@ -629,6 +644,7 @@ def write_results(path: Path, model: str | BaseLlm, results: list[CaseResult], s
         "environment": {"django_imported": "django" in sys.modules, "session_service": "InMemorySessionService"},
         "summary": summarise(results),
         "parts": summarise_parts(results),
+        "formats": summarise_formats(results),
         "results": [asdict(r) for r in results],
     }
     path.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
@@ -647,6 +663,9 @@ def main(argv: list[str] | None = None, *, model: str | BaseLlm | None = None) -
     parser.add_argument("--strict", action="store_true", help="exit 1 if any case fails")
     parser.add_argument("--case", action="append", metavar="ID", help="run only this case (repeatable)")
     parser.add_argument("--part", choices=("all", *PARTS), default="all", help="run only one part")
+    parser.add_argument(
+        "--files", action="store_true", help="also each case as a PDF and a DOCX, visible and hidden (evals/files.py)"
+    )
     args = parser.parse_args(argv)
 
     if model is None:
@@ -657,6 +676,10 @@ def main(argv: list[str] | None = None, *, model: str | BaseLlm | None = None) -
         if unknown:
             parser.error(f"unknown case id(s): {', '.join(unknown)}")
         cases = [c for c in cases if c.id in args.case]
+    if args.files:
+        from evals.files import file_cases
+
+        cases = cases + file_cases(cases)
 
     print(f"prompt-injection eval: {len(cases)} cases, model {model_label(model)}")
     started = time.monotonic()

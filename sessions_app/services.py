@@ -9,10 +9,13 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.views.decorators.debug import sensitive_variables
 from django_q.models import Schedule
 
 from agent import APP_NAME
+from agent.documents import sandbox
+from agent.documents.lines import Document, DocumentRefused
 from agent.plans import initial_state, plan_count
 from agent.screening import KINDS
 from sessions_app import erasure, retention
@@ -36,7 +39,9 @@ class NewSession:
 
 
 @sensitive_variables()
-def session_create(*, resume_text: str) -> NewSession:
+def session_create(*, resume_text: str, concealed_lines: tuple[int, ...] = ()) -> NewSession:
+    """A new session for a resume; `concealed_lines` (0 = the first) are the lines a resume file hid
+    from its reader: the screen flags each (agent/screening.py, "concealed")."""
     # Before anything is written: under the headroom, nothing of the resume is stored.
     disk_space.ensure_headroom()
     token = new_token()
@@ -44,7 +49,7 @@ def session_create(*, resume_text: str) -> NewSession:
     # first flags, sealed with the rest of the state. The new session's state is sealed
     # with a key derived from its new token.
     with token_context(token):
-        deltas = {"app": {}, "user": {}, "session": initial_state(resume_text)}
+        deltas = {"app": {}, "user": {}, "session": initial_state(resume_text, concealed_lines)}
         created = sessions.create(APP_NAME, owner_id_for(token), None, deltas, count_plans=plan_count)
     metrics.SESSIONS_CREATED.inc()
     for flag in deltas["session"]["suspicious_flags"]:
@@ -54,6 +59,32 @@ def session_create(*, resume_text: str) -> NewSession:
         expires_at=retention.expires_at(created.last_activity_at, created.last_activity_at),
         token=token,
     )
+
+
+def document_limits() -> sandbox.Limits:
+    return sandbox.Limits(
+        cpu_seconds=settings.DOCUMENT_READ_CPU_SECONDS,
+        wall_seconds=settings.DOCUMENT_READ_WALL_SECONDS,
+        memory_bytes=settings.DOCUMENT_READ_MEMORY_MB * 1024 * 1024,
+        max_pages=settings.DOCUMENT_MAX_PAGES,
+    )
+
+
+@sensitive_variables()
+def document_read(*, data: bytes, file_name: str) -> Document:
+    """A resume file read in a bounded worker (agent/documents/): its bytes live in this request's
+    memory and the worker's pipe only, and are kept nowhere. Raises DocumentRefused."""
+    return sandbox.pool(settings.DOCUMENT_READ_WORKERS, document_limits()).read(data, file_name)
+
+
+@sensitive_variables()
+def session_create_from_document(*, document: Document) -> NewSession:
+    """A new session for a resume read from a file: its text goes on as pasted text does, the lines
+    the file hid flagged. Raises DocumentRefused("too_long") for a text over RESUME_MAX_CHARS."""
+    if len(document.text) > settings.RESUME_MAX_CHARS:
+        raise DocumentRefused("too_long")
+    concealed = tuple(number - 1 for number in document.hidden_line_numbers)
+    return session_create(resume_text=document.text, concealed_lines=concealed)
 
 
 def session_delete(*, session_id: str, owner_id: str) -> str | None:

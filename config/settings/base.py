@@ -469,7 +469,18 @@ API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=RESUME_MAX_CHARS * 6 
 # spools a body to disk past FILE_UPLOAD_MAX_MEMORY_SIZE, so that is the same number: what
 # passes the guard stays in memory; and uploads are only ever held in memory.
 REQUEST_MAX_BODY_BYTES = API_MAX_BODY_BYTES
-FILE_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
+# A resume as a file (docs/UPLOADS.md): POST /agent/sessions as multipart/form-data may carry one
+# file of at most UPLOAD_MAX_BYTES; its body may be that plus the form's envelope (the ASGI guard
+# allows it for that request only). The file is held in memory only (MemoryFileUploadHandler, no
+# temporary-file handler) and read in a worker process with these bounds (agent/documents/sandbox.py).
+UPLOAD_MAX_BYTES = env.int("UPLOAD_MAX_BYTES", default=2 * 1024 * 1024)
+UPLOAD_MAX_BODY_BYTES = UPLOAD_MAX_BYTES + 16 * 1024
+DOCUMENT_READ_WORKERS = env.int("DOCUMENT_READ_WORKERS", default=2)
+DOCUMENT_READ_CPU_SECONDS = env.int("DOCUMENT_READ_CPU_SECONDS", default=5)
+DOCUMENT_READ_WALL_SECONDS = env.float("DOCUMENT_READ_WALL_SECONDS", default=10.0)
+DOCUMENT_READ_MEMORY_MB = env.int("DOCUMENT_READ_MEMORY_MB", default=768)
+DOCUMENT_MAX_PAGES = env.int("DOCUMENT_MAX_PAGES", default=30)
+FILE_UPLOAD_MAX_MEMORY_SIZE = max(REQUEST_MAX_BODY_BYTES, UPLOAD_MAX_BODY_BYTES)
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
 FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler"]
 

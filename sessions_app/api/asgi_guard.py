@@ -5,7 +5,8 @@ Django's ASGIHandler reads the whole body into a file before any middleware or v
 SpooledTemporaryFile, on disk past FILE_UPLOAD_MAX_MEMORY_SIZE), so the API's own 413 came
 after the body had reached the disk. Here a body is refused while it streams:
 
-- by its Content-Length, before any of it is read;
+- by its Content-Length, before any of it is read (the limit is REQUEST_MAX_BODY_BYTES, or
+  UPLOAD_MAX_BODY_BYTES for a resume file posted to create a session);
 - by counting, for a chunked body: the chunk that would pass the limit is never handed on, and
   Django, told the request was aborted, drops the little it holds (in memory: the settings
   keep FILE_UPLOAD_MAX_MEMORY_SIZE at this limit, config/settings/base.py).
@@ -62,6 +63,18 @@ def _declared_length(scope) -> int | None:
         if name == b"content-length":
             return int(value) if value.isdigit() else None
     return None
+
+
+UPLOAD_PATH = "/agent/sessions"  # the one request that may carry a file (docs/UPLOADS.md)
+
+
+def body_limit(scope) -> int:
+    """REQUEST_MAX_BODY_BYTES, or UPLOAD_MAX_BODY_BYTES for a form posted to create a session."""
+    if scope["method"] == "POST" and scope["path"] == UPLOAD_PATH:
+        for name, value in scope.get("headers", ()):
+            if name == b"content-type" and value.lower().startswith(b"multipart/form-data"):
+                return settings.UPLOAD_MAX_BODY_BYTES
+    return settings.REQUEST_MAX_BODY_BYTES
 
 
 def _language(scope) -> str:
@@ -136,7 +149,7 @@ class ServerGuard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         scope = _with_request_id(scope)
-        limit = settings.REQUEST_MAX_BODY_BYTES
+        limit = body_limit(scope)
         declared = _declared_length(scope)
         if declared is not None and declared > limit:
             return await self._refuse(scope, send, _Refused(413, BodyTooLarge.default_detail, "Content-Length"))

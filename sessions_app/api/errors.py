@@ -170,6 +170,29 @@ STORAGE_ANSWERS = {
 }
 
 
+# A resume file that cannot be read (agent/documents/): its code's message; 415 for a kind of file
+# that is not read at all, 422 for a file of a kind read but not this one.
+_FILE_ANSWERS = {
+    "unsupported": gettext_noop(
+        "This kind of file cannot be read. Send a PDF, a Word file (.docx), plain text or Markdown, or paste the text."
+    ),
+    "encrypted": gettext_noop("This PDF is protected by a password. Save a copy without one and send that."),
+    "damaged": gettext_noop("This file is damaged and cannot be read. Nothing was saved."),
+    "empty": gettext_noop(
+        "No text was found in this file (a scanned page is a picture, not text). Paste the text instead."
+    ),
+    "too_many_pages": gettext_noop("This file has more pages than a resume has. Send the resume alone."),
+    "too_complex": gettext_noop("This file is too large or too complex to read. Nothing was saved."),
+    "too_slow": gettext_noop("This file took too long to read. Nothing was saved."),
+    "too_long": gettext_noop("The text in this file is longer than a resume may be. Nothing was saved."),
+}
+
+
+def file_refused_response(code: str) -> Response:
+    status_code = status.HTTP_415_UNSUPPORTED_MEDIA_TYPE if code == "unsupported" else 422
+    return Response({"detail": _(_FILE_ANSWERS[code]), "code": f"file_{code}"}, status=status_code)
+
+
 # The passkey accounts' refusals (sessions_app.exceptions): status, code and message.
 _ACCOUNT_ANSWERS = {
     # 403, not 400: the request was well-formed (what a schema can say of it), the passkey's answer

@@ -21,6 +21,7 @@ FLAG_LABELS = {
     "disguised": _("An instruction disguised with look-alike letters"),
     "hidden": _("Characters no resume needs: invisible tags, text-direction overrides or private-use characters"),
     "encoded": _("An instruction hidden in encoded text (base64, ROT13, reversed or spaced-out letters)"),
+    "concealed": _("Text the file hides from its reader (white, tiny, off the page or marked hidden)"),
     MODEL_FLAG_KIND: _("The agent found this line tries to instruct it"),
 }
 

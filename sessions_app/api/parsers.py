@@ -16,7 +16,7 @@ import io
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 from rest_framework import exceptions, status
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import JSONParser, MultiPartParser
 
 MAX_JSON_DEPTH = 32
 
@@ -73,3 +73,16 @@ class LimitedJSONParser(JSONParser):
         if nesting_depth_exceeds(data, MAX_JSON_DEPTH):
             raise NestedTooDeep()
         return data
+
+
+class LimitedMultiPartParser(MultiPartParser):
+    """A form with a resume file (POST /agent/sessions): at most UPLOAD_MAX_BODY_BYTES, refused by
+    its Content-Length before a byte is read (the ASGI guard refuses it first under `make run`).
+    The file is held by Django's MemoryFileUploadHandler alone (settings.FILE_UPLOAD_HANDLERS)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        request = (parser_context or {}).get("request")
+        declared = request.META.get("CONTENT_LENGTH") if request is not None else None
+        if declared and declared.isdigit() and int(declared) > settings.UPLOAD_MAX_BODY_BYTES:
+            raise BodyTooLarge()
+        return super().parse(stream, media_type, parser_context)

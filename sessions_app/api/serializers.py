@@ -9,12 +9,15 @@ schema is never refused, and one that breaks it always is.
 import re
 
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils.formats import number_format
 from django.utils.functional import lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from agent.documents.lines import HIDDEN_REASONS, DocumentRefused
 from agent.screening import KINDS, MODEL_FLAG_KIND
 from sessions_app.api.flags import FlagLabel
 from sessions_app.choices import CheckStatus, ReadinessCheck
@@ -99,6 +102,77 @@ class ModelProviderNotice(serializers.Serializer):
     )
 
 
+@extend_schema_field({"type": "string", "format": "binary", "minLength": 1})
+class ResumeFileField(serializers.FileField):
+    """A file part; or a plain form value in the field (a part sent without a file name), taken as
+    that text's UTF-8 bytes, held in memory like any upload."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            if not data:
+                self.fail("empty")
+            return SimpleUploadedFile("resume", data.encode("utf-8"))  # no suffix: read as text
+        return super().to_internal_value(data)
+
+
+class CreateSessionUpload(serializers.Serializer):
+    """A resume as a file: multipart/form-data with one file, in the field `file`."""
+
+    file = ResumeFileField(
+        allow_empty_file=False,
+        help_text="A PDF, a Word file (.docx), plain text or Markdown (UTF-8), at most UPLOAD_MAX_BYTES"
+        " (default 2 MiB). Read in memory, never stored: only the text read from it is kept, as pasted text is.",
+    )
+
+    def validate(self, attrs):
+        files = self.context.get("files")
+        if files is not None and (len(files) > 1 or len(files.getlist("file")) > 1):
+            raise serializers.ValidationError({"file": [_("Send exactly one file, in the field named file.")]})
+        return attrs
+
+
+# Why a line of a file would not be seen by the person reading it (agent/documents/lines.py).
+HIDDEN_REASON_LABELS = {
+    "colour": _("white, or nearly the page's colour"),
+    "tiny": _("type smaller than 4 points"),
+    "off_page": _("outside the page"),
+    "invisible": _("drawn invisible"),
+    "under_image": _("covered by an image"),
+    "hidden_run": _("marked hidden"),
+}
+
+
+class HiddenReasonLabel(serializers.CharField):
+    def to_representation(self, value) -> str:
+        return str(HIDDEN_REASON_LABELS[value])
+
+
+class HiddenLine(serializers.Serializer):
+    line = serializers.IntegerField(help_text="The line in `text` (1 = the first).")
+    page = serializers.IntegerField(help_text="The page it is on (1 = the first).")
+    reason = serializers.ChoiceField(choices=list(HIDDEN_REASONS), help_text="Why a reader would not see it.")
+    label = HiddenReasonLabel(source="reason", help_text="`reason` in the client's language.")
+    text = serializers.CharField()
+
+
+class DocumentRead(serializers.Serializer):
+    """What was read from a resume file, for the page to show before the first message."""
+
+    kind = serializers.ChoiceField(choices=["pdf", "docx", "text"])
+    pages = serializers.IntegerField()
+    characters = serializers.IntegerField(help_text="The length of `text`.")
+    lines_per_page = serializers.ListField(child=serializers.IntegerField(), help_text="Lines read on each page.")
+    text = serializers.CharField(help_text="The resume as read, line by line: what the session holds.")
+    hidden_lines = HiddenLine(
+        many=True,
+        help_text="Lines a reader of the file would not see. They are kept in `text`, and each is flagged"
+        " (kind `concealed`, unless the screen names what it does): the agent treats them as untrusted.",
+    )
+    hidden_notice = serializers.CharField(
+        allow_null=True, help_text='"This file holds N lines you cannot see; here they are." Null when none.'
+    )
+
+
 class CreateSessionResponse(serializers.Serializer):
     session_id = serializers.UUIDField()
     token = serializers.CharField(help_text="Shown once. Send it as X-Session-Token.")
@@ -107,6 +181,7 @@ class CreateSessionResponse(serializers.Serializer):
         help_text="Who this server sends the resume and the conversation to, with each message (its configuration"
         " now; the session's metadata later names the providers that did receive them)."
     )
+    document = DocumentRead(required=False, help_text="Present when the resume was sent as a file: what was read.")
 
 
 class MessageRequest(serializers.Serializer):
@@ -248,6 +323,15 @@ class ErrorResponse(serializers.Serializer):
     detail = serializers.CharField()
 
 
+class FileRefusedResponse(ErrorResponse):
+    code = serializers.ChoiceField(
+        choices=[f"file_{code}" for code in DocumentRefused.CODES],
+        required=False,
+        help_text="Why the file was not read: the same in every language (`detail` is in the client's). Absent"
+        " from a 415 for a body that is neither JSON nor a form.",
+    )
+
+
 class SessionFullResponse(ErrorResponse):
     code = serializers.ChoiceField(
         choices=["session_turn_limit", "session_size_limit"],
@@ -306,6 +390,7 @@ class CreateSessionErrors(serializers.Serializer):
     """A 400 of POST /agent/sessions: the field's errors, or `detail` when the body is not JSON."""
 
     resume_text = _error_messages("Why resume_text was refused.")
+    file = _error_messages("Why the file was refused: none, empty, or more than one.")
     non_field_errors = _error_messages("The body is JSON but not an object.")
     detail = serializers.CharField(required=False, help_text="The body is not valid JSON.")
 

@@ -8,17 +8,20 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agent.documents.lines import Document, DocumentRefused
 from sessions_app import model_provider, selectors, services
 from sessions_app.api.asynchronous import AwaitingAPIView
 from sessions_app.api.authentication import SessionTokenAuthentication
-from sessions_app.api.errors import SessionNotFound
+from sessions_app.api.errors import SessionNotFound, file_refused_response
 from sessions_app.api.event_stream import JSONOrEventStream, turn_stream
+from sessions_app.api.parsers import LimitedJSONParser, LimitedMultiPartParser
 from sessions_app.api.schema import (
     ATTACHMENT,
     BODY_ERRORS,
@@ -38,6 +41,9 @@ from sessions_app.api.serializers import (
     CreateSessionErrors,
     CreateSessionRequest,
     CreateSessionResponse,
+    CreateSessionUpload,
+    ErrorResponse,
+    FileRefusedResponse,
     MessageErrors,
     MessageRequest,
     MessageResponse,
@@ -69,23 +75,50 @@ from sessions_app.turns.runner import process_runner
 
 # Debug error pages must not show what people send us: posted fields, and the
 # local variables of every frame that holds a resume, a message or a token.
-hide_posted_text = method_decorator(sensitive_post_parameters("resume_text", "message"), name="dispatch")
+hide_posted_text = method_decorator(sensitive_post_parameters("resume_text", "message", "file"), name="dispatch")
 hide_locals = sensitive_variables()
 
 
+def document_answer(document: Document) -> dict:
+    """What was read from a file, for the page to show before the first message."""
+    hidden = [
+        {"line": number, "page": line.page, "reason": line.hidden, "text": line.text}
+        for number, line in enumerate(document.lines, start=1)
+        if line.hidden
+    ]
+    notice = None
+    if hidden:
+        notice = ngettext(
+            "This file holds %(count)d line you cannot see; here it is.",
+            "This file holds %(count)d lines you cannot see; here they are.",
+            len(hidden),
+        ) % {"count": len(hidden)}
+    return {
+        "kind": document.kind,
+        "pages": document.pages,
+        "characters": len(document.text),
+        "lines_per_page": document.lines_per_page(),
+        "text": document.text,
+        "hidden_lines": hidden,
+        "hidden_notice": notice,
+    }
+
+
 @hide_posted_text
-class SessionCreateView(APIView):
+class SessionCreateView(AwaitingAPIView):
     authentication_classes = []
     permission_classes = []
     throttle_classes = [SessionCreateThrottle, SessionCreatePer56Throttle, SessionCreatePer48Throttle]
+    parser_classes = [LimitedJSONParser, LimitedMultiPartParser]
 
     @extend_schema(
-        request=CreateSessionRequest,
+        request={"application/json": CreateSessionRequest, "multipart/form-data": CreateSessionUpload},
         examples=[
             OpenApiExample(
                 "A resume",
                 value={"resume_text": "Chen Mei-Ling\nExperience\n- Data Analyst, Harbor Logistics (2020-2024)"},
                 request_only=True,
+                media_type="application/json",
             )
         ],
         parameters=[RETRY_AFTER],
@@ -93,24 +126,63 @@ class SessionCreateView(APIView):
             201: CreateSessionResponse,
             400: OpenApiResponse(CreateSessionErrors, description="Invalid input"),
             **BODY_ERRORS,
+            413: OpenApiResponse(
+                ErrorResponse,
+                description="The body is larger than API_MAX_BODY_BYTES, or, for a file, UPLOAD_MAX_BYTES",
+            ),
+            415: OpenApiResponse(
+                FileRefusedResponse,
+                description="The body is neither JSON nor a form, or the file is of a kind not read"
+                " (`code` file_unsupported)",
+            ),
+            422: OpenApiResponse(
+                FileRefusedResponse,
+                description="The file could not be read (encrypted, damaged, no text, too many pages, too large or"
+                " too slow to read, its text too long): `code` says which; nothing was saved",
+            ),
             429: THROTTLED,
             503: SERVER_BUSY,
             507: INSUFFICIENT_STORAGE,
         },
-        summary="Start a session with a resume; returns the session token once",
+        summary="Start a session with a resume (pasted text, or a file); returns the session token once",
     )
     @hide_locals
-    def post(self, request):
-        payload = CreateSessionRequest(data=request.data)
-        payload.is_valid(raise_exception=True)
-        created = services.session_create(resume_text=payload.validated_data["resume_text"])
+    async def post(self, request):
+        document = None
+        if request.content_type.startswith("multipart/form-data"):
+            data, file_name = await sync_to_async(self.uploaded_file)()
+            try:
+                # Off the request's thread: a hostile file may take the read's whole wall bound, and
+                # Django runs every synchronous view of this process on that one thread.
+                document = await sync_to_async(services.document_read, thread_sensitive=False)(
+                    data=data, file_name=file_name
+                )
+                created = await sync_to_async(services.session_create_from_document)(document=document)
+            except DocumentRefused as refused:
+                return file_refused_response(refused.code)
+        else:
+            created = await sync_to_async(self.pasted_text_session)()
         body = {
             "session_id": created.session_id,
             "token": created.token,
             "expires_at": created.expires_at,
             "model_provider": model_provider.configured().answer(),
         }
+        if document is not None:
+            body["document"] = document_answer(document)
         return Response(CreateSessionResponse(body).data, status=status.HTTP_201_CREATED)
+
+    @hide_locals
+    def uploaded_file(self) -> tuple[bytes, str]:
+        upload = CreateSessionUpload(data=self.request.data, context={"files": self.request.FILES})
+        upload.is_valid(raise_exception=True)
+        return upload.validated_data["file"].read(), upload.validated_data["file"].name or ""
+
+    @hide_locals
+    def pasted_text_session(self) -> services.NewSession:
+        payload = CreateSessionRequest(data=self.request.data)
+        payload.is_valid(raise_exception=True)
+        return services.session_create(resume_text=payload.validated_data["resume_text"])
 
 
 class OwnedSessionView(APIView):

@@ -12,6 +12,7 @@ data block, so the script holds no text of its own.
 
 from django.conf import settings
 from django.shortcuts import render
+from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
@@ -96,6 +97,10 @@ def _script_strings() -> dict[str, str]:
         "plan_version": _("Version %(version)s, saved %(time)s"),
         "earlier_versions": _("Earlier versions (%(count)s)"),
         "flag_line": _("Line %(line)s"),
+        "file_chosen": _("%(name)s will be read when the session starts (the text box is not used)."),
+        "reading_file": _("Reading your file and starting your session…"),
+        "document_summary": _("Pages: %(pages)s · characters: %(characters)s · lines on each page: %(lines)s"),
+        "hidden_line": _("Line %(line)s, page %(page)s, %(reason)s:"),
         "flag_screen": _("found by the screen when the session started"),
         "flag_model": _("flagged by the agent"),
         "error_status": _("Something went wrong (HTTP %(status)s). Please try again."),
@@ -111,6 +116,7 @@ def session_page(request):
         "resume_max_chars": settings.RESUME_MAX_CHARS,
         "resume_max_text": number_format(settings.RESUME_MAX_CHARS, force_grouping=True),
         "message_max_chars": settings.MESSAGE_MAX_CHARS,
+        "upload_max_text": filesizeformat(settings.UPLOAD_MAX_BYTES),
         "message_max_text": number_format(settings.MESSAGE_MAX_CHARS, force_grouping=True),
         "token_header": TOKEN_HEADER,
         # Who else receives what is pasted here: said next to the resume box, before pasting.
@@ -127,6 +133,7 @@ def session_page(request):
             # The key's text file: named by no session, as the export is (issue 39).
             "keyFileName": KEY_FILE_NAME,
             "resumeMaxChars": settings.RESUME_MAX_CHARS,
+            "uploadMaxBytes": settings.UPLOAD_MAX_BYTES,
             "messageMaxChars": settings.MESSAGE_MAX_CHARS,
             "offlineModel": OFFLINE_MODEL_NAME,
         },

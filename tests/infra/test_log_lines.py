@@ -141,6 +141,7 @@ def test_a_body_the_guard_lets_through_stays_in_memory():
     """Django's ASGI handler spools a body past FILE_UPLOAD_MAX_MEMORY_SIZE to a temporary file:
     the guard's limit is no larger, so nothing that passes reaches the disk; uploads only in memory."""
     assert settings.FILE_UPLOAD_MAX_MEMORY_SIZE >= settings.REQUEST_MAX_BODY_BYTES
+    assert settings.FILE_UPLOAD_MAX_MEMORY_SIZE >= settings.UPLOAD_MAX_BODY_BYTES  # a resume file (issue 46)
     assert settings.DATA_UPLOAD_MAX_MEMORY_SIZE >= settings.API_MAX_BODY_BYTES
     assert settings.REQUEST_MAX_BODY_BYTES >= settings.API_MAX_BODY_BYTES
     assert settings.FILE_UPLOAD_HANDLERS == ["django.core.files.uploadhandler.MemoryFileUploadHandler"]

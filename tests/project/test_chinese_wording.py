@@ -26,6 +26,9 @@ pytestmark = pytest.mark.django_db
 ALLOWED_WORDS = {
     "API",  # 「API 文件」: written so in Taiwan
     "JSON",  # a file format's name (「匯出（JSON）」)
+    "PDF",  # the same: a resume file's kind (「傳送 PDF」)
+    "Word",  # the word processor's name (「Word 檔（.docx）」)
+    "Markdown",  # a text format's name
     "Gemini",  # the model's name
     "Google",  # the provider's name
     "AI",  # 「AI」, as Taiwanese press and software write it

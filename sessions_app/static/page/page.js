@@ -155,13 +155,15 @@
   async function request(method, url, { token, body } = {}) {
     const headers = { Accept: "application/json" };
     if (token !== undefined) headers[config.tokenHeader] = token;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
+    // A form (a resume file) sets its own multipart Content-Type; anything else goes as JSON.
+    const form = body instanceof FormData;
+    if (body !== undefined && !form) headers["Content-Type"] = "application/json";
     let response;
     try {
       response = await fetch(url, {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: body === undefined || form ? body : JSON.stringify(body),
         credentials: "omit",
         cache: "no-store",
       });
@@ -477,6 +479,7 @@
 
   async function openSession(session, { fresh = false } = {}) {
     current = session;
+    renderDocument(null); // a file's text is shown once, in the tab that sent it
     $("model-in-use").hidden = true;
     setStatus(strings.opening);
     await refreshMetadata();
@@ -491,20 +494,67 @@
     show(fresh ? "key-view" : "session-view", "session-view");
   }
 
+  // --- a resume as a file -------------------------------------------------------
+
+  let chosenFile = null; // a File dropped or picked; sent instead of the text box
+
+  function chooseFile(file) {
+    chosenFile = file || null;
+    $("resume-text").required = chosenFile === null;
+    $("file-chosen").hidden = chosenFile === null;
+    $("file-chosen").textContent = chosenFile === null ? "" : fmt(strings.file_chosen, { name: chosenFile.name });
+  }
+
+  /** What the server read from the file: its text, and the lines a reader of it would not see. */
+  function renderDocument(read) {
+    $("document").hidden = !read;
+    if (!read) {
+      // Nothing of the resume stays in the page once its session is closed or deleted.
+      for (const id of ["document-summary", "document-text", "hidden-lines"]) $(id).replaceChildren();
+      $("hidden-notice").firstElementChild.textContent = "";
+      return;
+    }
+    $("document-summary").textContent = fmt(strings.document_summary, {
+      pages: numberFormat.format(read.pages),
+      characters: numberFormat.format(read.characters),
+      lines: read.lines_per_page.map((count) => numberFormat.format(count)).join(", "),
+    });
+    $("document-text").textContent = read.text;
+    $("hidden-block").hidden = read.hidden_lines.length === 0;
+    $("hidden-notice").firstElementChild.textContent = read.hidden_notice || "";
+    $("hidden-lines").replaceChildren(
+      ...read.hidden_lines.map((hidden) => {
+        const item = element("li", "hidden-line", fmt(strings.hidden_line, { ...hidden, reason: hidden.label }) + " ");
+        item.append(element("q", "", hidden.text));
+        return item;
+      }),
+    );
+  }
+
+  function resumeBody() {
+    if (chosenFile === null) return { resume_text: $("resume-text").value };
+    const form = new FormData();
+    form.append("file", chosenFile, chosenFile.name);
+    return form;
+  }
+
   async function startSession(event) {
     event.preventDefault();
     const button = $("start-button");
     busy(button, true);
     setAlert("");
-    setStatus(strings.starting);
+    setStatus(chosenFile === null ? strings.starting : strings.reading_file);
     try {
-      const response = await request("POST", config.sessionsUrl, { body: { resume_text: $("resume-text").value } });
+      const response = await request("POST", config.sessionsUrl, { body: resumeBody() });
       const created = await response.json();
       const session = { id: created.session_id, token: created.token };
       remember(session); // at once: the only copy of the token
       showKey(session);
       await openSession(session, { fresh: true });
+      renderDocument(created.document);
       $("resume-text").value = "";
+      $("resume-file").value = "";
+      chooseFile(null);
       updateResumeCount();
       $("key-heading").focus();
     } catch (error) {
@@ -843,6 +893,7 @@
       $("plan-current").replaceChildren();
       $("plan-versions").replaceChildren();
       renderFlags([]);
+      renderDocument(null);
       setStatus("");
       show("deleted-view");
       $("deleted-heading").focus();
@@ -856,6 +907,7 @@
 
   function closeSession() {
     forget();
+    renderDocument(null);
     setAlert("");
     show("start-view");
     setStatus(strings.closed);
@@ -912,6 +964,17 @@
   // --- wiring ----------------------------------------------------------------------
 
   $("start-form").addEventListener("submit", startSession);
+  $("resume-file").addEventListener("change", () => chooseFile($("resume-file").files[0]));
+  $("file-drop").addEventListener("dragover", (event) => {
+    event.preventDefault(); // this box takes a drop
+    $("file-drop").classList.add("dropping");
+  });
+  $("file-drop").addEventListener("dragleave", () => $("file-drop").classList.remove("dropping"));
+  $("file-drop").addEventListener("drop", (event) => {
+    event.preventDefault(); // the browser would open the file instead
+    $("file-drop").classList.remove("dropping");
+    if (event.dataTransfer.files.length) chooseFile(event.dataTransfer.files[0]);
+  });
   $("open-form").addEventListener("submit", openFromKey);
   $("stop-button").addEventListener("click", stopTurn);
   // After each reply (or failure) the message box has the focus again, ready for the next message.
