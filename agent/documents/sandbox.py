@@ -39,6 +39,9 @@ class Limits:
     wall_seconds: float = 10.0
     memory_bytes: int = 768 * 1024 * 1024
     max_pages: int = 30
+    # A worker waits this long for its next file, then exits: an interpreter with PDFium loaded,
+    # kept after a burst of files by each web worker, is memory nobody uses.
+    idle_seconds: float = 60.0
 
 
 def _cpu_used() -> float:
@@ -65,6 +68,8 @@ def _serve(limits: Limits) -> None:
     outbox.write(_FRAME.pack(0))  # ready: the file's time starts now
     outbox.flush()
     while True:
+        if not select.select([inbox], [], [], limits.idle_seconds)[0]:
+            return  # no file for a while (the pool hands no file to a worker this old)
         try:
             name = _read_exact(inbox, _read_frame_length(inbox)).decode("utf-8", "replace")
             data = _read_exact(inbox, _read_frame_length(inbox))
@@ -159,7 +164,7 @@ class WorkerPool:
 
     def __init__(self, size: int = 2, limits: Limits | None = None):
         self.limits = limits or Limits()
-        self.idle: list[_Worker] = []
+        self.idle: list[tuple[_Worker, float]] = []  # with the time each went idle
         self.free = threading.BoundedSemaphore(size)
         self.lock = threading.Lock()
         self.replaced = 0  # workers that died or were killed, and were replaced
@@ -169,7 +174,10 @@ class WorkerPool:
             raise DocumentRefused("too_slow")
         try:
             with self.lock:
-                worker = self.idle.pop() if self.idle else None
+                worker, since = self.idle.pop() if self.idle else (None, 0.0)
+            if worker is not None and time.monotonic() - since > self.limits.idle_seconds / 2:
+                worker.stop()  # it may be exiting on its own (idle_seconds): a fresh one instead
+                worker = None
             worker = worker or _Worker(self.limits)
             answer = worker.ask(data, file_name, self.limits.wall_seconds)
             if "lost" in answer:
@@ -177,7 +185,7 @@ class WorkerPool:
                 raise DocumentRefused(answer["lost"])
             if worker.alive():
                 with self.lock:
-                    self.idle.append(worker)
+                    self.idle.append((worker, time.monotonic()))
             else:
                 worker.stop()
             if "refused" in answer:
@@ -189,7 +197,7 @@ class WorkerPool:
     def close(self) -> None:
         with self.lock:
             workers, self.idle = self.idle, []
-        for worker in workers:
+        for worker, _since in workers:
             worker.stop()
 
 

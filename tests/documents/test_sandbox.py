@@ -92,3 +92,21 @@ def test_fuzzed_files_get_a_document_or_a_refusal(pool, seed, edits, cut):
         assert isinstance(pool.read(data, "fuzzed"), Document)
     except DocumentRefused as refused:
         assert refused.code in DocumentRefused.CODES
+
+
+def test_an_idle_worker_exits_on_its_own_and_the_next_file_gets_a_fresh_one():
+    """After a burst of files each web worker kept its readers (an interpreter with PDFium each)
+    for ever; now a reader that waits idle_seconds for a file exits, and the pool never hands a
+    file to one old enough to be exiting."""
+    workers = WorkerPool(1, Limits(cpu_seconds=3, wall_seconds=8.0, memory_bytes=512 * 1024**2, idle_seconds=0.5))
+    try:
+        assert isinstance(workers.read(CLEAN, "a.pdf"), Document)
+        [(reader, _since)] = workers.idle
+        deadline = time.monotonic() + 10
+        while reader.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not reader.alive()  # it ended by itself
+        assert isinstance(workers.read(CLEAN, "b.pdf"), Document)  # a fresh reader, no refusal
+        assert workers.replaced == 0
+    finally:
+        workers.close()
