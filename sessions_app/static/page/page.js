@@ -96,6 +96,7 @@
 
   function forget() {
     current = null;
+    updateKeepButton();
     keyKept(); // nothing left to lose
     expiresAt = null;
     if (ticker !== null) {
@@ -152,9 +153,10 @@
     return fmt(strings.error_status, { status: response.status });
   }
 
-  async function request(method, url, { token, body } = {}) {
+  async function request(method, url, { token, body, accountToken } = {}) {
     const headers = { Accept: "application/json" };
     if (token !== undefined) headers[config.tokenHeader] = token;
+    if (accountToken !== undefined) headers[config.account.tokenHeader] = accountToken;
     if (body !== undefined) headers["Content-Type"] = "application/json";
     let response;
     try {
@@ -489,6 +491,7 @@
     setStatus("");
     setAlert("");
     show(fresh ? "key-view" : "session-view", "session-view");
+    updateKeepButton();
   }
 
   async function startSession(event) {
@@ -659,32 +662,41 @@
     return "PasswordCredential" in window && !!(navigator.credentials && navigator.credentials.store);
   }
 
-  /** The key panel's form (session id as the username, key as the password) to the password manager. */
-  async function storeKey() {
+  /** A panel's form (an id as the username, the secret as the password) to the password manager; true once taken. */
+  async function storeInPasswordManager(form) {
     try {
-      await navigator.credentials.store(new PasswordCredential($("key-form")));
-      keyKept();
+      await navigator.credentials.store(new PasswordCredential(form));
       setStatus(strings.key_stored);
+      return true;
     } catch (error) {
       setStatus(strings.key_store_failed);
+      return false;
     }
   }
 
-  /** The key as a small text file, made in the tab: nothing is asked of the server. */
-  function downloadKey() {
-    if (current === null) return;
+  async function storeKey() {
+    if (await storeInPasswordManager($("key-form"))) keyKept();
+  }
+
+  /** A secret as a small text file (what it is, then the secret), made in the tab: nothing is asked of the server. */
+  function downloadSecret(fileName, explanation, secret) {
     const address = location.origin + location.pathname;
-    const text = `${fmt(strings.key_file, { address })}\n\n${sessionKey(current)}\n`;
+    const text = `${fmt(explanation, { address })}\n\n${secret}\n`;
     const url = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
     const link = element("a");
     link.href = url;
-    link.download = config.keyFileName;
+    link.download = fileName;
     document.body.append(link);
     link.click();
     link.remove();
     setTimeout(() => URL.revokeObjectURL(url), 10000);
+    setStatus(fmt(strings.exported, { filename: fileName }));
+  }
+
+  function downloadKey() {
+    if (current === null) return;
+    downloadSecret(config.keyFileName, strings.key_file, sessionKey(current));
     keyKept();
-    setStatus(fmt(strings.exported, { filename: config.keyFileName }));
   }
 
   const UNSAVED = `${config.storageKey}.unsaved`;
@@ -868,6 +880,367 @@
     });
   }
 
+  // --- the optional account (docs/ACCOUNTS.md) ----------------------------------------
+  //
+  // An account is a passkey. Each kept session's token is wrapped here, in WebCrypto, before it
+  // is sent: under a key derived (HKDF-SHA256, a random salt for each wrapping) from the passkey's
+  // PRF output, and under one derived from the recovery code when this tab has it; AES-256-GCM,
+  // the 12-byte nonce first. The server stores only those wrapped bytes. What this tab holds
+  // (the account's token, the PRF output and the code, each as a non-extractable CryptoKey) lives
+  // in memory only: nothing of the account goes to sessionStorage, localStorage or a cookie, and
+  // a reload signs out.
+
+  const accountConfig = config.account;
+  let account = null; // {token, credentialId, prfKey, recoveryKey, kept: Set of session ids}
+  let recoveryCodeShown = null; // the code in the recovery panel, until "I have saved it"
+
+  function bytes(text) {
+    return encoder.encode(text);
+  }
+
+  function base64url(buffer) {
+    const binary = String.fromCharCode(...new Uint8Array(buffer));
+    return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+
+  function fromBase64url(text) {
+    const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+    return Uint8Array.from(binary, (char) => char.charCodeAt(0));
+  }
+
+  /** Key material (a PRF output, a recovery code's bytes) as an HKDF key that cannot be read back. */
+  function hkdfKey(material) {
+    return crypto.subtle.importKey("raw", material, "HKDF", false, ["deriveKey", "deriveBits"]);
+  }
+
+  function wrappingKey(base, salt) {
+    const params = { name: "HKDF", hash: "SHA-256", salt, info: bytes(accountConfig.wrapInfo) };
+    return crypto.subtle.deriveKey(params, base, { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
+  }
+
+  async function wrapToken(base, credentialId, token) {
+    const salt = crypto.getRandomValues(new Uint8Array(32));
+    const nonce = crypto.getRandomValues(new Uint8Array(12));
+    const key = await wrappingKey(base, salt);
+    const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce }, key, bytes(token)));
+    const wrapped = new Uint8Array(nonce.length + sealed.length);
+    wrapped.set(nonce);
+    wrapped.set(sealed, nonce.length);
+    return { credential_id: credentialId, salt: base64url(salt), wrapped: base64url(wrapped) };
+  }
+
+  /** The token, or null where this key does not open the wrapping (AES-GCM's tag refuses it). */
+  async function unwrapToken(base, wrapping) {
+    try {
+      const wrapped = fromBase64url(wrapping.wrapped);
+      const key = await wrappingKey(base, fromBase64url(wrapping.salt));
+      const opened = await crypto.subtle.decrypt({ name: "AES-GCM", iv: wrapped.slice(0, 12) }, key, wrapped.slice(12));
+      return new TextDecoder().decode(opened);
+    } catch (error) {
+      return null;
+    }
+  }
+
+  /** 160 random bits as 40 hex digits, shown in groups of four; typed back in any case, with or without dashes. */
+  function newRecoveryCode() {
+    return hex(crypto.getRandomValues(new Uint8Array(20)));
+  }
+
+  function normalRecoveryCode(text) {
+    return text.toLowerCase().replace(/[^0-9a-f]/g, "");
+  }
+
+  function shownRecoveryCode(code) {
+    return code.match(/.{1,4}/g).join("-");
+  }
+
+  /** The value the server checks a recovery sign-in with: HKDF of the code (never the code itself). */
+  async function recoveryVerifier(base) {
+    const params = { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: bytes(accountConfig.recoveryVerifierInfo) };
+    return base64url(await crypto.subtle.deriveBits(params, base, 256));
+  }
+
+  function accountUrl(suffix) {
+    return `${accountConfig.url}${suffix || ""}`;
+  }
+
+  function callAccount(method, suffix, body, extra = {}) {
+    return request(method, accountUrl(suffix), { accountToken: account.token, body, ...extra });
+  }
+
+  function hasPasskeys() {
+    return !!(window.PublicKeyCredential && PublicKeyCredential.parseCreationOptionsFromJSON && navigator.credentials);
+  }
+
+  /** The ceremony's options with the PRF extension asked for (the first input: the fixed PRF input). */
+  function withPrf(publicKey) {
+    publicKey.extensions = { ...(publicKey.extensions || {}), prf: { eval: { first: bytes(accountConfig.prfInput) } } };
+    return publicKey;
+  }
+
+  /** The PRF output, as an HKDF key, when the passkey gave one; null where it did not (no PRF here). */
+  async function prfKeyOf(credential) {
+    const results = credential.getClientExtensionResults().prf;
+    const first = results && results.results && results.results.first;
+    return first ? hkdfKey(first) : null;
+  }
+
+  /** What goes to the server: the response, without the extension results (the PRF output never leaves the tab). */
+  function credentialJson(credential) {
+    return { ...credential.toJSON(), clientExtensionResults: {} };
+  }
+
+  function passkeyFailed(error) {
+    setStatus("");
+    if (error instanceof ApiError) setAlert(error.message);
+    else setAlert(error && error.name === "NotAllowedError" ? strings.account_passkey_cancelled : strings.account_passkey_failed);
+  }
+
+  async function signedIn(response, fields) {
+    const body = await response.json();
+    account = { token: body.account_token, credentialId: null, prfKey: null, recoveryKey: null, kept: new Set(), ...fields };
+    await refreshAccount();
+    $("account-heading").focus();
+  }
+
+  async function registerAccount() {
+    const button = $("account-register");
+    busy(button, true);
+    setAlert("");
+    setStatus(strings.account_waiting_passkey);
+    try {
+      const options = (await (await request("POST", accountUrl("/registration/options"), { body: {} })).json()).options;
+      const publicKey = withPrf(PublicKeyCredential.parseCreationOptionsFromJSON(options));
+      const credential = await navigator.credentials.create({ publicKey });
+      const code = newRecoveryCode();
+      const recoveryKey = await hkdfKey(bytes(code));
+      const body = { credential: credentialJson(credential), recovery_verifier: await recoveryVerifier(recoveryKey) };
+      const response = await request("POST", accountUrl("/registration"), { body });
+      recoveryCodeShown = code;
+      await signedIn(response, { credentialId: credential.id, prfKey: await prfKeyOf(credential), recoveryKey });
+      showRecoveryCode(options.user.name, code);
+      setStatus(strings.account_created);
+    } catch (error) {
+      passkeyFailed(error);
+    } finally {
+      busy(button, false);
+    }
+  }
+
+  async function signInWithPasskey() {
+    const button = $("account-sign-in");
+    busy(button, true);
+    setAlert("");
+    setStatus(strings.account_waiting_passkey);
+    try {
+      const options = (await (await request("POST", accountUrl("/sign-in/options"), { body: {} })).json()).options;
+      const publicKey = withPrf(PublicKeyCredential.parseRequestOptionsFromJSON(options));
+      const credential = await navigator.credentials.get({ publicKey });
+      const response = await request("POST", accountUrl("/sign-in"), { body: { credential: credentialJson(credential) } });
+      await signedIn(response, { credentialId: credential.id, prfKey: await prfKeyOf(credential) });
+      setStatus(strings.account_signed_in);
+    } catch (error) {
+      passkeyFailed(error);
+    } finally {
+      busy(button, false);
+    }
+  }
+
+  /** Signs in with the code (the server checks a value derived from it); the tab keeps it to open sessions. */
+  async function signInWithRecoveryCode(event) {
+    event.preventDefault();
+    const button = $("recovery-button");
+    busy(button, true);
+    setAlert("");
+    try {
+      const recoveryKey = await hkdfKey(bytes(normalRecoveryCode($("recovery-code").value)));
+      const body = { recovery_verifier: await recoveryVerifier(recoveryKey) };
+      const response = await request("POST", accountUrl("/recovery-sign-in"), { body });
+      const passkey = account ? { credentialId: account.credentialId, prfKey: account.prfKey } : {};
+      $("recovery-code").value = "";
+      await signedIn(response, { ...passkey, recoveryKey });
+      setStatus(strings.account_signed_in);
+    } catch (error) {
+      setStatus("");
+      setAlert(error instanceof ApiError ? error.message : strings.network_error);
+    } finally {
+      busy(button, false);
+    }
+  }
+
+  function showRecoveryCode(accountName, code) {
+    $("recovery-value").textContent = shownRecoveryCode(code);
+    $("recovery-username").value = accountName;
+    $("recovery-password").value = shownRecoveryCode(code);
+    $("recovery-panel").hidden = false;
+  }
+
+  function hideRecoveryCode() {
+    recoveryCodeShown = null;
+    $("recovery-value").textContent = "";
+    $("recovery-username").value = "";
+    $("recovery-password").value = "";
+    $("recovery-panel").hidden = true;
+  }
+
+  function keptSessionItem(kept) {
+    const item = element("li", "account-session");
+    const line = element("p", "", "");
+    line.append(
+      fmt(strings.account_session_line, { turns: numberFormat.format(kept.turns) }),
+      " ",
+      fmt(strings.account_session_started, { time: formatTime(kept.created_at) }),
+      " ",
+      fmt(strings.account_session_expires, { time: formatTime(kept.expires_at) }),
+    );
+    const open = element("button", "", strings.account_open);
+    open.type = "button";
+    open.addEventListener("click", () => openKeptSession(kept.session_id, open));
+    const letGo = element("button", "", strings.account_let_go);
+    letGo.type = "button";
+    letGo.addEventListener("click", () => letGoOfSession(kept.session_id, letGo));
+    const buttons = element("p", "toolbar");
+    buttons.append(open, " ", letGo);
+    item.append(line, buttons);
+    return item;
+  }
+
+  /** The account's part of the page, as the server lists it now. */
+  async function refreshAccount() {
+    const signedInNow = account !== null;
+    $("account-signed-out").hidden = signedInNow;
+    $("account-signed-in").hidden = !signedInNow;
+    $("recovery-form").hidden = signedInNow && (account.prfKey !== null || account.recoveryKey !== null);
+    if (!signedInNow) {
+      $("account-sessions").replaceChildren();
+      updateKeepButton();
+      return;
+    }
+    $("account-locked").hidden = $("recovery-form").hidden; // signed in, with no key to open a session
+    const listed = (await (await callAccount("GET", "/sessions")).json()).sessions;
+    account.kept = new Set(listed.map((kept) => kept.session_id));
+    $("account-summary").textContent = fmt(strings.account_summary, { count: numberFormat.format(listed.length) });
+    $("account-sessions").replaceChildren(...listed.map(keptSessionItem));
+    $("account-sessions-empty").hidden = listed.length > 0;
+    updateKeepButton();
+  }
+
+  function updateKeepButton() {
+    $("account-keep").hidden = account === null || current === null || account.kept.has(current.id);
+  }
+
+  /** The open session into the account: its token wrapped here for this passkey and for the code, as this tab has them. */
+  async function keepCurrentSession() {
+    const button = $("account-keep");
+    busy(button, true);
+    setAlert("");
+    try {
+      const session = current;
+      const wrappings = [];
+      if (account.prfKey) wrappings.push(await wrapToken(account.prfKey, account.credentialId, session.token));
+      if (account.recoveryKey) wrappings.push(await wrapToken(account.recoveryKey, null, session.token));
+      if (wrappings.length === 0) {
+        setAlert(strings.account_no_key);
+        return;
+      }
+      await callAccount("POST", "/sessions", { session_id: session.id, wrapped_tokens: wrappings }, { token: session.token });
+      keyKept(); // the account holds the key now
+      await refreshAccount();
+      setStatus(strings.account_kept);
+    } catch (error) {
+      failed(error);
+    } finally {
+      busy(button, false);
+    }
+  }
+
+  /** A kept session's token, unwrapped here from its envelope with this passkey's PRF output or the code, then opened as today. */
+  async function openKeptSession(sessionId, button) {
+    busy(button, true);
+    setAlert("");
+    try {
+      const envelope = await (await callAccount("GET", `/sessions/${encodeURIComponent(sessionId)}`)).json();
+      let token = null;
+      for (const wrapping of envelope.wrapped_tokens) {
+        const base = wrapping.credential_id === null ? account.recoveryKey : account.prfKey;
+        if (token === null && base && (wrapping.credential_id === null || wrapping.credential_id === account.credentialId)) {
+          token = await unwrapToken(base, wrapping);
+        }
+      }
+      if (token === null) {
+        setAlert(strings.account_cannot_open);
+        return;
+      }
+      keyKept();
+      await openSession({ id: sessionId, token });
+      $("session-heading").focus();
+    } catch (error) {
+      failed(error);
+      await refreshAccount().catch(() => {});
+    } finally {
+      busy(button, false);
+    }
+  }
+
+  async function letGoOfSession(sessionId, button) {
+    busy(button, true);
+    setAlert("");
+    try {
+      await callAccount("DELETE", `/sessions/${encodeURIComponent(sessionId)}`);
+      await refreshAccount();
+      setStatus(strings.account_let_go_done);
+    } catch (error) {
+      setAlert(error.message);
+    } finally {
+      busy(button, false);
+    }
+  }
+
+  function signedOut() {
+    account = null;
+    hideRecoveryCode();
+    refreshAccount();
+  }
+
+  async function signOut() {
+    setAlert("");
+    try {
+      await callAccount("POST", "/sign-out", {});
+    } catch (error) {
+      // The sign-in ends here either way; the server's ends by itself.
+    }
+    signedOut();
+    setStatus(strings.account_signed_out);
+  }
+
+  /** Deletes the account: every session it keeps is erased on the server through the one erasure, then its passkeys. */
+  async function deleteAccount() {
+    setAlert("");
+    setStatus(strings.deleting);
+    try {
+      const erased = await (await callAccount("DELETE")).json();
+      if (current !== null && erased.session_ids.includes(current.id)) {
+        forget();
+        $("conversation").replaceChildren();
+        $("plan-current").replaceChildren();
+        $("plan-versions").replaceChildren();
+        renderFlags([]);
+        show("start-view");
+      }
+      signedOut();
+      setStatus(
+        fmt(strings.account_deleted, {
+          sessions: numberFormat.format(erased.sessions_erased),
+          passkeys: numberFormat.format(erased.passkeys_erased),
+        }),
+      );
+      $("account-heading").focus();
+    } catch (error) {
+      setStatus("");
+      setAlert(error instanceof ApiError ? error.message : strings.network_error);
+    }
+  }
+
   // --- the phone's tabs: conversation and plan ---------------------------------------
 
   const phone = window.matchMedia("(max-width: 699.98px)");
@@ -955,6 +1328,33 @@
   $("start-again").addEventListener("click", () => {
     show("start-view");
     $("resume-text").focus();
+  });
+
+  $("account-register").addEventListener("click", registerAccount);
+  $("account-sign-in").addEventListener("click", signInWithPasskey);
+  $("account-register").disabled = !hasPasskeys();
+  $("account-sign-in").disabled = !hasPasskeys();
+  $("account-no-passkeys").hidden = hasPasskeys();
+  $("recovery-form").addEventListener("submit", signInWithRecoveryCode);
+  $("account-keep").addEventListener("click", keepCurrentSession);
+  $("account-sign-out").addEventListener("click", signOut);
+  $("recovery-store-form").addEventListener("submit", (event) => event.preventDefault()); // never sent anywhere
+  $("recovery-copy").addEventListener("click", () => recoveryCodeShown && copyText(shownRecoveryCode(recoveryCodeShown)));
+  $("recovery-store").hidden = !canStoreCredentials();
+  $("recovery-store").addEventListener("click", () => storeInPasswordManager($("recovery-store-form")));
+  $("recovery-download").addEventListener("click", () => {
+    if (recoveryCodeShown) downloadSecret(config.account.codeFileName, strings.account_code_file, shownRecoveryCode(recoveryCodeShown));
+  });
+  $("recovery-done").addEventListener("click", () => {
+    hideRecoveryCode();
+    $("account-heading").focus();
+  });
+  $("account-delete").addEventListener("click", () => {
+    $("account-delete-dialog").returnValue = "";
+    $("account-delete-dialog").showModal();
+  });
+  $("account-delete-dialog").addEventListener("close", () => {
+    if ($("account-delete-dialog").returnValue === "delete") deleteAccount();
   });
 
   for (const name of tabs) $(`tab-${name}`).addEventListener("click", () => selectTab(name));
