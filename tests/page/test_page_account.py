@@ -47,7 +47,15 @@ KEY_PATTERN = re.compile(r"^([0-9a-f-]{36})\.([A-Za-z0-9_-]{43})$")
 RECOVERY_PATTERN = re.compile(r"^[0-9a-f]{4}(?:-[0-9a-f]{4}){9}$")
 VIEWPORT = {"width": 1280, "height": 900}
 
-pytestmark = [needs_chromium, pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.slow]
+# Both legs of `make test`: the scans read that leg's database files (PostgreSQL's after a CHECKPOINT,
+# its WAL included) and its cache (Redis).
+pytestmark = [
+    needs_chromium,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.browser,
+    pytest.mark.both_backends,
+    pytest.mark.slow,
+]
 
 
 def _in_thread(function):
