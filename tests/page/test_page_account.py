@@ -35,9 +35,11 @@ from sessions_app.models import (
     WrappedSessionToken,
 )
 from sessions_app.page.views import STORAGE_KEY, _script_strings
+from sessions_app.security.passkeys import PRF_INPUT
 from tests.erasure.test_erasure_e2e import _cache_text
 from tests.page.test_page_browser import LOCALES, _fill, _new_page, _pattern, on_console_violation
 from tests.support.browser import chromium_browser, needs_chromium
+from tests.support.passkey_authenticator import b64url
 from tests.support.privacy import FIXTURES, find_chunks, find_in_text, find_markers, fixture_markers, sealed_chunks
 from tests.support.virtual_authenticator import VirtualAuthenticator
 
@@ -56,6 +58,17 @@ pytestmark = [
     pytest.mark.both_backends,
     pytest.mark.slow,
 ]
+
+
+# The PRF output the page's passkey gives (the PRF extension's first result), asked directly.
+PRF_OUTPUT = """async ([rpId, input]) => {
+  const publicKey = {
+    rpId, challenge: crypto.getRandomValues(new Uint8Array(32)), userVerification: "required",
+    extensions: { prf: { eval: { first: new TextEncoder().encode(input) } } },
+  };
+  const credential = await navigator.credentials.get({ publicKey });
+  return Array.from(new Uint8Array(credential.getClientExtensionResults().prf.results.first));
+}"""
 
 
 def _in_thread(function):
@@ -84,7 +97,7 @@ def _register(page, strings) -> str:
     from playwright.sync_api import expect
 
     page.click("#account-register")
-    expect(page.locator("#recovery-panel")).to_be_visible()
+    expect(page.locator("#recovery-panel")).to_be_visible(timeout=20_000)
     expect(page.locator("#status")).to_have_text(strings["account_created"])
     code = page.locator("#recovery-value").text_content()
     assert RECOVERY_PATTERN.match(code), code
@@ -105,7 +118,7 @@ def _start_talk_and_keep(page, strings, message: str) -> tuple[str, str]:
     page.click("#key-done")
     page.fill("#message-text", message)
     page.click("#send-button")
-    expect(page.locator("#conversation > li.message-agent:not(.pending)")).to_have_count(1)
+    expect(page.locator("#conversation > li.message-agent:not(.pending)")).to_have_count(1, timeout=30_000)
     page.click("#account-keep")
     expect(page.locator("#status")).to_have_text(strings["account_kept"])
     expect(page.locator("#account-keep")).to_be_hidden()
@@ -152,8 +165,11 @@ def test_an_account_opens_its_sessions_on_another_device_and_its_deletion_erases
     base = f"{asgi_live_server.url}/"
     violations: list[str] = []
 
+    sent: list[dict] = []  # every body the pages send to the account API
+
     def watch(page):
         page.on("console", lambda message: on_console_violation(message) and violations.append(message.text))
+        page.on("request", lambda request: "/agent/account" in request.url and sent.append(request.post_data_json))
         return page
 
     with chromium_browser() as browser:
@@ -166,10 +182,16 @@ def test_an_account_opens_its_sessions_on_another_device_and_its_deletion_erases
         sessions = dict(_start_talk_and_keep(laptop, strings, message) for message in MESSAGES)
         expect(laptop.locator("#account-summary")).to_have_text(_fill(strings["account_summary"], count=2))
 
-        # Nothing of the account's secrets in the stores: tokens, the code, the content.
+        # Nothing of the account's secrets in the stores: tokens, the code, the content, and the
+        # passkey's PRF output (asked of the authenticator here, as the page asks it).
         secrets = [*sessions.values(), code, code.replace("-", ""), *MESSAGES, *fixture_markers()]
+        prf_output = bytes(laptop.evaluate(PRF_OUTPUT, [settings.WEBAUTHN_RP_ID, PRF_INPUT])) if prf else b""
+        if prf:
+            assert len(prf_output) == 32
+            secrets += [b64url(prf_output), prf_output.hex()]
         before = _stored_now(stored_files)
         assert find_markers(before["files"], secrets) == []
+        assert prf_output == b"" or not any(prf_output in path.read_bytes() for path in before["files"])
         # The search works: every sealed value's first bytes are in the files now.
         assert {index for _, index in find_chunks(before["files"], before["chunks"])} == set(
             range(len(before["chunks"]))
@@ -225,6 +247,10 @@ def test_an_account_opens_its_sessions_on_another_device_and_its_deletion_erases
         laptop.reload()
         expect(laptop.locator("#account-signed-out")).to_be_visible()
         assert violations == []
+    # The passkey's answers went without their extension results: the PRF output never left the tab.
+    credentials = [body["credential"] for body in sent if body and "credential" in body]
+    assert len(credentials) == (3 if prf else 2)  # registering, signing in on the phone (and again on the laptop)
+    assert all(credential["clientExtensionResults"] == {} for credential in credentials)
 
     # Every row of both sessions and of the account is gone, and every byte of their content.
     assert AgentSession.objects.filter(session_id__in=sessions).count() == 0
@@ -241,3 +267,34 @@ def test_an_account_opens_its_sessions_on_another_device_and_its_deletion_erases
     assert find_markers(stored_files(), secrets) == []
     assert find_in_text(protected_logs.getvalue(), secrets) == []
     assert find_in_text(_cache_text(), secrets) == []
+
+
+def test_the_scan_finds_the_token_when_the_page_sends_it_unwrapped(asgi_live_server, settings, stored_files):
+    """The control of the scans above: the page's wrapping switched off (the request the page sends
+    to keep a session rewritten on its way, as a broken page would send it: the token itself behind
+    a fake nonce), and the same database scan finds the session's token."""
+    from playwright.sync_api import expect
+
+    settings.WEBAUTHN_ORIGINS = [asgi_live_server.url]
+    strings = _texts("en")["strings"]
+
+    def unwrapped(route):
+        if route.request.method != "POST":  # the list of kept sessions goes as it is
+            route.continue_()
+            return
+        body = json.loads(route.request.post_data)
+        token = route.request.headers["x-session-token"]
+        for wrapping in body["wrapped_tokens"]:
+            wrapping["wrapped"] = b64url(b"\0" * 12 + token.encode())
+        route.continue_(post_data=json.dumps(body))
+
+    with chromium_browser() as browser:
+        page = _new_page(browser.new_context(locale="en-US", viewport=VIEWPORT))
+        VirtualAuthenticator.attach(page, prf=True)
+        page.goto(f"{asgi_live_server.url}/")
+        _register(page, strings)
+        page.route("**/agent/account/sessions", unwrapped)  # (routed from here: a route set before stalls the passkey)
+        _session_id, token = _start_talk_and_keep(page, strings, MESSAGES[0])
+        found = {marker for _file, marker, _encoding in find_markers(_in_thread(stored_files), [token])}
+        expect(page.locator("#account-summary")).to_have_text(_fill(strings["account_summary"], count=1))
+    assert found == {token}
