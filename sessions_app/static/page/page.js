@@ -1168,8 +1168,15 @@
         }
       }
       if (token === null) {
+        $("recovery-form").hidden = false; // the code opens it (kept from a device whose passkey gave no PRF)
         setAlert(strings.account_cannot_open);
         return;
+      }
+      const forThisPasskey = envelope.wrapped_tokens.some((wrapping) => wrapping.credential_id === account.credentialId);
+      if (account.prfKey && !forThisPasskey) {
+        // Opened with the code by a passkey that has PRF: wrapped for it too, so that it alone opens it next time.
+        const wrappings = [await wrapToken(account.prfKey, account.credentialId, token)];
+        await callAccount("POST", "/sessions", { session_id: sessionId, wrapped_tokens: wrappings }, { token });
       }
       keyKept();
       await openSession({ id: sessionId, token });
