@@ -119,6 +119,7 @@ def _account_strings() -> dict[str, str]:
         "account_summary": _("Signed in. Sessions in your account: %(count)s."),
         "account_session_line": _("Messages: %(turns)s."),
         "account_session_started": _("Started %(time)s."),
+        "account_session_active": _("Last activity %(time)s."),
         "account_session_expires": _("Expires %(time)s."),
         "account_open": _("Open"),
         "account_let_go": _("Remove from my account"),

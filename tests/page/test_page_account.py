@@ -99,11 +99,11 @@ def _register(page, strings) -> str:
     page.click("#account-register")
     expect(page.locator("#recovery-panel")).to_be_visible(timeout=20_000)
     expect(page.locator("#status")).to_have_text(strings["account_created"])
-    code = page.locator("#recovery-value").text_content()
+    code = page.locator("#code-value").text_content()
     assert RECOVERY_PATTERN.match(code), code
     page.click("#recovery-done")
     expect(page.locator("#recovery-panel")).to_be_hidden()
-    expect(page.locator("#recovery-value")).to_have_text("")
+    expect(page.locator("#code-value")).to_have_text("")
     return code
 
 

@@ -844,17 +844,22 @@
     }
   }
 
+  /** The tab forgets an erased session and what it showed of it. */
+  function forgetErased() {
+    forget();
+    $("conversation").replaceChildren();
+    $("plan-current").replaceChildren();
+    $("plan-versions").replaceChildren();
+    renderFlags([]);
+  }
+
   async function deleteSession() {
     setAlert("");
     setStatus(strings.deleting);
     try {
       const response = await callSession("DELETE");
       const receiptUrl = response.headers.get("Deletion-Receipt");
-      forget();
-      $("conversation").replaceChildren();
-      $("plan-current").replaceChildren();
-      $("plan-versions").replaceChildren();
-      renderFlags([]);
+      forgetErased();
       setStatus("");
       show("deleted-view");
       $("deleted-heading").focus();
@@ -1003,12 +1008,27 @@
     $("account-heading").focus();
   }
 
-  async function registerAccount() {
-    const button = $("account-register");
+  /** Runs `action` with `button` disabled and the alert cleared; what it throws goes to `onError`. */
+  async function withButton(button, action, onError) {
     busy(button, true);
     setAlert("");
-    setStatus(strings.account_waiting_passkey);
     try {
+      await action();
+    } catch (error) {
+      onError(error);
+    } finally {
+      busy(button, false);
+    }
+  }
+
+  function accountFailed(error) {
+    setStatus("");
+    setAlert(error instanceof ApiError ? error.message : strings.network_error);
+  }
+
+  function registerAccount() {
+    setStatus(strings.account_waiting_passkey);
+    return withButton($("account-register"), async () => {
       const options = (await (await request("POST", accountUrl("/registration/options"), { body: {} })).json()).options;
       const publicKey = withPrf(PublicKeyCredential.parseCreationOptionsFromJSON(options));
       const credential = await navigator.credentials.create({ publicKey });
@@ -1020,39 +1040,25 @@
       await signedIn(response, { credentialId: credential.id, prfKey: await prfKeyOf(credential), recoveryKey });
       showRecoveryCode(options.user.name, code);
       setStatus(strings.account_created);
-    } catch (error) {
-      passkeyFailed(error);
-    } finally {
-      busy(button, false);
-    }
+    }, passkeyFailed);
   }
 
-  async function signInWithPasskey() {
-    const button = $("account-sign-in");
-    busy(button, true);
-    setAlert("");
+  function signInWithPasskey() {
     setStatus(strings.account_waiting_passkey);
-    try {
+    return withButton($("account-sign-in"), async () => {
       const options = (await (await request("POST", accountUrl("/sign-in/options"), { body: {} })).json()).options;
       const publicKey = withPrf(PublicKeyCredential.parseRequestOptionsFromJSON(options));
       const credential = await navigator.credentials.get({ publicKey });
       const response = await request("POST", accountUrl("/sign-in"), { body: { credential: credentialJson(credential) } });
       await signedIn(response, { credentialId: credential.id, prfKey: await prfKeyOf(credential) });
       setStatus(strings.account_signed_in);
-    } catch (error) {
-      passkeyFailed(error);
-    } finally {
-      busy(button, false);
-    }
+    }, passkeyFailed);
   }
 
   /** Signs in with the code (the server checks a value derived from it); the tab keeps it to open sessions. */
-  async function signInWithRecoveryCode(event) {
+  function signInWithRecoveryCode(event) {
     event.preventDefault();
-    const button = $("recovery-button");
-    busy(button, true);
-    setAlert("");
-    try {
+    return withButton($("recovery-button"), async () => {
       const recoveryKey = await hkdfKey(bytes(normalRecoveryCode($("recovery-code").value)));
       const body = { recovery_verifier: await recoveryVerifier(recoveryKey) };
       const response = await request("POST", accountUrl("/recovery-sign-in"), { body });
@@ -1060,26 +1066,21 @@
       $("recovery-code").value = "";
       await signedIn(response, { ...passkey, recoveryKey });
       setStatus(strings.account_signed_in);
-    } catch (error) {
-      setStatus("");
-      setAlert(error instanceof ApiError ? error.message : strings.network_error);
-    } finally {
-      busy(button, false);
-    }
+    }, accountFailed);
   }
 
   function showRecoveryCode(accountName, code) {
-    $("recovery-value").textContent = shownRecoveryCode(code);
-    $("recovery-username").value = accountName;
-    $("recovery-password").value = shownRecoveryCode(code);
+    $("code-value").textContent = shownRecoveryCode(code);
+    $("code-username").value = accountName;
+    $("code-password").value = shownRecoveryCode(code);
     $("recovery-panel").hidden = false;
   }
 
   function hideRecoveryCode() {
     recoveryCodeShown = null;
-    $("recovery-value").textContent = "";
-    $("recovery-username").value = "";
-    $("recovery-password").value = "";
+    $("code-value").textContent = "";
+    $("code-username").value = "";
+    $("code-password").value = "";
     $("recovery-panel").hidden = true;
   }
 
@@ -1090,6 +1091,8 @@
       fmt(strings.account_session_line, { turns: numberFormat.format(kept.turns) }),
       " ",
       fmt(strings.account_session_started, { time: formatTime(kept.created_at) }),
+      " ",
+      fmt(strings.account_session_active, { time: formatTime(kept.last_activity_at) }),
       " ",
       fmt(strings.account_session_expires, { time: formatTime(kept.expires_at) }),
     );
@@ -1130,11 +1133,8 @@
   }
 
   /** The open session into the account: its token wrapped here for this passkey and for the code, as this tab has them. */
-  async function keepCurrentSession() {
-    const button = $("account-keep");
-    busy(button, true);
-    setAlert("");
-    try {
+  function keepCurrentSession() {
+    return withButton($("account-keep"), async () => {
       const session = current;
       const wrappings = [];
       if (account.prfKey) wrappings.push(await wrapToken(account.prfKey, account.credentialId, session.token));
@@ -1147,18 +1147,12 @@
       keyKept(); // the account holds the key now
       await refreshAccount();
       setStatus(strings.account_kept);
-    } catch (error) {
-      failed(error);
-    } finally {
-      busy(button, false);
-    }
+    }, failed);
   }
 
   /** A kept session's token, unwrapped here from its envelope with this passkey's PRF output or the code, then opened as today. */
-  async function openKeptSession(sessionId, button) {
-    busy(button, true);
-    setAlert("");
-    try {
+  function openKeptSession(sessionId, button) {
+    return withButton(button, async () => {
       const envelope = await (await callAccount("GET", `/sessions/${encodeURIComponent(sessionId)}`)).json();
       let token = null;
       for (const wrapping of envelope.wrapped_tokens) {
@@ -1181,26 +1175,18 @@
       keyKept();
       await openSession({ id: sessionId, token });
       $("session-heading").focus();
-    } catch (error) {
+    }, (error) => {
       failed(error);
-      await refreshAccount().catch(() => {});
-    } finally {
-      busy(button, false);
-    }
+      refreshAccount().catch(() => {});
+    });
   }
 
-  async function letGoOfSession(sessionId, button) {
-    busy(button, true);
-    setAlert("");
-    try {
+  function letGoOfSession(sessionId, button) {
+    return withButton(button, async () => {
       await callAccount("DELETE", `/sessions/${encodeURIComponent(sessionId)}`);
       await refreshAccount();
       setStatus(strings.account_let_go_done);
-    } catch (error) {
-      setAlert(error.message);
-    } finally {
-      busy(button, false);
-    }
+    }, (error) => setAlert(error.message));
   }
 
   function signedOut() {
@@ -1227,11 +1213,7 @@
     try {
       const erased = await (await callAccount("DELETE")).json();
       if (current !== null && erased.session_ids.includes(current.id)) {
-        forget();
-        $("conversation").replaceChildren();
-        $("plan-current").replaceChildren();
-        $("plan-versions").replaceChildren();
-        renderFlags([]);
+        forgetErased();
         show("start-view");
       }
       signedOut();
@@ -1243,8 +1225,7 @@
       );
       $("account-heading").focus();
     } catch (error) {
-      setStatus("");
-      setAlert(error instanceof ApiError ? error.message : strings.network_error);
+      accountFailed(error);
     }
   }
 
@@ -1345,11 +1326,11 @@
   $("recovery-form").addEventListener("submit", signInWithRecoveryCode);
   $("account-keep").addEventListener("click", keepCurrentSession);
   $("account-sign-out").addEventListener("click", signOut);
-  $("recovery-store-form").addEventListener("submit", (event) => event.preventDefault()); // never sent anywhere
-  $("recovery-copy").addEventListener("click", () => recoveryCodeShown && copyText(shownRecoveryCode(recoveryCodeShown)));
-  $("recovery-store").hidden = !canStoreCredentials();
-  $("recovery-store").addEventListener("click", () => storeInPasswordManager($("recovery-store-form")));
-  $("recovery-download").addEventListener("click", () => {
+  $("code-form").addEventListener("submit", (event) => event.preventDefault()); // never sent anywhere
+  $("code-copy").addEventListener("click", () => recoveryCodeShown && copyText(shownRecoveryCode(recoveryCodeShown)));
+  $("code-store").hidden = !canStoreCredentials();
+  $("code-store").addEventListener("click", () => storeInPasswordManager($("code-form")));
+  $("code-download").addEventListener("click", () => {
     if (recoveryCodeShown) downloadSecret(config.account.codeFileName, strings.account_code_file, shownRecoveryCode(recoveryCodeShown));
   });
   $("recovery-done").addEventListener("click", () => {
