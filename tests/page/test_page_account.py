@@ -38,6 +38,7 @@ from sessions_app.page.views import STORAGE_KEY, _script_strings
 from sessions_app.security.passkeys import PRF_INPUT
 from tests.erasure.test_erasure_e2e import _cache_text
 from tests.page.test_page_browser import LOCALES, _fill, _new_page, _pattern, on_console_violation
+from tests.support.account_client import unwrap
 from tests.support.browser import chromium_browser, needs_chromium
 from tests.support.passkey_authenticator import b64url
 from tests.support.privacy import FIXTURES, find_chunks, find_in_text, find_markers, fixture_markers, sealed_chunks
@@ -145,6 +146,12 @@ def _open_both(page, sessions: dict[str, str]) -> None:
         page.click("#close")
 
 
+def _code_wrappings() -> list[tuple]:
+    """(session id, salt, wrapped) of every token wrapped for the recovery code."""
+    kept = WrappedSessionToken.objects.filter(credential=None)
+    return list(kept.values_list("entry__agent_session__session_id", "salt", "wrapped"))
+
+
 def _stored_now(stored_files) -> dict:
     """The sealed values and files of the database now (read in another thread)."""
     return _in_thread(lambda: {"chunks": sealed_chunks(), "files": stored_files()})
@@ -189,6 +196,9 @@ def test_an_account_opens_its_sessions_on_another_device_and_its_deletion_erases
         if prf:
             assert len(prf_output) == 32
             secrets += [b64url(prf_output), prf_output.hex()]
+        # The page wraps as docs/ACCOUNTS.md says: what it sent for the code opens in Python too.
+        for session_id, salt, wrapped in _in_thread(_code_wrappings):
+            assert unwrap(code.replace("-", "").encode(), bytes(salt), bytes(wrapped)) == sessions[session_id]
         before = _stored_now(stored_files)
         assert find_markers(before["files"], secrets) == []
         assert prf_output == b"" or not any(prf_output in path.read_bytes() for path in before["files"])
