@@ -100,6 +100,7 @@ bench: dev-venv
 	$(PY) benchmarks/memory_bench.py
 	$(PY) benchmarks/screen_bench.py
 	$(PY) benchmarks/log_bench.py
+	$(PY) benchmarks/account_bench.py
 	$(PY) benchmarks/report.py
 
 # Mutation testing of the guarantee modules ([tool.mutmut] in pyproject.toml),

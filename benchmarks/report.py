@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _common  # noqa: E402
 
 SECTIONS = "store growth service request_cost turn_profile gemini_path screen purge session_limits erasure_space"
-SECTIONS += " journal_modes postgres memory turn_cpu log"
+SECTIONS += " journal_modes postgres memory turn_cpu log account"
 
 if __name__ == "__main__":
     info = _common.machine_info(["Django", "google-adk", "gunicorn", "django-q2"])

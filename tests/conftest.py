@@ -34,7 +34,8 @@ def pytest_collection_modifyitems(config, items):
     write gate), `postgres_only` ones about the scale-out setup (PostgreSQL + Redis): each is
     skipped, saying why, in the other leg of `make test` (tests/backends.py), which runs both.
     `backend_independent` ones (the agent, the screen, the evals) and `browser` ones run in the
-    SQLite leg only."""
+    SQLite leg only, but for `both_backends` browser tests, whose raw scans read the leg's own
+    database and cache (tests/page/test_page_account.py)."""
     if not settings.configured:
         return
     on_sqlite = settings.DATABASES["default"]["ENGINE"] == "sessions_app.infra.sqlite_backend"
@@ -51,6 +52,8 @@ def pytest_collection_modifyitems(config, items):
     )
     for item in items:
         for marker, reason in skipped.items():
+            if marker == "browser" and item.get_closest_marker("both_backends"):
+                continue
             if item.get_closest_marker(marker):
                 item.add_marker(pytest.mark.skip(reason=f"{reason}: the other leg of `make test` runs it"))
 

@@ -10,6 +10,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 
 from sessions_app import account_selectors
+from sessions_app.security.passkeys import ACCOUNT_TOKEN_HEADER
 from sessions_app.security.tokens import TOKEN_HEADER, owner_id_for
 
 
@@ -36,9 +37,6 @@ class SessionTokenAuthentication(BaseAuthentication):
     def authenticate_header(self, request):
         # Without a WWW-Authenticate value DRF would turn 401 into 403.
         return f'{TOKEN_HEADER} realm="{self.www_authenticate_realm}"'
-
-
-ACCOUNT_TOKEN_HEADER = "X-Account-Token"
 
 
 class AccountHolder:

@@ -23,12 +23,15 @@ from django.views.decorators.vary import vary_on_cookie
 from agent.offline.model import OFFLINE_MODEL_NAME
 from sessions_app import model_provider
 from sessions_app.deletion_log.formats.lookup import LOOKUP_DOMAIN, OWNER_ID_PREFIX
+from sessions_app.security import passkeys
 from sessions_app.security.tokens import TOKEN_HEADER
 
 # Where the tab keeps the session's id and token (sessionStorage: gone with the tab).
 STORAGE_KEY = "resume-agent.session"
 # The file "Download as a text file" makes of the session key, in the tab.
 KEY_FILE_NAME = "resume-agent-session-key.txt"
+# The file "Download as a text file" makes of an account's recovery code, in the tab.
+RECOVERY_CODE_FILE_NAME = "resume-agent-recovery-code.txt"
 
 
 def _duration(hours: float) -> str:
@@ -104,7 +107,42 @@ def _script_strings() -> dict[str, str]:
         "flag_screen": _("found by the screen when the session started"),
         "flag_model": _("flagged by the agent"),
         "error_status": _("Something went wrong (HTTP %(status)s). Please try again."),
+        **_account_strings(),
         "network_error": _("The server could not be reached. Check your connection and try again."),
+    }
+
+
+def _account_strings() -> dict[str, str]:
+    """The optional account's texts (docs/ACCOUNTS.md), for the script."""
+    return {
+        "account_waiting_passkey": _("Waiting for your passkey…"),
+        "account_passkey_cancelled": _("The passkey was not used. Nothing changed."),
+        "account_passkey_failed": _("This browser could not use a passkey here. Nothing changed."),
+        "account_created": _("Account created and signed in. Save the recovery code now: it is shown once."),
+        "account_signed_in": _("Signed in."),
+        "account_signed_out": _("Signed out. The sessions stay in your account."),
+        "account_summary": _("Signed in. Sessions in your account: %(count)s."),
+        "account_session_line": _("Messages: %(turns)s."),
+        "account_session_started": _("Started %(time)s."),
+        "account_session_active": _("Last activity %(time)s."),
+        "account_session_expires": _("Expires %(time)s."),
+        "account_open": _("Open"),
+        "account_let_go": _("Remove from my account"),
+        "account_let_go_done": _("Removed from your account. The session itself stays, for whoever has its key."),
+        "account_kept": _("Kept in your account: open it from any device where you sign in."),
+        "account_no_key": _("This browser has no key to lock the session with: sign in with your recovery code first."),
+        "account_cannot_open": _(
+            "This browser has no key that opens this session: sign in with your recovery code to open it."
+        ),
+        "account_deleted": _(
+            "Account deleted: %(sessions)s sessions erased for good, and %(passkeys)s passkeys. Remove the passkey"
+            " from your device's passkey list too."
+        ),
+        "account_code_file": _(
+            "The recovery code of your account with the resume agent at %(address)s. It opens the sessions in your"
+            " account where your passkey cannot: keep this file somewhere safe, or put the code in a password"
+            " manager and delete the file."
+        ),
     }
 
 
@@ -136,6 +174,14 @@ def session_page(request):
             "uploadMaxBytes": settings.UPLOAD_MAX_BYTES,
             "messageMaxChars": settings.MESSAGE_MAX_CHARS,
             "offlineModel": OFFLINE_MODEL_NAME,
+            "account": {
+                "url": reverse("account"),
+                "tokenHeader": passkeys.ACCOUNT_TOKEN_HEADER,
+                "prfInput": passkeys.PRF_INPUT,
+                "wrapInfo": passkeys.WRAP_INFO,
+                "recoveryVerifierInfo": passkeys.RECOVERY_VERIFIER_INFO,
+                "codeFileName": RECOVERY_CODE_FILE_NAME,
+            },
         },
         "script_strings": _script_strings(),
     }

@@ -39,6 +39,14 @@ from webauthn.helpers.structs import (
 )
 
 CHALLENGE_BYTES = 32
+# The header a signed-in request carries its account token in (never a cookie: docs/ACCOUNTS.md).
+ACCOUNT_TOKEN_HEADER = "X-Account-Token"
+
+# What the page's script derives its wrapping keys with (docs/ACCOUNTS.md, "What the browser does"),
+# handed to it by the page: the server never derives anything with them, it only stores the results.
+PRF_INPUT = "resume-agent/v1/prf"
+WRAP_INFO = "resume-agent/v1/session-token-wrap"
+RECOVERY_VERIFIER_INFO = "resume-agent/v1/recovery-verifier"
 
 
 class CeremonyRefused(Exception):

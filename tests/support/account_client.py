@@ -22,12 +22,13 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from sessions_app.security import passkeys
 from tests.support.passkey_authenticator import SoftPasskey, b64url, from_b64url
 
 ACCOUNT = "/agent/account"
-PRF_INPUT = b"resume-agent/v1/prf"
-WRAP_INFO = b"resume-agent/v1/session-token-wrap"
-RECOVERY_VERIFIER_INFO = b"resume-agent/v1/recovery-verifier"
+PRF_INPUT = passkeys.PRF_INPUT.encode()
+WRAP_INFO = passkeys.WRAP_INFO.encode()
+RECOVERY_VERIFIER_INFO = passkeys.RECOVERY_VERIFIER_INFO.encode()
 
 
 def hkdf(secret: bytes, salt: bytes, info: bytes) -> bytes:

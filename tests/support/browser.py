@@ -46,6 +46,20 @@ def chromium(tmp_path: Path, **options):
             context.close()
 
 
+@contextlib.contextmanager
+def chromium_browser():
+    """One browser for several contexts (each a fresh profile, as another device is), closed after:
+    `browser.new_context(**options)`."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
 class ASGILiveServer:
     """The ASGI application `make run` serves (config.asgi: the guard in front of Django's ASGI
     handler), under uvicorn in a thread of the test process, so the test's settings, clock and

@@ -96,6 +96,7 @@
 
   function forget() {
     current = null;
+    updateKeepButton();
     keyKept(); // nothing left to lose
     expiresAt = null;
     if (ticker !== null) {
@@ -152,9 +153,10 @@
     return fmt(strings.error_status, { status: response.status });
   }
 
-  async function request(method, url, { token, body } = {}) {
+  async function request(method, url, { token, body, accountToken } = {}) {
     const headers = { Accept: "application/json" };
     if (token !== undefined) headers[config.tokenHeader] = token;
+    if (accountToken !== undefined) headers[config.account.tokenHeader] = accountToken;
     // A form (a resume file) sets its own multipart Content-Type; anything else goes as JSON.
     const form = body instanceof FormData;
     if (body !== undefined && !form) headers["Content-Type"] = "application/json";
@@ -492,6 +494,7 @@
     setStatus("");
     setAlert("");
     show(fresh ? "key-view" : "session-view", "session-view");
+    updateKeepButton();
   }
 
   // --- a resume as a file -------------------------------------------------------
@@ -709,32 +712,41 @@
     return "PasswordCredential" in window && !!(navigator.credentials && navigator.credentials.store);
   }
 
-  /** The key panel's form (session id as the username, key as the password) to the password manager. */
-  async function storeKey() {
+  /** A panel's form (an id as the username, the secret as the password) to the password manager; true once taken. */
+  async function storeInPasswordManager(form) {
     try {
-      await navigator.credentials.store(new PasswordCredential($("key-form")));
-      keyKept();
+      await navigator.credentials.store(new PasswordCredential(form));
       setStatus(strings.key_stored);
+      return true;
     } catch (error) {
       setStatus(strings.key_store_failed);
+      return false;
     }
   }
 
-  /** The key as a small text file, made in the tab: nothing is asked of the server. */
-  function downloadKey() {
-    if (current === null) return;
+  async function storeKey() {
+    if (await storeInPasswordManager($("key-form"))) keyKept();
+  }
+
+  /** A secret as a small text file (what it is, then the secret), made in the tab: nothing is asked of the server. */
+  function downloadSecret(fileName, explanation, secret) {
     const address = location.origin + location.pathname;
-    const text = `${fmt(strings.key_file, { address })}\n\n${sessionKey(current)}\n`;
+    const text = `${fmt(explanation, { address })}\n\n${secret}\n`;
     const url = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
     const link = element("a");
     link.href = url;
-    link.download = config.keyFileName;
+    link.download = fileName;
     document.body.append(link);
     link.click();
     link.remove();
     setTimeout(() => URL.revokeObjectURL(url), 10000);
+    setStatus(fmt(strings.exported, { filename: fileName }));
+  }
+
+  function downloadKey() {
+    if (current === null) return;
+    downloadSecret(config.keyFileName, strings.key_file, sessionKey(current));
     keyKept();
-    setStatus(fmt(strings.exported, { filename: config.keyFileName }));
   }
 
   const UNSAVED = `${config.storageKey}.unsaved`;
@@ -882,18 +894,23 @@
     }
   }
 
+  /** The tab forgets an erased session and what it showed of it. */
+  function forgetErased() {
+    forget();
+    $("conversation").replaceChildren();
+    $("plan-current").replaceChildren();
+    $("plan-versions").replaceChildren();
+    renderFlags([]);
+    renderDocument(null);
+  }
+
   async function deleteSession() {
     setAlert("");
     setStatus(strings.deleting);
     try {
       const response = await callSession("DELETE");
       const receiptUrl = response.headers.get("Deletion-Receipt");
-      forget();
-      $("conversation").replaceChildren();
-      $("plan-current").replaceChildren();
-      $("plan-versions").replaceChildren();
-      renderFlags([]);
-      renderDocument(null);
+      forgetErased();
       setStatus("");
       show("deleted-view");
       $("deleted-heading").focus();
@@ -918,6 +935,350 @@
       count: numberFormat.format(characterCount($("resume-text").value)),
       max: numberFormat.format(config.resumeMaxChars),
     });
+  }
+
+  // --- the optional account (docs/ACCOUNTS.md) ----------------------------------------
+  //
+  // An account is a passkey. Each kept session's token is wrapped here, in WebCrypto, before it
+  // is sent: under a key derived (HKDF-SHA256, a random salt for each wrapping) from the passkey's
+  // PRF output, and under one derived from the recovery code when this tab has it; AES-256-GCM,
+  // the 12-byte nonce first. The server stores only those wrapped bytes. What this tab holds
+  // (the account's token, the PRF output and the code, each as a non-extractable CryptoKey) lives
+  // in memory only: nothing of the account goes to sessionStorage, localStorage or a cookie, and
+  // a reload signs out.
+
+  const accountConfig = config.account;
+  let account = null; // {token, credentialId, prfKey, recoveryKey, kept: Set of session ids}
+  let recoveryCodeShown = null; // the code in the recovery panel, until "I have saved it"
+
+  function bytes(text) {
+    return encoder.encode(text);
+  }
+
+  function base64url(buffer) {
+    const binary = String.fromCharCode(...new Uint8Array(buffer));
+    return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+
+  function fromBase64url(text) {
+    const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+    return Uint8Array.from(binary, (char) => char.charCodeAt(0));
+  }
+
+  /** Key material (a PRF output, a recovery code's bytes) as an HKDF key that cannot be read back. */
+  function hkdfKey(material) {
+    return crypto.subtle.importKey("raw", material, "HKDF", false, ["deriveKey", "deriveBits"]);
+  }
+
+  function wrappingKey(base, salt) {
+    const params = { name: "HKDF", hash: "SHA-256", salt, info: bytes(accountConfig.wrapInfo) };
+    return crypto.subtle.deriveKey(params, base, { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
+  }
+
+  async function wrapToken(base, credentialId, token) {
+    const salt = crypto.getRandomValues(new Uint8Array(32));
+    const nonce = crypto.getRandomValues(new Uint8Array(12));
+    const key = await wrappingKey(base, salt);
+    const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv: nonce }, key, bytes(token)));
+    const wrapped = new Uint8Array(nonce.length + sealed.length);
+    wrapped.set(nonce);
+    wrapped.set(sealed, nonce.length);
+    return { credential_id: credentialId, salt: base64url(salt), wrapped: base64url(wrapped) };
+  }
+
+  /** The token, or null where this key does not open the wrapping (AES-GCM's tag refuses it). */
+  async function unwrapToken(base, wrapping) {
+    try {
+      const wrapped = fromBase64url(wrapping.wrapped);
+      const key = await wrappingKey(base, fromBase64url(wrapping.salt));
+      const opened = await crypto.subtle.decrypt({ name: "AES-GCM", iv: wrapped.slice(0, 12) }, key, wrapped.slice(12));
+      return new TextDecoder().decode(opened);
+    } catch (error) {
+      return null;
+    }
+  }
+
+  /** 160 random bits as 40 hex digits, shown in groups of four; typed back in any case, with or without dashes. */
+  function newRecoveryCode() {
+    return hex(crypto.getRandomValues(new Uint8Array(20)));
+  }
+
+  function normalRecoveryCode(text) {
+    return text.toLowerCase().replace(/[^0-9a-f]/g, "");
+  }
+
+  function shownRecoveryCode(code) {
+    return code.match(/.{1,4}/g).join("-");
+  }
+
+  /** The value the server checks a recovery sign-in with: HKDF of the code (never the code itself). */
+  async function recoveryVerifier(base) {
+    const params = { name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: bytes(accountConfig.recoveryVerifierInfo) };
+    return base64url(await crypto.subtle.deriveBits(params, base, 256));
+  }
+
+  function accountUrl(suffix) {
+    return `${accountConfig.url}${suffix || ""}`;
+  }
+
+  function callAccount(method, suffix, body, extra = {}) {
+    return request(method, accountUrl(suffix), { accountToken: account.token, body, ...extra });
+  }
+
+  function hasPasskeys() {
+    return !!(window.PublicKeyCredential && PublicKeyCredential.parseCreationOptionsFromJSON && navigator.credentials);
+  }
+
+  /** The ceremony's options with the PRF extension asked for (the first input: the fixed PRF input). */
+  function withPrf(publicKey) {
+    publicKey.extensions = { ...(publicKey.extensions || {}), prf: { eval: { first: bytes(accountConfig.prfInput) } } };
+    return publicKey;
+  }
+
+  /** The PRF output, as an HKDF key, when the passkey gave one; null where it did not (no PRF here). */
+  async function prfKeyOf(credential) {
+    const results = credential.getClientExtensionResults().prf;
+    const first = results && results.results && results.results.first;
+    return first ? hkdfKey(first) : null;
+  }
+
+  /** What goes to the server: the response, without the extension results (the PRF output never leaves the tab). */
+  function credentialJson(credential) {
+    return { ...credential.toJSON(), clientExtensionResults: {} };
+  }
+
+  function passkeyFailed(error) {
+    setStatus("");
+    if (error instanceof ApiError) setAlert(error.message);
+    else setAlert(error && error.name === "NotAllowedError" ? strings.account_passkey_cancelled : strings.account_passkey_failed);
+  }
+
+  async function signedIn(response, fields) {
+    const body = await response.json();
+    account = { token: body.account_token, credentialId: null, prfKey: null, recoveryKey: null, kept: new Set(), ...fields };
+    await refreshAccount();
+    $("account-heading").focus();
+  }
+
+  /** Runs `action` with `button` disabled and the alert cleared; what it throws goes to `onError`. */
+  async function withButton(button, action, onError) {
+    busy(button, true);
+    setAlert("");
+    try {
+      await action();
+    } catch (error) {
+      onError(error);
+    } finally {
+      busy(button, false);
+    }
+  }
+
+  function accountFailed(error) {
+    setStatus("");
+    setAlert(error instanceof ApiError ? error.message : strings.network_error);
+  }
+
+  function registerAccount() {
+    setStatus(strings.account_waiting_passkey);
+    return withButton($("account-register"), async () => {
+      const options = (await (await request("POST", accountUrl("/registration/options"), { body: {} })).json()).options;
+      const publicKey = withPrf(PublicKeyCredential.parseCreationOptionsFromJSON(options));
+      const credential = await navigator.credentials.create({ publicKey });
+      const code = newRecoveryCode();
+      const recoveryKey = await hkdfKey(bytes(code));
+      const body = { credential: credentialJson(credential), recovery_verifier: await recoveryVerifier(recoveryKey) };
+      const response = await request("POST", accountUrl("/registration"), { body });
+      recoveryCodeShown = code;
+      await signedIn(response, { credentialId: credential.id, prfKey: await prfKeyOf(credential), recoveryKey });
+      showRecoveryCode(options.user.name, code);
+      setStatus(strings.account_created);
+    }, passkeyFailed);
+  }
+
+  function signInWithPasskey() {
+    setStatus(strings.account_waiting_passkey);
+    return withButton($("account-sign-in"), async () => {
+      const options = (await (await request("POST", accountUrl("/sign-in/options"), { body: {} })).json()).options;
+      const publicKey = withPrf(PublicKeyCredential.parseRequestOptionsFromJSON(options));
+      const credential = await navigator.credentials.get({ publicKey });
+      const response = await request("POST", accountUrl("/sign-in"), { body: { credential: credentialJson(credential) } });
+      await signedIn(response, { credentialId: credential.id, prfKey: await prfKeyOf(credential) });
+      setStatus(strings.account_signed_in);
+    }, passkeyFailed);
+  }
+
+  /** Signs in with the code (the server checks a value derived from it); the tab keeps it to open sessions. */
+  function signInWithRecoveryCode(event) {
+    event.preventDefault();
+    return withButton($("recovery-button"), async () => {
+      const recoveryKey = await hkdfKey(bytes(normalRecoveryCode($("recovery-code").value)));
+      const body = { recovery_verifier: await recoveryVerifier(recoveryKey) };
+      const response = await request("POST", accountUrl("/recovery-sign-in"), { body });
+      const passkey = account ? { credentialId: account.credentialId, prfKey: account.prfKey } : {};
+      $("recovery-code").value = "";
+      await signedIn(response, { ...passkey, recoveryKey });
+      setStatus(strings.account_signed_in);
+    }, accountFailed);
+  }
+
+  function showRecoveryCode(accountName, code) {
+    $("code-value").textContent = shownRecoveryCode(code);
+    $("code-username").value = accountName;
+    $("code-password").value = shownRecoveryCode(code);
+    $("recovery-panel").hidden = false;
+  }
+
+  function hideRecoveryCode() {
+    recoveryCodeShown = null;
+    $("code-value").textContent = "";
+    $("code-username").value = "";
+    $("code-password").value = "";
+    $("recovery-panel").hidden = true;
+  }
+
+  function keptSessionItem(kept) {
+    const item = element("li", "account-session");
+    const line = element("p", "", "");
+    line.append(
+      fmt(strings.account_session_line, { turns: numberFormat.format(kept.turns) }),
+      " ",
+      fmt(strings.account_session_started, { time: formatTime(kept.created_at) }),
+      " ",
+      fmt(strings.account_session_active, { time: formatTime(kept.last_activity_at) }),
+      " ",
+      fmt(strings.account_session_expires, { time: formatTime(kept.expires_at) }),
+    );
+    const open = element("button", "", strings.account_open);
+    open.type = "button";
+    open.addEventListener("click", () => openKeptSession(kept.session_id, open));
+    const letGo = element("button", "", strings.account_let_go);
+    letGo.type = "button";
+    letGo.addEventListener("click", () => letGoOfSession(kept.session_id, letGo));
+    const buttons = element("p", "toolbar");
+    buttons.append(open, " ", letGo);
+    item.append(line, buttons);
+    return item;
+  }
+
+  /** The account's part of the page, as the server lists it now. */
+  async function refreshAccount() {
+    const signedInNow = account !== null;
+    $("account-signed-out").hidden = signedInNow;
+    $("account-signed-in").hidden = !signedInNow;
+    $("recovery-form").hidden = signedInNow && (account.prfKey !== null || account.recoveryKey !== null);
+    if (!signedInNow) {
+      $("account-sessions").replaceChildren();
+      updateKeepButton();
+      return;
+    }
+    $("account-locked").hidden = $("recovery-form").hidden; // signed in, with no key to open a session
+    const listed = (await (await callAccount("GET", "/sessions")).json()).sessions;
+    account.kept = new Set(listed.map((kept) => kept.session_id));
+    $("account-summary").textContent = fmt(strings.account_summary, { count: numberFormat.format(listed.length) });
+    $("account-sessions").replaceChildren(...listed.map(keptSessionItem));
+    $("account-sessions-empty").hidden = listed.length > 0;
+    updateKeepButton();
+  }
+
+  function updateKeepButton() {
+    $("account-keep").hidden = account === null || current === null || account.kept.has(current.id);
+  }
+
+  /** The open session into the account: its token wrapped here for this passkey and for the code, as this tab has them. */
+  function keepCurrentSession() {
+    return withButton($("account-keep"), async () => {
+      const session = current;
+      const wrappings = [];
+      if (account.prfKey) wrappings.push(await wrapToken(account.prfKey, account.credentialId, session.token));
+      if (account.recoveryKey) wrappings.push(await wrapToken(account.recoveryKey, null, session.token));
+      if (wrappings.length === 0) {
+        setAlert(strings.account_no_key);
+        return;
+      }
+      await callAccount("POST", "/sessions", { session_id: session.id, wrapped_tokens: wrappings }, { token: session.token });
+      keyKept(); // the account holds the key now
+      await refreshAccount();
+      setStatus(strings.account_kept);
+    }, failed);
+  }
+
+  /** A kept session's token, unwrapped here from its envelope with this passkey's PRF output or the code, then opened as today. */
+  function openKeptSession(sessionId, button) {
+    return withButton(button, async () => {
+      const envelope = await (await callAccount("GET", `/sessions/${encodeURIComponent(sessionId)}`)).json();
+      let token = null;
+      for (const wrapping of envelope.wrapped_tokens) {
+        const base = wrapping.credential_id === null ? account.recoveryKey : account.prfKey;
+        if (token === null && base && (wrapping.credential_id === null || wrapping.credential_id === account.credentialId)) {
+          token = await unwrapToken(base, wrapping);
+        }
+      }
+      if (token === null) {
+        $("recovery-form").hidden = false; // the code opens it (kept from a device whose passkey gave no PRF)
+        setAlert(strings.account_cannot_open);
+        return;
+      }
+      const forThisPasskey = envelope.wrapped_tokens.some((wrapping) => wrapping.credential_id === account.credentialId);
+      if (account.prfKey && !forThisPasskey) {
+        // Opened with the code by a passkey that has PRF: wrapped for it too, so that it alone opens it next time.
+        const wrappings = [await wrapToken(account.prfKey, account.credentialId, token)];
+        await callAccount("POST", "/sessions", { session_id: sessionId, wrapped_tokens: wrappings }, { token });
+      }
+      keyKept();
+      await openSession({ id: sessionId, token });
+      $("session-heading").focus();
+    }, (error) => {
+      failed(error);
+      refreshAccount().catch(() => {});
+    });
+  }
+
+  function letGoOfSession(sessionId, button) {
+    return withButton(button, async () => {
+      await callAccount("DELETE", `/sessions/${encodeURIComponent(sessionId)}`);
+      await refreshAccount();
+      setStatus(strings.account_let_go_done);
+    }, (error) => setAlert(error.message));
+  }
+
+  function signedOut() {
+    account = null;
+    hideRecoveryCode();
+    refreshAccount();
+  }
+
+  async function signOut() {
+    setAlert("");
+    try {
+      await callAccount("POST", "/sign-out", {});
+    } catch (error) {
+      // The sign-in ends here either way; the server's ends by itself.
+    }
+    signedOut();
+    setStatus(strings.account_signed_out);
+  }
+
+  /** Deletes the account: every session it keeps is erased on the server through the one erasure, then its passkeys. */
+  async function deleteAccount() {
+    setAlert("");
+    setStatus(strings.deleting);
+    try {
+      const erased = await (await callAccount("DELETE")).json();
+      if (current !== null && erased.session_ids.includes(current.id)) {
+        forgetErased();
+        show("start-view");
+      }
+      signedOut();
+      setStatus(
+        fmt(strings.account_deleted, {
+          sessions: numberFormat.format(erased.sessions_erased),
+          passkeys: numberFormat.format(erased.passkeys_erased),
+        }),
+      );
+      $("account-heading").focus();
+    } catch (error) {
+      accountFailed(error);
+    }
   }
 
   // --- the phone's tabs: conversation and plan ---------------------------------------
@@ -1018,6 +1379,33 @@
   $("start-again").addEventListener("click", () => {
     show("start-view");
     $("resume-text").focus();
+  });
+
+  $("account-register").addEventListener("click", registerAccount);
+  $("account-sign-in").addEventListener("click", signInWithPasskey);
+  $("account-register").disabled = !hasPasskeys();
+  $("account-sign-in").disabled = !hasPasskeys();
+  $("account-no-passkeys").hidden = hasPasskeys();
+  $("recovery-form").addEventListener("submit", signInWithRecoveryCode);
+  $("account-keep").addEventListener("click", keepCurrentSession);
+  $("account-sign-out").addEventListener("click", signOut);
+  $("code-form").addEventListener("submit", (event) => event.preventDefault()); // never sent anywhere
+  $("code-copy").addEventListener("click", () => recoveryCodeShown && copyText(shownRecoveryCode(recoveryCodeShown)));
+  $("code-store").hidden = !canStoreCredentials();
+  $("code-store").addEventListener("click", () => storeInPasswordManager($("code-form")));
+  $("code-download").addEventListener("click", () => {
+    if (recoveryCodeShown) downloadSecret(config.account.codeFileName, strings.account_code_file, shownRecoveryCode(recoveryCodeShown));
+  });
+  $("recovery-done").addEventListener("click", () => {
+    hideRecoveryCode();
+    $("account-heading").focus();
+  });
+  $("account-delete").addEventListener("click", () => {
+    $("account-delete-dialog").returnValue = "";
+    $("account-delete-dialog").showModal();
+  });
+  $("account-delete-dialog").addEventListener("close", () => {
+    if ($("account-delete-dialog").returnValue === "delete") deleteAccount();
   });
 
   for (const name of tabs) $(`tab-${name}`).addEventListener("click", () => selectTab(name));
