@@ -113,5 +113,17 @@ mutants: dev-venv
 	$(PY) -m mutmut run --max-children $(MUTANT_CHILDREN)
 	$(PY) tests/mutation_report.py
 
+# The page's Markdown library and sanitiser are committed in sessions_app/static/page/vendor/ (the
+# page needs no Node); this brings them again from the exact versions of sessions_app/page/vendor/.
+PAGE_VENDOR := sessions_app/page/vendor
+.PHONY: page-vendor
+page-vendor:
+	cd $(PAGE_VENDOR) && npm ci --no-audit --no-fund
+	cp $(PAGE_VENDOR)/node_modules/markdown-it/dist/browser/markdown-it.umd.min.js* \
+	   $(PAGE_VENDOR)/node_modules/dompurify/dist/purify.min.js* sessions_app/static/page/vendor/
+	cp $(PAGE_VENDOR)/node_modules/markdown-it/LICENSE sessions_app/static/page/vendor/LICENSE-markdown-it.txt
+	cp $(PAGE_VENDOR)/node_modules/dompurify/LICENSE sessions_app/static/page/vendor/LICENSE-dompurify.txt
+	rm -rf $(PAGE_VENDOR)/node_modules
+
 clean:
 	rm -rf $(VENV) var
