@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.audit_tools import audit_tool
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, needs_chromium
-from tests.support.servers import free_port, migrated_env, server_commands, start_server
+from tests.support.servers import made_run_server
 
 pytestmark = [needs_chromium, pytest.mark.slow, pytest.mark.browser]
 
@@ -21,17 +21,8 @@ CHROME_FLAGS = " ".join(arg for arg in CHROMIUM_ARGS if arg != "--headless") + "
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("lighthouse")
-    env = migrated_env(tmp_path)
-    port = free_port()
-    process, base = start_server(
-        server_commands(workers=1)["make-run-gunicorn-asgi"](port), env, tmp_path / "log", port
-    )
-    try:
+    with made_run_server(tmp_path_factory.mktemp("lighthouse")) as base:
         yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
 
 
 def lighthouse(url: str, out, categories: list[str], language: str = "en-US") -> dict:

@@ -11,7 +11,7 @@ import re
 import httpx
 import pytest
 
-from tests.support.servers import free_port, migrated_env, server_commands, start_server
+from tests.support.servers import made_run_server
 
 pytestmark = pytest.mark.slow
 
@@ -20,16 +20,8 @@ YEAR_IMMUTABLE = "max-age=315360000, public, immutable"
 
 @pytest.fixture
 def server(tmp_path):
-    env = migrated_env(tmp_path)
-    port = free_port()
-    process, base = start_server(
-        server_commands(workers=1)["make-run-gunicorn-asgi"](port), env, tmp_path / "log", port
-    )
-    try:
+    with made_run_server(tmp_path) as base:
         yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
 
 
 def _static_urls(html: str) -> list[str]:
