@@ -72,7 +72,7 @@ system-packages:
 # Lint and format checks first ([tool.ruff] in pyproject.toml), then the whole suite
 # on SQLite and, at the same time, on PostgreSQL + Redis where both answer
 # (TEST_POSTGRES_URL, TEST_REDIS_URL; tests/backends.py says when that leg is skipped).
-test: dev-venv system-packages
+test: dev-venv system-packages page-audit-tools
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
@@ -113,6 +113,30 @@ MUTANT_CHILDREN ?= 2
 mutants: dev-venv
 	$(PY) -m mutmut run --max-children $(MUTANT_CHILDREN)
 	$(PY) tests/mutation_report.py
+
+# The page's audits from npm, Lighthouse and axe-core, at the exact versions of tests/page/audit/'s
+# package-lock.json (tests/page/test_page_lighthouse.py, test_page_axe.py), where npm is; without
+# it those tests skip (under CI they fail: tests/support/audit_tools.py).
+AUDIT_TOOLS := tests/page/audit
+.PHONY: page-audit-tools
+page-audit-tools:
+	@if ! command -v npm >/dev/null; then \
+		echo "note: no npm here: the Lighthouse and axe-core tests will be skipped"; \
+	elif [ ! $(AUDIT_TOOLS)/node_modules/.package-lock.json -nt $(AUDIT_TOOLS)/package-lock.json ]; then \
+		cd $(AUDIT_TOOLS) && npm ci --no-audit --no-fund; \
+	fi
+
+# The page's Markdown library and sanitiser are committed in sessions_app/static/page/vendor/ (the
+# page needs no Node); this brings them again from the exact versions of sessions_app/page/vendor/.
+PAGE_VENDOR := sessions_app/page/vendor
+.PHONY: page-vendor
+page-vendor:
+	cd $(PAGE_VENDOR) && npm ci --no-audit --no-fund
+	cp $(PAGE_VENDOR)/node_modules/markdown-it/dist/browser/markdown-it.umd.min.js* \
+	   $(PAGE_VENDOR)/node_modules/dompurify/dist/purify.min.js* sessions_app/static/page/vendor/
+	cp $(PAGE_VENDOR)/node_modules/markdown-it/LICENSE sessions_app/static/page/vendor/LICENSE-markdown-it.txt
+	cp $(PAGE_VENDOR)/node_modules/dompurify/LICENSE sessions_app/static/page/vendor/LICENSE-dompurify.txt
+	rm -rf $(PAGE_VENDOR)/node_modules
 
 clean:
 	rm -rf $(VENV) var

@@ -80,7 +80,7 @@ def _has_item(text: str) -> bool:
     return bool(_items(text))
 
 
-def _bare(text: str) -> str:
+def bare(text: str) -> str:
     """A read line without its bullet or number ("1. ", "- ")."""
     return BULLET_RE.sub("", text)
 
@@ -188,7 +188,7 @@ class Taint:
             if untrusted
             else set()
         )
-        whole = {_bare(line) for line in untrusted} - {_bare(text) for text in clean}
+        whole = {bare(line) for line in untrusted} - {bare(text) for text in clean}
         names = (
             set().union(*(_proper_words(line) for line, kind in by_kind if kind == provenance.UNTRUSTED))
             - set(_WORD_RE.findall(" ".join(clean)))
@@ -213,11 +213,21 @@ class Taint:
         norm = reading(text)
         if not norm:
             return False
-        if self.unvouched(text) or (self.runs and not self.runs.isdisjoint(_windows(norm))):
+        if self.unvouched(text) or self.holds_runs(norm) or self.holds_names(norm):
             return True
-        if self.names and not self.names.isdisjoint(_WORD_RE.findall(norm)):
-            return True
-        return bool(self.whole) and any(_bare(reading(line)) in self.whole for line in str(text).splitlines())
+        return bool(self.whole) and any(self.repeats_whole(reading(line)) for line in str(text).splitlines())
+
+    def holds_runs(self, norm: str) -> bool:
+        """Does the read text `norm` (`reading`) hold a run of untrusted wording?"""
+        return bool(self.runs) and not self.runs.isdisjoint(_windows(norm))
+
+    def holds_names(self, norm: str) -> bool:
+        """Does the read text `norm` name a party found only in untrusted lines?"""
+        return bool(self.names) and not self.names.isdisjoint(_WORD_RE.findall(norm))
+
+    def repeats_whole(self, norm_line: str) -> bool:
+        """Is the read line `norm_line`, bullet aside, an untrusted line repeated whole?"""
+        return bool(self.whole) and bare(norm_line) in self.whole
 
 
 def _messages(callback_context: CallbackContext) -> list[str]:

@@ -57,6 +57,16 @@ def long_numbers(text: str) -> set[str]:
     return {digits for digits in found if len(digits) >= _NUMBER_MIN_DIGITS and not _YEAR_RANGE_RE.fullmatch(digits)}
 
 
+def open_item_start(read: str) -> int | None:
+    """Where, in a read sentence (`reading`) that a seam follows, an item starts that the next
+    sentence may go on with: a link up to a Chinese full stop, ！ or ？ (a link holds them), or a number
+    before a full stop and its space ("1234. 5678" is one number). None: none may."""
+    starts = [m.start() for m in LINK_RE.finditer(read) if m.end() == len(read)]
+    if read.endswith("."):
+        starts += [m.start() for m in _NUMBER_RE.finditer(read) if m.end() == len(read) - 1]
+    return min(starts, default=None)
+
+
 def fold(text: str, *, keep_case: bool = False) -> str:
     """NFKC (full-width letters and punctuation, ？！：，, become their ASCII forms), case-folded
     unless `keep_case`."""

@@ -103,7 +103,11 @@ def test_the_page_has_no_inline_script_handler_or_style(client):
             assert not (attributes.get(name) or "").strip().lower().startswith("javascript:"), (tag, name)
     assert "style" not in {tag for tag, _ in page.tags}
     code = [(attributes, text) for attributes, text in page.scripts if attributes.get("type") != "application/json"]
-    assert code == [({"src": "/static/page/page.js", "defer": None}, "")]  # the one static file, no code inline
+    # Static files only, no code inline: the page's script after the two libraries it renders Markdown with.
+    assert code == [
+        ({"src": f"/static/page/{name}", "defer": None}, "")
+        for name in ("vendor/markdown-it.umd.min.js", "vendor/purify.min.js", "page.js")
+    ]
     data = {attributes["id"]: json.loads(text) for attributes, text in page.scripts if "id" in attributes}
     assert set(data) == {"page-config", "page-strings"}  # json_script data blocks, which never run
 

@@ -8,10 +8,12 @@
   keeps a WCAG AA contrast against what it stands on (4.5:1, 3:1 for large text).
 """
 
+import json
+
 import pytest
 from django.utils import translation
 
-from sessions_app.page.views import _script_strings
+from sessions_app.page.views import STORAGE_KEY, _script_strings
 from tests.page.test_page_browser import RESUME, _new_page
 from tests.support.browser import chromium, needs_chromium
 
@@ -109,6 +111,15 @@ def test_every_text_keeps_aa_contrast_in_light_and_dark_mode(asgi_live_server, t
     assert found == []
 
 
+def _written(page, base: str) -> dict:
+    """The replies and the current plan as the API keeps them, read with the tab's key."""
+    stored = json.loads(page.evaluate(f"sessionStorage.getItem({json.dumps(STORAGE_KEY)})"))
+    headers = {"X-Session-Token": stored["token"]}
+    messages = page.request.get(f"{base}/agent/sessions/{stored['id']}/messages", headers=headers).json()["messages"]
+    plan = page.request.get(f"{base}/agent/sessions/{stored['id']}/plan", headers=headers).json()
+    return {"replies": [m["text"] for m in messages if m["role"] == "agent"], "plan": plan["current"]["plan"]}
+
+
 @pytest.mark.parametrize("locale,lang", [("en-US", "en"), ("zh-TW", "zh-hant")])
 def test_a_reply_and_the_plan_each_have_a_copy_button_that_says_it_copied(asgi_live_server, tmp_path, locale, lang):
     from playwright.sync_api import expect
@@ -127,6 +138,7 @@ def test_a_reply_and_the_plan_each_have_a_copy_button_that_says_it_copied(asgi_l
             page.click("#send-button")
             expect(page.locator("#conversation > li.message-agent:not(.pending)")).to_have_count(number)
         replies = page.locator("#conversation > li.message-agent")
+        written = _written(page, asgi_live_server.url)
         for index in range(2):
             reply = replies.nth(index)
             button = reply.get_by_role("button", name=strings["copy_reply"])
@@ -136,12 +148,13 @@ def test_a_reply_and_the_plan_each_have_a_copy_button_that_says_it_copied(asgi_l
             button.click()
             expect(confirmation).to_have_text(strings["copied"])
             expect(confirmation).to_be_visible()
-            assert page.evaluate("navigator.clipboard.readText()") == reply.locator(".text").text_content()
+            # The reply as written (its Markdown), as the API keeps it; shown rendered.
+            assert page.evaluate("navigator.clipboard.readText()") == written["replies"][index]
         expect(page.locator("#status")).to_have_text("")  # said beside the button, not at the top
         plan = page.locator("#plan-current")
         plan.get_by_role("button", name=strings["copy_plan"]).click()
         expect(plan.locator(".copied")).to_have_text(strings["copied"])
-        assert page.evaluate("navigator.clipboard.readText()") == plan.locator(".plan-text").text_content()
+        assert page.evaluate("navigator.clipboard.readText()") == written["plan"]
         expect(page.locator("#plan-versions .copy-button")).to_have_count(0)  # the current plan only
         page.reload()  # a reply read back has its button too
         expect(page.locator("#conversation > li.message-agent .copy-button")).to_have_count(2)

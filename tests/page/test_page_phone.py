@@ -85,6 +85,54 @@ def test_on_a_phone_the_plan_is_a_tab_away_not_below_the_conversation(asgi_live_
         expect(plan_tab).not_to_be_focused()
 
 
+def _marker(tab) -> dict:
+    """The plan tab's change marker as seen (its dot: a pseudo-element) and as a screen reader hears it."""
+    return tab.evaluate(
+        """(tab) => ({
+          dot: getComputedStyle(tab, "::after").content !== "none",
+          description: tab.getAttribute("aria-describedby")
+            ? document.getElementById(tab.getAttribute("aria-describedby")).textContent : null,
+        })"""
+    )
+
+
+@pytest.mark.parametrize("locale,lang", [("en-US", "en"), ("zh-TW", "zh-hant")])
+def test_on_a_phone_the_plan_tab_says_when_the_plan_changed_unseen(asgi_live_server, tmp_path, locale, lang):
+    from playwright.sync_api import expect
+
+    with translation.override(lang):
+        name, description = gettext("Your plan"), gettext("The plan has a new version.")
+    with chromium(tmp_path, locale=locale, **PHONE) as context:
+        page = _new_page(context)
+        _start_a_session(page, asgi_live_server.url)
+        plan_tab = page.locator("#tab-plan")
+        assert _marker(plan_tab) == {"dot": False, "description": None}  # no plan yet, nothing new
+
+        # A turn saves a plan while the conversation is shown: the tab says so, in sight and to a screen reader.
+        page.fill("#message-text", MESSAGES[0])
+        page.click("#send-button")
+        expect(page.locator("#conversation > li.message-agent:not(.pending)")).to_have_count(1)
+        expect(plan_tab).to_have_class("updated")
+        assert _marker(plan_tab) == {"dot": True, "description": description}
+        expect(page.get_by_role("tab", name=name)).to_have_accessible_description(description)
+        expect(plan_tab).to_have_text(name)  # the tab's name is unchanged
+
+        # Looked at, it is no longer new; back on the conversation, the next change marks it again.
+        plan_tab.tap()
+        expect(plan_tab).not_to_have_class("updated")
+        assert _marker(plan_tab) == {"dot": False, "description": None}
+        page.locator("#tab-conversation").tap()
+        page.fill("#message-text", MESSAGES[1])
+        page.click("#send-button")
+        expect(page.locator("#conversation > li.message-agent:not(.pending)")).to_have_count(2)
+        expect(plan_tab).to_have_class("updated")
+
+        # A reload draws the plan anew: nothing changed, so nothing is marked.
+        page.reload()
+        expect(page.locator("#conversation > li.message-agent")).to_have_count(2)
+        expect(plan_tab).not_to_have_class("updated")
+
+
 def test_on_a_wide_screen_both_stand_side_by_side_with_no_tabs(asgi_live_server, tmp_path):
     from playwright.sync_api import expect
 

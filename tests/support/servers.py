@@ -4,6 +4,7 @@ fresh migrated SQLite one), a free port, and waiting until a server answers."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import shutil
@@ -152,6 +153,22 @@ def migrated_env(tmp_path: Path, database: Path | None = None, **settings: str) 
     }
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     return env
+
+
+@contextlib.contextmanager
+def made_run_server(tmp_path: Path):
+    """The service as `make run` serves it (gunicorn's ASGI worker, one process, static files
+    collected) on a fresh migrated database under `tmp_path`; yields its URL, stopped after."""
+    env = migrated_env(tmp_path)
+    port = free_port()
+    process, base = start_server(
+        server_commands(workers=1)["make-run-gunicorn-asgi"](port), env, tmp_path / "log", port
+    )
+    try:
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
 
 
 def children_of(pid: int) -> list[int]:

@@ -45,13 +45,13 @@ class _CountingPattern:
         self._count(string, pos, endpos)
         return self._pattern.fullmatch(string, pos, len(string) if endpos is None else endpos)
 
-    def finditer(self, string):
-        self._count(string)
-        return self._pattern.finditer(string)
+    def finditer(self, string, pos=0, endpos=None):
+        self._count(string, pos, endpos)
+        return self._pattern.finditer(string, pos, len(string) if endpos is None else endpos)
 
-    def findall(self, string):
-        self._count(string)
-        return self._pattern.findall(string)
+    def findall(self, string, pos=0, endpos=None):
+        self._count(string, pos, endpos)
+        return self._pattern.findall(string, pos, len(string) if endpos is None else endpos)
 
     def sub(self, repl, string):
         self._count(string)

@@ -13,8 +13,10 @@
  *   (receiptLookup, WebCrypto): the session id alone leads to no receipt, and the page shows no
  *   session id outside the key itself (file names, the verify command).
  * - Every text comes from the page (#page-strings, translated by the server); what the
- *   API answers (replies, their drafts as they stream, plans, error details such as the one 404)
- *   is shown as it comes, always as text (textContent, text nodes), never as HTML.
+ *   API answers (error details such as the one 404, the person's own messages) is shown as it
+ *   comes, as text (textContent, text nodes), never as HTML. Replies, their drafts as they stream
+ *   and plans are Markdown: rendered by markdown-it with raw HTML off, then sanitised by DOMPurify
+ *   to the few elements Markdown makes (renderMarkdown), never the model's own HTML.
  */
 (function () {
   "use strict";
@@ -29,6 +31,7 @@
   const views = ["start-view", "key-view", "session-view", "deleted-view"];
 
   let current = null; // {id, token} of the open session
+  let planShown; // the plan version last drawn (undefined: none yet for this session; null: no plan)
   let expiresAt = null; // Date
   let expiryChecked = null; // the expiresAt (ms) already checked with the API once it passed
   let ticker = null;
@@ -325,8 +328,50 @@
       who.append(" ");
       who.append(timeElement(timestamp));
     }
-    item.append(who, element("div", "text", text));
+    // The person's words as typed; the agent's as the Markdown they are written in.
+    item.append(who, role === "user" ? element("div", "text", text) : markdownBlock("text", text));
     return item;
+  }
+
+  // --- Markdown ----------------------------------------------------------------------
+  // What the model writes is Markdown. markdown-it (vendor/, pinned in sessions_app/page/vendor/)
+  // renders it with raw HTML off (a <script> or <img onerror> in a reply is shown as the text it
+  // is), no images (nothing is fetched) and links to http(s) and mailto only; DOMPurify then keeps
+  // only the elements and attributes listed here. One function for the draft, the live reply, the
+  // reply read back and the plan, so that they look the same.
+  const markdown = window.markdownit({ html: false, linkify: false, typographer: false, breaks: true });
+  markdown.disable(["image"]);
+  const SAFE_LINK = /^(?:https?:|mailto:)/i;
+  const validLink = markdown.validateLink.bind(markdown);
+  markdown.validateLink = (url) => SAFE_LINK.test(url.trim()) && validLink(url);
+  const SANITISE = {
+    ALLOWED_TAGS: ["p", "br", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "em", "strong", "del", "s",
+      "code", "pre", "blockquote", "hr", "a", "table", "thead", "tbody", "tr", "th", "td"],
+    ALLOWED_ATTR: ["href", "start"],
+    ALLOWED_URI_REGEXP: SAFE_LINK,
+    RETURN_DOM_FRAGMENT: true,
+  };
+  const HEADINGS = "h1, h2, h3, h4, h5, h6";
+
+  /** `container`'s content: `text` rendered from Markdown and sanitised. */
+  function renderMarkdown(container, text) {
+    const fragment = window.DOMPurify.sanitize(markdown.render(text || ""), SANITISE);
+    // Headings sit under the conversation's and the plan's own (h3): the levels a text uses become
+    // h4, h5, h6 in their order, so that the page's outline stays whole.
+    const levels = [...new Set([...fragment.querySelectorAll(HEADINGS)].map((node) => Number(node.tagName[1])))].sort();
+    for (const heading of fragment.querySelectorAll(HEADINGS)) {
+      const level = Math.min(6, 4 + levels.indexOf(Number(heading.tagName[1])));
+      const renamed = document.createElement(`h${level}`);
+      renamed.append(...heading.childNodes);
+      heading.replaceWith(renamed);
+    }
+    for (const link of fragment.querySelectorAll("a")) link.rel = "noopener noreferrer nofollow";
+    container.replaceChildren(fragment);
+    return container;
+  }
+
+  function markdownBlock(className, text) {
+    return renderMarkdown(element("div", `${className} markdown`), text);
   }
 
   // Quotation marks around a whole claim: <q> adds the language's own (issue 44: ““…”” and 「「…」」).
@@ -407,9 +452,10 @@
     item.setAttribute("aria-busy", "true");
     const progress = element("p", "progress", strings.sending);
     progress.setAttribute("role", "status");
-    const draft = element("div", "text draft");
+    const draft = element("div", "text draft markdown");
     item.append(element("p", "who", strings.agent), progress, draft);
     let modelCall = null;
+    let written = ""; // the draft so far, rendered whole at each piece as the reply will be
     return {
       item,
       progress: (stage) => {
@@ -417,9 +463,10 @@
         if (stage.stage === "saving") $("stop-button").hidden = true; // being stored: too late to stop
       },
       text: (piece) => {
-        if (piece.model_call !== modelCall) draft.textContent = "";
+        if (piece.model_call !== modelCall) written = "";
         modelCall = piece.model_call;
-        draft.append(piece.text);
+        written += piece.text;
+        renderMarkdown(draft, written);
       },
     };
   }
@@ -440,12 +487,16 @@
   function planBlock(version, className) {
     const block = element("div", className);
     block.append(element("p", "help", fmt(strings.plan_version, { version: version.version, time: formatTime(version.saved_at) })));
-    block.append(element("div", "plan-text", version.plan));
+    block.append(markdownBlock("plan-text", version.plan));
     if (className.includes("current")) block.append(copyButton(strings.copy_plan, version.plan));
     return block;
   }
 
   function renderPlan(plan) {
+    const version = plan.current ? plan.current.version : null;
+    // A plan that changes while the phone shows the conversation marks its tab until it is looked at.
+    if (planShown !== undefined && version !== planShown && phone.matches && !tabSelected("plan")) markPlanTab(true);
+    planShown = version;
     const target = $("plan-current");
     target.replaceChildren();
     if (!plan.current) {
@@ -482,6 +533,8 @@
   async function openSession(session, { fresh = false } = {}) {
     current = session;
     renderDocument(null); // a file's text is shown once, in the tab that sent it
+    planShown = undefined;
+    markPlanTab(false);
     $("model-in-use").hidden = true;
     setStatus(strings.opening);
     await refreshMetadata();
@@ -1296,6 +1349,18 @@
       $(`panel-${other}`).classList.toggle("tab-inactive", !selected);
     }
     if (focus) $(`tab-${name}`).focus();
+    if (name === "plan") markPlanTab(false);
+  }
+
+  function tabSelected(name) {
+    return $(`tab-${name}`).getAttribute("aria-selected") === "true";
+  }
+
+  /** The plan tab's change marker: a dot (page.css) and, for screen readers, its description. */
+  function markPlanTab(changed) {
+    $("tab-plan").classList.toggle("updated", changed);
+    if (changed) $("tab-plan").setAttribute("aria-describedby", "plan-tab-updated");
+    else $("tab-plan").removeAttribute("aria-describedby");
   }
 
   /** The panels are tab panels only while the tabs are shown: a wide screen reads two sections. */
