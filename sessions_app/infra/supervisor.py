@@ -74,6 +74,11 @@ def gunicorn_command(python: str, bind: str, workers: int = DEFAULT_WORKERS, env
         "sessions_app.infra.asgi_worker.BoundedASGIWorker",
         "--worker-connections",
         environ.get("SERVER_WORKER_CONNECTIONS", WORKER_CONNECTIONS),
+        # Each worker's loop: uvloop (libuv) where the standard library's selector loop spent
+        # a seventh of the server's CPU at 128 clients; SERVER_EVENT_LOOP=asyncio is the other
+        # (benchmarks/results/issue43_inflight.md).
+        "--asgi-loop",
+        environ.get("SERVER_EVENT_LOOP", "uvloop"),
         # An idle kept-alive connection is closed after this long.
         "--keep-alive",
         environ.get("SERVER_KEEPALIVE_SECONDS", KEEPALIVE_SECONDS),

@@ -327,9 +327,17 @@ def test_unread_responses_are_dropped_after_the_send_timeout(large_answers):
     after_one = _resident_mb(large_answers)
     _unread_round(large_answers)
     after_two = _resident_mb(large_answers)
-    print(f"worker RSS: {before:.0f} MB, after 20 unread 8 MB answers {after_one:.0f}, after 20 more {after_two:.0f}")
-    # What the first round held was given back: the second fits in it instead of adding as much.
-    assert after_two - after_one < max(after_one - before, 40) / 2
+    _unread_round(large_answers)
+    after_three = _resident_mb(large_answers)
+    print(
+        f"worker RSS: {before:.0f} MB, after each round of 20 unread 8 MB answers: "
+        f"{after_one:.0f}, {after_two:.0f}, {after_three:.0f}"
+    )
+    # What a round held was given back: the next fits in it instead of adding as much. (Where
+    # the first round's answers came and went before the measure, as with uvloop's transports,
+    # the second round is the first that holds.)
+    grown = max(after_one - before, after_two - before, 40)
+    assert after_three - max(after_one, after_two) < grown / 2
 
 
 # --- Findings 7 and 8: what the log says, and 4xx instead of 500s ---------------------------
