@@ -26,6 +26,8 @@ _NUMBERS_RE = re.compile(r"\[\s+([-+0-9.eE,\s]+?)\s+\]")  # a JSON list of numbe
 # One client address sends every request (creates, messages, deletes), far faster than a person: throttles lifted.
 UNTHROTTLED = {"AGENT_SESSION_MESSAGE_RATE": "1000000/min", "CLIENT_MESSAGE_RATE": "1000000/min"}
 UNTHROTTLED |= {"AGENT_SESSION_CREATE_RATE": "1000000/hour", "AGENT_SESSION_DELETE_RATE": "1000000/min"}
+# Turns in flight per client and per /24 (issue 39): every client of a benchmark is 127.0.0.1
+UNTHROTTLED |= {"AGENT_MAX_TURNS_PER_CLIENT": "0", "AGENT_MAX_TURNS_PER_IPV4_24": "0"}
 
 
 def main(name: str, title: str, packages: list[str], run, children: dict | None = None, options=()) -> int:

@@ -73,7 +73,6 @@ def run(args) -> tuple[list[str], dict]:
             double = subprocess.Popen(command, cwd=_common.ROOT_DIR, stdout=subprocess.PIPE, stderr=log)
         url = double.stdout.readline().decode().strip()
         env = loadgen.ours_env(Path(tmp) / "ours.db", Path(tmp)) | {"WEBAUTHN_ORIGINS": ORIGIN}
-        env |= {"AGENT_MAX_TURNS_PER_CLIENT": "0", "AGENT_MAX_TURNS_PER_IPV4_24": "0"}  # every client is 127.0.0.1
         env |= {"GOOGLE_API_KEY": "key-of-the-local-double", "GOOGLE_GEMINI_BASE_URL": url, "AGENT_MODEL_ATTEMPTS": "1"}
         process, anonymous = loadgen.start_ours(env, Path(tmp) / "server.log")
         try:

@@ -24,6 +24,7 @@ from benchmarks._common import percentile, pss_kb, summarize_ms  # noqa: F401 (a
 LOOPBACK = "127.0.0.1"
 MESSAGES = ("Please draft my job-search plan", "Focus on remote roles", "Add a networking step each week")
 KINDS, MIGRATE = ("create", "turn", "read", "delete"), ("manage.py", "migrate", "--noinput", "-v0")
+COLLECT = ("manage.py", "collectstatic", "--noinput", "-v0")
 Handle = namedtuple("Handle", "session_id user_id token", defaults=("", ""))  # one session as a client knows it
 Op = namedtuple("Op", "kind started ended ok error", defaults=("",))  # one request: its times, whether it answered
 
@@ -324,6 +325,7 @@ def start_ours(env: dict, log_path: Path, gunicorn: bool = False, health: str = 
 
     if migrate:
         subprocess.run([_common.PY, *MIGRATE], cwd=_common.ROOT_DIR, env=env, check=True, timeout=120)
+        subprocess.run([_common.PY, *COLLECT], cwd=_common.ROOT_DIR, env=env, check=True, timeout=120)  # as make run
     bind = f"{LOOPBACK}:{free_port()}"
     command = gunicorn_command(_common.PY, bind) if gunicorn else [_common.PY, "manage.py", "serve", "--bind", bind]
     process = start_server(command, log_path, f"http://{bind}{health}", env=env)
