@@ -191,4 +191,6 @@ def test_the_language_switch_does_not_ask_the_tab_keeps_the_key_across_it(asgi_l
         assert asked == []
         assert page.evaluate(WOULD_ASK) is True  # the key is still in no safe place: the tab still asks
         page.click("#copy-key")  # the Clipboard API, or the selection where it is refused
+        # The copy resolves after the click returns (a loaded machine shows it): wait for the tab to stop asking.
+        page.wait_for_function(f"() => !({WOULD_ASK})()", timeout=10_000)
         assert page.evaluate(WOULD_ASK) is False

@@ -94,7 +94,7 @@ def test_a_file_is_read_shown_with_its_hidden_lines_talked_about_and_deleted(
             expect(page.locator("#conversation > li")).to_have_count(2, timeout=30_000)
             page.click("#delete")
             page.click("#delete-confirm")
-            expect(page.locator("#deleted-view")).to_be_visible()
+            expect(page.locator("#deleted-view")).to_be_visible(timeout=30_000)  # an erasure under load
             expect(page.locator("#document")).to_be_hidden()
             expect(page.locator("#document-text")).to_have_text("")
     assert violations == []
