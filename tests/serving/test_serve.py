@@ -119,6 +119,10 @@ def test_web_and_scheduler_share_sqlite_and_stop_together(served):
     process, base, db, log_path = served
     children = children_of(process.pid)
     assert len(children) == 2, children  # gunicorn and qcluster
+    # The root, once both run, is the bare supervisor (same pid): none of the application's pages
+    # (the agent stack's libraries among them) held there too (supervisor.watch_in_bare_process).
+    assert "--watch" in Path(f"/proc/{process.pid}/cmdline").read_text()
+    assert "pydantic_core" not in Path(f"/proc/{process.pid}/maps").read_text()
     # The start-up purge ran before the servers, audited as itself (not as the scheduler's).
     assert _audits(db)[0] == ("startup", 3)
 
@@ -258,6 +262,41 @@ def test_on_sqlite_the_children_fork_from_the_loaded_and_frozen_application(monk
     monkeypatch.delitem(sys.modules, "config.asgi", raising=False)
     monkeypatch.setattr(supervisor, "forks", start)
     monkeypatch.setattr(supervisor, "address_taken", lambda bind: False)
-    monkeypatch.setattr(supervisor.signal, "signal", lambda *args: None)
+    monkeypatch.setattr(supervisor, "watch_in_bare_process", lambda python, bind, children: 0)
     supervisor.supervise_forks(sys.executable, "127.0.0.1:1", supervisor.DEFAULT_WORKERS)
     assert seen["loaded"] and seen["frozen"] > 0
+
+
+def test_a_ctrl_c_held_back_during_the_exec_still_stops_both(monkeypatch):
+    """The root blocks Ctrl-C before it becomes the bare supervisor (exec keeps a blocked signal
+    pending): the new program, once its handler is in, must take it and stop the children, not
+    run on with a Ctrl-C swallowed (or die of it before, leaving them running)."""
+    from sessions_app.infra import supervisor
+
+    signalled, polls = [], []
+
+    class Running:  # a child that runs until it is signalled
+        stopped = False
+
+        def poll(self):
+            polls.append(1)
+            assert len(polls) < 100, "the held-back Ctrl-C never reached the supervisor"
+            return 0 if self.stopped else None
+
+        def send_signal(self, signum):
+            self.stopped = True
+            signalled.append(signum)
+
+        def wait(self, timeout=None):
+            return 0
+
+    previous = signal.getsignal(signal.SIGINT)
+    signal.pthread_sigmask(signal.SIG_BLOCK, supervisor.STOPPING)  # as watch_in_bare_process, before exec
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C during the exec: pending
+    try:
+        assert supervisor.watch("127.0.0.1:1", {"web": Running(), "scheduler": Running()}) == 0
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, supervisor.STOPPING)
+        signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    assert sorted(signalled) == sorted(supervisor.STOP_SIGNALS.values())
