@@ -10,16 +10,22 @@ every string the script shows is translated here and handed over in a JSON
 data block, so the script holds no text of its own.
 """
 
+import functools
+
 from django.conf import settings
-from django.shortcuts import render
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.http import HttpResponse
 from django.template.defaultfilters import filesizeformat
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.formats import number_format
+from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_cookie
 
+from agent.environment import model_service
 from agent.offline.model import OFFLINE_MODEL_NAME
 from sessions_app import model_provider
 from sessions_app.deletion_log.formats.lookup import LOOKUP_DOMAIN, OWNER_ID_PREFIX
@@ -149,6 +155,20 @@ def _account_strings() -> dict[str, str]:
 @require_safe
 @vary_on_cookie  # the language cookie picks the page's language, as Accept-Language does
 def session_page(request):
+    return HttpResponse(rendered_page(get_language(), model_service()))
+
+
+@receiver(setting_changed)
+def forget_rendered_pages(**kwargs) -> None:
+    rendered_page.cache_clear()
+
+
+@functools.lru_cache(maxsize=16)
+def rendered_page(language: str, service: str) -> str:
+    """The page as everyone reading `language` gets it from a server whose turns go to `service`:
+    rendered once a process (its ~170 translated strings cost 6 ms of CPU a request, queued behind
+    the turns at 128 clients: benchmarks/results/issue43_round3.md). It holds nothing of a request:
+    no cookie, token or nonce; the settings it reads are forgotten when a test changes one."""
     provider = model_provider.configured()
     context = {
         "resume_max_chars": settings.RESUME_MAX_CHARS,
@@ -185,4 +205,4 @@ def session_page(request):
         },
         "script_strings": _script_strings(),
     }
-    return render(request, "page/index.html", context)
+    return render_to_string("page/index.html", context)

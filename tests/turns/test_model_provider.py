@@ -195,6 +195,16 @@ def test_the_page_tells_it_before_the_resume_box(client, environment, configurat
     assert (f'id="provider-terms" href="{provider.terms_url}"' in page) is provider.leaves_server
 
 
+def test_the_page_tells_a_new_description_at_once(client, environment):
+    """The page is rendered once a process (sessions_app/page/views.py): a changed description (here a
+    setting, for an operator a restart) must not leave the old one on it."""
+    environment(key=True, provider="gemini-api-unpaid")
+    before = client.get("/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    environment(key=True, provider="example-cloud", description=json.dumps(CUSTOM))
+    after = client.get("/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert CUSTOM["terms_url"] not in before and CUSTOM["terms_url"] in after
+
+
 # --- The session records who received it ---------------------------------------------------------
 
 
