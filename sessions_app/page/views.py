@@ -154,7 +154,9 @@ def _account_strings() -> dict[str, str]:
 
 @require_safe
 @vary_on_cookie  # the language cookie picks the page's language, as Accept-Language does
-def session_page(request):
+async def session_page(request):
+    # On the server's loop, no thread: the page is ready-made (below), and a hop to a request
+    # thread and back waited for the turns' threads at 128 clients.
     return HttpResponse(rendered_page(get_language(), model_service()))
 
 
