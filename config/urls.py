@@ -8,6 +8,7 @@ from sessions_app.api import health, scrape
 from sessions_app.api.errors import bad_request_response, not_found_response
 from sessions_app.api.schema_views import SchemaView
 from sessions_app.deletion_log import views as deletion_log
+from sessions_app.page.api_docs import api_docs
 from sessions_app.page.views import session_page
 
 urlpatterns = [
@@ -28,9 +29,13 @@ urlpatterns = [
     # The probes (docs/OBSERVABILITY.md, "Health"): public, never throttled, never in the access log.
     path("healthz", health.HealthView.as_view(), name="healthz"),
     path("readyz", health.ReadinessView.as_view(), name="readyz"),
-    # Throttled per client (the schema is built on each request); the docs page is 5 kB and not.
+    # Throttled per client (the schema is built on each request); the docs pages are not: the light
+    # one is built once per language and kept, Swagger UI's is 5 kB of HTML that loads the schema.
     path("api/schema/", SchemaView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    # A light page of the schema, under the page's CSP (sessions_app/page/api_docs.py), and Swagger UI,
+    # linked from it, to send requests from the browser (left out of the CSP: settings, the last block).
+    path("api/docs/", api_docs, name="docs"),
+    path("api/docs/try/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs-try"),
     # Prometheus's, with METRICS_TOKEN only; otherwise the 404 below (sessions_app/api/scrape.py).
     path("metrics", scrape.metrics_view, name="metrics"),
 ]

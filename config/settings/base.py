@@ -526,8 +526,9 @@ REST_FRAMEWORK = {
         "session_export_ipv6_48": env.str("AGENT_SESSION_EXPORT_RATE_IPV6_48", default="480/hour"),
         # The OpenAPI schema, per client address: drf-spectacular builds it on every request, about
         # 136 ms of CPU each (measured: docs/API.md, "Limits"); a client generator reads it once. 30
-        # a minute holds one address to about 7 % of a core. (/api/docs/ is a 5 kB page, 2 ms:
-        # not counted; the schema it loads is.)
+        # a minute holds one address to about 7 % of a core. (The docs pages are not counted:
+        # /api/docs/ is built once per language and kept, /api/docs/try/ is 5 kB of HTML, 2 ms; the
+        # schema Swagger UI loads is.)
         "schema": env.str("SCHEMA_RATE", default="30/min"),
         "schema_ipv6_56": env.str("SCHEMA_RATE_IPV6_56", default="120/min"),
         "schema_ipv6_48": env.str("SCHEMA_RATE_IPV6_48", default="480/min"),
@@ -587,11 +588,12 @@ SPECTACULAR_SETTINGS = {
 # <base>, forms post nowhere else. Every answer gets this policy: the JSON API's (a JSON body
 # opened as a page can run nothing), the 404s, and the admin's, whose pages run under it
 # unchanged (tests/page/test_page_browser.py visits them and sees no violation). One page is left
-# out, as it was: /api/docs/, where drf-spectacular's Swagger UI starts with an inline script
-# and sets inline styles; the policy is scoped away from it rather than loosened for
-# everyone. Static files are answered by WhiteNoise before this middleware runs.
+# out: /api/docs/try/, where drf-spectacular's Swagger UI starts with an inline script and sets
+# inline styles; the policy is scoped away from it rather than loosened for everyone (the API's
+# light documentation at /api/docs/ runs under it). Static files are answered by WhiteNoise before
+# this middleware runs.
 CONTENT_SECURITY_POLICY = {
-    "EXCLUDE_URL_PREFIXES": ["/api/docs/"],
+    "EXCLUDE_URL_PREFIXES": ["/api/docs/try/"],
     "DIRECTIVES": {
         "default-src": [NONE],
         "script-src": [SELF],

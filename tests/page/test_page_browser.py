@@ -94,6 +94,7 @@ def _texts(lang: str) -> dict:
             "receipt_download": gettext("Download the receipt"),
             "find_receipt": gettext("Look for its deletion receipt"),
             "docs": gettext("API documentation"),
+            "try_api": gettext("Try the API interactively"),
             "not_found": json.loads(session_not_found_response().content)["detail"],
             "max_age": ngettext("%(count)d day", "%(count)d days", 7) % {"count": 7},
             # What a streamed turn's progress says while the first plan is saved (sessions_app/api/event_stream.py).
@@ -326,8 +327,13 @@ def test_a_person_walks_through_the_page(asgi_live_server, settings, tmp_path, l
         assert page.evaluate("window.inlineScriptRan") is None
         violations.clear()
 
-        # The API docs, linked from the page, still load (they are left out of the page's policy).
+        # The API docs, linked from the page: a light page under the page's policy (no violation), whose
+        # link leads to Swagger UI, which still loads (it is left out of the policy).
         page.click(f"text={texts['docs']}")
+        expect(page.locator("h1")).to_have_text(texts["docs"])
+        expect(page.locator("#agent_sessions_create")).to_be_visible()
+        assert violations == []
+        page.click(f"text={texts['try_api']}")
         expect(page.locator(".swagger-ui .opblock-summary-path").first).to_be_visible()
         expect(page.locator(".swagger-ui")).to_contain_text("/agent/sessions/{session_id}/plan")
 

@@ -1,7 +1,8 @@
 """The person's page at /: a strict Content-Security-Policy, no inline code or style, no cookie.
 
 No browser: the HTML and headers as the server sends them (tests/page/test_page_browser.py
-drives a real one). The API and the admin carry the same policy; the API docs are left out.
+drives a real one). The API, the admin and the API docs carry the same policy; Swagger UI, at
+/api/docs/try/, is left out.
 """
 
 import json
@@ -170,10 +171,17 @@ def test_the_admin_carries_the_policy_too(client, admin_client):
     assert _policy(changelist) == STRICT_POLICY
 
 
-def test_the_api_docs_are_left_out_and_still_load(client):
+def test_swagger_ui_is_left_out_and_still_loads(client):
     # Swagger UI starts with an inline script and sets inline styles: no policy there, as before.
-    docs = client.get("/api/docs/")
+    docs = client.get("/api/docs/try/")
     assert docs.status_code == 200
     assert b"SwaggerUIBundle" in docs.content
     assert "Content-Security-Policy" not in docs.headers
     assert client.get("/api/schema/").status_code == 200
+
+
+def test_the_api_docs_carry_the_policy(client):
+    # The light page of the schema that links to Swagger UI (tests/page/test_api_docs.py).
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 200
+    assert _policy(docs) == STRICT_POLICY

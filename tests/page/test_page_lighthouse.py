@@ -72,11 +72,6 @@ def test_the_page_scores_100_for_accessibility_and_best_practices(served, tmp_pa
     assert scores(report) == {"accessibility": 100, "best-practices": 100}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Swagger UI's 1.6 MB script (compressed, cached for a year) still costs 1.4 s of blocking time on"
-    " the phone preset: 42 (FCP 4.1 s, LCP 6.3 s, TBT 1,370 ms); docs/WEB_PAGE.md, Audits",
-)
 def test_the_api_docs_score_90_for_performance_on_a_phone(served, tmp_path, capsys):
     report = lighthouse(f"{served}/api/docs/", tmp_path / "docs.json", ["performance"])
     metrics = {

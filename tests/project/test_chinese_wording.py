@@ -26,6 +26,8 @@ pytestmark = pytest.mark.django_db
 ALLOWED_WORDS = {
     "API",  # 「API 文件」: written so in Taiwan
     "JSON",  # a file format's name (「匯出（JSON）」)
+    "YAML",  # the same: the API's schema (「下載 OpenAPI 結構描述（YAML）」)
+    "OpenAPI",  # the API description standard's name, as its Chinese users write it
     "PDF",  # the same: a resume file's kind (「傳送 PDF」)
     "Word",  # the word processor's name (「Word 檔（.docx）」)
     "Markdown",  # a text format's name
@@ -133,6 +135,16 @@ def test_the_chinese_not_found_page_has_no_english_word(client):
     response = client.get("/no-such-page", HTTP_ACCEPT_LANGUAGE=ZH, HTTP_ACCEPT="text/html")
     assert response.status_code == 404
     assert english_words(read_text(response.content.decode())) == []
+
+
+def test_the_chinese_api_docs_have_no_english_word_but_the_schemas_own_texts(client):
+    # The schema's summaries and descriptions are written in English and marked lang="en" (the page
+    # says so); everything of the page's own is Chinese.
+    response = client.get(reverse("docs"), HTTP_ACCEPT_LANGUAGE=ZH)
+    assert response.status_code == 200
+    texts = read_text(response.content.decode())
+    assert any("互動試用 API" in text for text in texts)
+    assert english_words(texts) == []
 
 
 @pytest.fixture
