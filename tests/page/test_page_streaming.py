@@ -44,6 +44,8 @@ CHUNKS = [
 ]
 CHUNK_SECONDS = 0.8
 STOPPED_MESSAGE = "Now tailor it to remote roles"
+# The reply to the stopped message sent again: Markdown, as models write (a heading, bold, a list).
+MARKDOWN_REPLY = "## Remote roles\n\n- **Tailor** your summary to remote work.\n- Name the tools you use every day."
 
 # When the first words of the reply being written appear, and when the verified reply replaces them
 # (performance.now(), from the click on Send); how often the live region speaks, and what.
@@ -109,6 +111,7 @@ def test_a_reply_streams_stops_and_reads_back_as_shown(
         text_chunks(*CHUNKS, interval=CHUNK_SECONDS),
         # The turn that is stopped: its first words, then a model that takes its time.
         text_chunks("Remote roles suit your analytics work. ", "More soon.", interval=30),
+        text_chunks(MARKDOWN_REPLY),
     )
     with chromium(tmp_path, locale=locale, **VIEWPORTS[width]) as context:
         page = _new_page(context)
@@ -167,10 +170,20 @@ def test_a_reply_streams_stops_and_reads_back_as_shown(
         expect(page.locator("#conversation > li")).to_have_count(2)
         assert _shown_with(page.locator("#conversation > li.message-agent").last) == live
 
-        # 4. The stopped turn left no lock: the same message goes through now.
+        # 4. The stopped turn left no lock: the same message goes through now. Its reply is Markdown: the
+        # page shows it rendered, and the screen reader hears that text, not the Markdown's markers.
         page.fill("#message-text", STOPPED_MESSAGE)
+        page.evaluate(MEASURE_TURN)  # (the reload dropped the first one's observers)
         page.click("#send-button")
         expect(page.locator("#conversation > li.message-agent:not(.pending)")).to_have_count(2, timeout=30_000)
         said = [message["text"] for message in _conversation(page, asgi_live_server.url) if message["role"] == "user"]
         assert said == ["What stands out on my resume?", STOPPED_MESSAGE]  # once: the stopped turn was not kept
+        markdown_reply = page.locator("#conversation > li.message-agent").last
+        expect(markdown_reply.locator(".text strong")).to_have_text("Tailor")
+        (announced,) = page.evaluate("window.announcements")
+        assert announced == _fill(
+            strings["reply_announcement"], reply=markdown_reply.locator(".text").text_content().strip()
+        )
+        assert "Tailor your summary to remote work." in announced and "Name the tools" in announced
+        assert [marker for marker in ("**", "#", "- ") if marker in announced] == [], announced
     assert violations == []

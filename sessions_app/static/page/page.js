@@ -471,8 +471,13 @@
     };
   }
 
-  /** The finished reply, said once to screen readers (a live region outside the conversation). */
-  function announceReply(text) {
+  /**
+   * The finished reply, said once to screen readers (a live region outside the conversation): the
+   * text of `reply` as the page shows it, rendered from Markdown and sanitised (renderMarkdown), so
+   * that its markers (**, -, #) are not read out.
+   */
+  function announceReply(reply) {
+    const text = reply.querySelector(":scope > .text").textContent.trim();
     $("reply-announcer").textContent = fmt(strings.reply_announcement, { reply: text });
   }
 
@@ -673,7 +678,7 @@
       answered = true;
       const reply = replyItem({ ...answer, text: answer.reply, timestamp: new Date().toISOString() });
       pending.item.replaceWith(reply);
-      announceReply(answer.reply);
+      announceReply(reply);
       renderModel(answer.model);
       turn = null;
       $("stop-button").hidden = true;
