@@ -23,9 +23,9 @@ ZH = "zh-TW,zh;q=0.9"
 
 
 @pytest.fixture(autouse=True)
-def fresh_pages(monkeypatch):
+def fresh_pages():
     """Each test builds the pages afresh (the view keeps them per language for the process)."""
-    monkeypatch.setattr(api_docs, "_PAGES", {})
+    api_docs.rendered_docs.cache_clear()
 
 
 def _docs(client, language=EN):
