@@ -187,3 +187,31 @@ def test_a_reply_streams_stops_and_reads_back_as_shown(
         assert "Tailor your summary to remote work." in announced and "Name the tools" in announced
         assert [marker for marker in ("**", "#", "- ") if marker in announced] == [], announced
     assert violations == []
+
+
+@pytest.mark.parametrize(("locale", "lang"), LOCALES)
+def test_deleting_while_a_reply_is_written_shows_the_deletion_and_its_receipt(
+    asgi_live_server, runner_on_gemini_double, tmp_path, locale, lang
+):
+    """Delete, confirmed while a reply is being written: the page hangs up on the turn first and
+    shows the deletion with its receipt, not the "not found" that the unfinished turn met once the
+    session was erased (which sent the person back to the start, the receipt unseen)."""
+    from playwright.sync_api import expect
+
+    with translation.override(lang):
+        deleted, receipt_heading = gettext("Session deleted"), gettext("Your deletion receipt")
+    # The reply's end comes 3 s after its first words: after the deletion, while the page shows it.
+    runner_on_gemini_double.answer(text_chunks("Remote roles suit your analytics work. ", "More soon.", interval=3))
+    with chromium(tmp_path, locale=locale, **VIEWPORTS["desktop"]) as context:
+        page = _new_page(context)
+        _start_a_session(page, asgi_live_server.url, RESUME)
+        page.fill("#message-text", STOPPED_MESSAGE)
+        page.click("#send-button")
+        expect(page.locator("#conversation > li.pending .draft")).to_contain_text("Remote roles")
+        page.click("#delete")
+        page.click("#delete-confirm")
+        expect(page.locator("#deleted-heading")).to_have_text(deleted, timeout=30_000)
+        expect(page.locator("#receipt h3")).to_have_text(receipt_heading, timeout=30_000)
+        time.sleep(4)  # the turn's end, had the page not hung up on it
+        expect(page.locator("#deleted-view")).to_be_visible()
+        expect(page.locator("#alert")).to_be_hidden()

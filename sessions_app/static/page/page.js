@@ -648,6 +648,7 @@
   }
 
   let turn = null; // the AbortController of the turn running, if one is
+  let turnEnded = Promise.resolve(); // settles once that turn is over on the page
 
   /**
    * Sends the message: it is shown at once, the reply is written below it as it comes (its
@@ -671,6 +672,8 @@
     pending.item.scrollIntoView({ block: "nearest" });
     const controller = new AbortController();
     turn = controller;
+    let ended;
+    turnEnded = new Promise((resolve) => (ended = resolve));
     $("stop-button").hidden = false;
     let answered = false;
     try {
@@ -698,6 +701,7 @@
       turn = null;
       $("stop-button").hidden = true;
       busy(button, false);
+      ended();
     }
   }
 
@@ -963,6 +967,12 @@
   }
 
   async function deleteSession() {
+    // A reply still being written is hung up first (the server stores nothing of it), and its end
+    // awaited: otherwise it meets the erased session and says "not found" over the receipt.
+    if (turn !== null) {
+      turn.abort();
+      await turnEnded;
+    }
     setAlert("");
     setStatus(strings.deleting);
     try {
