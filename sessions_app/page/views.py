@@ -155,8 +155,7 @@ def _account_strings() -> dict[str, str]:
 @require_safe
 @vary_on_cookie  # the language cookie picks the page's language, as Accept-Language does
 async def session_page(request):
-    # On the server's loop, no thread: the page is ready-made (below), and a hop to a request
-    # thread and back waited for the turns' threads at 128 clients.
+    # On the server's loop, no hop to a request thread and back: the page is ready-made (below).
     return HttpResponse(rendered_page(get_language(), model_service()))
 
 
