@@ -8,16 +8,14 @@ browser. The schema is drf-spectacular's, as /api/schema/ serves it; it is built
 and process and the page kept (it holds nothing personal and changes only with the code).
 """
 
-import functools
-
-from django.core.signals import setting_changed
-from django.dispatch import receiver
 from django.http import HttpResponse
 from django.template.loader import render_to_string
 from django.utils.translation import get_language
 from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_cookie
 from drf_spectacular.generators import SchemaGenerator
+
+from sessions_app.page.kept import kept_per_process
 
 # OpenAPI's operations in a path item, in the order the page lists them.
 METHODS = ("get", "post", "put", "patch", "delete", "head", "options", "trace")
@@ -51,15 +49,9 @@ def api_docs(request):
     return HttpResponse(rendered_docs(get_language()))
 
 
-@receiver(setting_changed)
-def forget_rendered_docs(**kwargs) -> None:
-    rendered_docs.cache_clear()
-
-
-@functools.lru_cache(maxsize=8)
+@kept_per_process
 def rendered_docs(language: str) -> str:
     """The page in `language` (the active one), rendered once a process: the schema takes about 0.1 s
-    of CPU to build. It holds nothing of a request; the settings it reads are forgotten when a test
-    changes one."""
+    of CPU to build. It holds nothing of a request."""
     schema = SchemaGenerator().get_schema(request=None, public=True)
     return render_to_string("page/api_docs.html", {"info": schema["info"], "paths": _paths(schema)})

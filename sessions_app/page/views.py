@@ -10,11 +10,7 @@ every string the script shows is translated here and handed over in a JSON
 data block, so the script holds no text of its own.
 """
 
-import functools
-
 from django.conf import settings
-from django.core.signals import setting_changed
-from django.dispatch import receiver
 from django.http import HttpResponse
 from django.template.defaultfilters import filesizeformat
 from django.template.loader import render_to_string
@@ -29,6 +25,7 @@ from agent.environment import model_service
 from agent.offline.model import OFFLINE_MODEL_NAME
 from sessions_app import model_provider
 from sessions_app.deletion_log.formats.lookup import LOOKUP_DOMAIN, OWNER_ID_PREFIX
+from sessions_app.page.kept import kept_per_process
 from sessions_app.security import passkeys
 from sessions_app.security.tokens import TOKEN_HEADER
 
@@ -159,17 +156,12 @@ async def session_page(request):
     return HttpResponse(rendered_page(get_language(), model_service()))
 
 
-@receiver(setting_changed)
-def forget_rendered_pages(**kwargs) -> None:
-    rendered_page.cache_clear()
-
-
-@functools.lru_cache(maxsize=16)
+@kept_per_process
 def rendered_page(language: str, service: str) -> str:
     """The page as everyone reading `language` gets it from a server whose turns go to `service`:
     rendered once a process (its ~170 translated strings cost 6 ms of CPU a request, queued behind
     the turns at 128 clients: benchmarks/results/issue43_round3.md). It holds nothing of a request:
-    no cookie, token or nonce; the settings it reads are forgotten when a test changes one."""
+    no cookie, token or nonce."""
     provider = model_provider.configured()
     context = {
         "resume_max_chars": settings.RESUME_MAX_CHARS,
