@@ -75,6 +75,8 @@ def test_every_step_of_the_page_has_no_axe_violation(asgi_live_server, tmp_path,
         _check(page, "8 the deleted key: not found", found)
         page.goto(f"{base}/no-such-page")
         _check(page, "9 the not-found page", found)
+        page.goto(f"{base}/api/docs/")
+        _check(page, "10 the API's documentation", found)
     assert found == {}, "\n".join(f"{step}: {v}" for step, vs in found.items() for v in vs)
 
 
